@@ -1,0 +1,59 @@
+"""``sniffsync`` command line: a thin dispatcher.
+
+Each subcommand lives in ``sniffsync/commands/<name>.py`` and exposes ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; heavy imports stay inside ``run``
+so ``sniffsync --help`` is instant. Every error funnels through :func:`main`, which
+prints one line (a traceback only with ``--traceback``) and returns the exit code.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import SniffsyncError
+
+# name -> module; order is the order of --help
+COMMANDS = ["frames", "merge", "airtime", "detect", "fairness", "simulate", "serve", "report", "demo"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sniffsync", description="Post-mortem of multi-sniffer Wi-Fi testbed captures.")
+    parser.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"sniffsync.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"sniffsync.commands.{name}":
+                continue            # subcommand not built yet
+            raise
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except SniffsyncError as exc:
+        if args.traceback:
+            raise
+        print(f"sniffsync: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except (OSError, MemoryError) as exc:
+        if args.traceback:
+            raise
+        print(f"sniffsync: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
