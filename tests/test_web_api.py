@@ -1,0 +1,81 @@
+"""Flask API routes: shapes, bounds, errors, and that nothing reaches the file system."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from viz.runview import RunView
+from web import create_app
+
+T0 = 1_700_000_000_000_000_000
+
+
+@pytest.fixture
+def run():
+    n = 50
+    start = T0 + np.arange(n) * 200_000
+    ppdus = pd.DataFrame({
+        "ppdu": np.arange(n), "start_ns": start, "end_ns": start + 120_000,
+        "ta": pd.array([0x020000000001 if i % 2 else 0x020000000003 for i in range(n)], dtype="UInt64"),
+        "ra": pd.array([0x020000000003] * n, dtype="UInt64"),
+        "kind": ["data" if i % 2 else "ba" for i in range(n)], "phy": "ht", "mcs": 5, "nss": 1,
+        "bw_mhz": 20, "n_mpdus": 4, "sniffer": 0, "heard_mask": 3})
+    events = pd.DataFrame({"kind": ["mpdu_failed", "mpdu_failed", "rts_cts_collision"],
+                           "ppdu": [7, 7, 9], "seq": [101, 103, None]})
+    return RunView(ppdus, events, lambda a, b: {"range": [a, b]}, ["A", "B"], "unit")
+
+
+@pytest.fixture
+def client(run):
+    return create_app(run, {"TESTING": True}).test_client()
+
+
+def test_meta(client, run):
+    m = client.get("/api/meta").get_json()
+    assert m["span_ns"] == 49 * 200_000 + 120_000
+    assert m["lanes"]["station"] == ["02:00:00:00:00:01", "02:00:00:00:00:03"]
+    assert m["lanes"]["sniffer"] == ["A", "B"]
+
+
+def test_tile_items_and_buckets(client):
+    t = client.get("/api/tile?t0=0&t1=1000000&px=800").get_json()
+    assert t["mode"] == "items" and len(t["items"]["ppdu"]) == 5      # PPDUs 0..4 start before 1 ms
+    t = client.get("/api/tile?t0=0&t1=9920000&px=2").get_json()
+    assert t["mode"] == "buckets" and len(t["busy_ns"][0]) == 2
+    assert sum(map(sum, t["busy_ns"])) == 50 * 120_000
+
+
+def test_ppdu_detail(client):
+    d = client.get("/api/ppdu/7").get_json()
+    assert d["ta"] == "02:00:00:00:00:01" and d["airtime_us"] == 120.0
+    assert d["failed_seqs"] == [101, 103] and d["heard_by"] == ["A", "B"]
+    assert client.get("/api/ppdu/999").status_code == 404
+
+
+def test_analysis_range_passed_through(client):
+    assert client.get("/api/analysis").get_json() == {"range": [None, None]}
+    assert client.get("/api/analysis?t0=5&t1=10").get_json() == {"range": [5, 10]}
+
+
+@pytest.mark.parametrize("query,msg", [
+    ("t0=a&t1=5", "'t0' must be an integer"), ("t1=5", "missing parameter 't0'"),
+    ("t0=5&t1=5", "t1 must be greater"), ("t0=0&t1=5&px=0", "'px' out of range"),
+    ("t0=0&t1=5&lanes=x", "'lanes' must be"), ("t0=-1&t1=5", "'t0' out of range")])
+def test_bad_parameters_400(client, query, msg):
+    r = client.get(f"/api/tile?{query}")
+    assert r.status_code == 400 and msg in r.get_json()["error"]
+
+
+@pytest.mark.parametrize("path", ["/nope", "/static/../../setup.cfg", "/static/", "/api/ppdu/abc",
+                                  "/static/%2e%2e/__init__.py", "/api/file?path=/etc/passwd"])
+def test_no_filesystem_reach(client, path):
+    r = client.get(path)
+    assert r.status_code == 404
+    assert b"sniffsync" not in r.data or b"error" in r.data
+
+
+def test_index_and_assets(client):
+    r = client.get("/")
+    assert r.status_code == 200 and b'id="timeline"' in r.data
+    assert "script-src 'self'" in r.headers["Content-Security-Policy"]
+    assert client.get("/static/vendor/d3/d3.min.js").status_code == 200
+    assert client.get("/static/js/timeline.js").status_code == 200

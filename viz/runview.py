@@ -1,0 +1,90 @@
+"""A loaded run as the web UI and the report see it: PPDUs, events, analysis data.
+
+Built once from the pipeline's tables; every method answers from prebuilt indexes,
+so a tile is a few ``searchsorted`` calls whatever the run's size.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .tiles import build_index, tile as make_tile
+
+__all__ = ["RunView"]
+
+
+def _mac(v) -> str | None:
+    if v is None or pd.isna(v):
+        return None
+    v = int(v)
+    return ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+
+
+def _py(v):
+    """numpy/pandas scalar -> JSON-able Python value (NA -> None)."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+class RunView:
+    """Read-only view of one analysed run.
+
+    Parameters
+    ----------
+    ppdus : DataFrame
+        PPDU table (``ppdu``, ``start_ns``, ``end_ns``, ``ta``, ``ra``, ``kind``, ...);
+        ``heard_mask`` (bit per sniffer) when merged.
+    events : DataFrame
+        Detection events (``kind``, ``ppdu``, optional ``seq``).
+    analysis : callable ``(t0_ns, t1_ns) -> dict`` (run-relative, ``None`` = whole run) or dict
+    sniffers : list of str
+        Sniffer names in input order.
+    """
+
+    def __init__(self, ppdus: pd.DataFrame, events: pd.DataFrame | None, analysis, sniffers, title=""):
+        self.ppdus = ppdus.sort_values("ppdu", kind="stable").reset_index(drop=True)
+        self.events = events if events is not None else pd.DataFrame({"kind": [], "ppdu": []})
+        self._analysis = analysis
+        self.sniffers = list(sniffers)
+        self.title = title
+        self._ids = self.ppdus["ppdu"].to_numpy(np.int64)
+        self._index = {"station": build_index(self.ppdus, self.events)}
+        self._index["sniffer"] = build_index(self.ppdus, self.events, lanes="sniffer",
+                                             n_sniffers=len(self.sniffers), names=self.sniffers)
+        idx = self._index["station"]
+        self._meta = {"title": title, "t0_abs_ns": idx.t0_ns, "span_ns": int(idx.t1_ns - idx.t0_ns),
+                      "lanes": {k: v.lanes for k, v in self._index.items()},
+                      "sniffers": self.sniffers, "n_ppdus": int(len(self.ppdus)),
+                      "n_events": int(len(self.events))}
+
+    def meta(self) -> dict:
+        return self._meta
+
+    def tile(self, t0_ns: int, t1_ns: int, px: int, lanes: str = "station") -> dict:
+        return make_tile(self._index[lanes], t0_ns, t1_ns, px)
+
+    def ppdu_detail(self, ppdu_id: int) -> dict | None:
+        i = int(np.searchsorted(self._ids, ppdu_id))
+        if i >= len(self._ids) or self._ids[i] != ppdu_id:
+            return None
+        row = self.ppdus.iloc[i]
+        out = {k: _py(row[k]) for k in ("ppdu", "kind", "phy", "mcs", "nss", "bw_mhz", "n_mpdus",
+                                        "psdu_bytes", "retries", "signal_dbm") if k in row.index}
+        out["ta"], out["ra"] = _mac(row.get("ta")), _mac(row.get("ra"))
+        out["start_ns"] = int(row["start_ns"]) - self._meta["t0_abs_ns"]
+        out["airtime_us"] = round((int(row["end_ns"]) - int(row["start_ns"])) / 1000, 1)
+        ev = self.events[self.events["ppdu"] == ppdu_id] if len(self.events) else self.events
+        out["events"] = sorted(set(ev["kind"].astype(str))) if len(ev) else []
+        out["failed_seqs"] = (sorted(int(s) for s in ev.loc[ev["kind"] == "mpdu_failed", "seq"].dropna())
+                              if len(ev) and "seq" in ev else [])
+        mask = int(row["heard_mask"]) if "heard_mask" in row.index else 1 << int(row.get("sniffer", 0))
+        out["heard_by"] = [n for s, n in enumerate(self.sniffers) if mask >> s & 1]
+        return out
+
+    def analysis(self, t0_ns: int | None = None, t1_ns: int | None = None) -> dict:
+        if callable(self._analysis):
+            return self._analysis(t0_ns, t1_ns)
+        return self._analysis

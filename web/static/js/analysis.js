@@ -1,0 +1,39 @@
+// The analysis views under the timeline; render(data) redraws them all (after a brush too).
+import {lines} from "./lines.js";
+import {bars} from "./bars.js";
+import {table} from "./table.js";
+
+const hist = (h) => (h ? h.x.map((v, i) => ({label: String(v), value: h.y[i]})) : []);
+
+export function renderAnalysis(root, a) {
+  const $ = (id) => root.querySelector(`#${id}`);
+  const g = a.goodput || {t_ns: [], series: []};
+  lines($("goodput"), g.series.map((s) => ({label: s.label, x: g.t_ns, y: s.mbps})), {yLabel: "goodput Mb/s"});
+  const j = a.jain || {t_ns: [], goodput: [], airtime: []};
+  lines($("jain"), [{label: "Jain (goodput)", x: j.t_ns, y: j.goodput},
+                    ...(j.airtime && j.airtime.length ? [{label: "Jain (airtime)", x: j.t_ns, y: j.airtime}] : [])],
+        {yLabel: "Jain's index", yDomain: [0, 1]});
+  lines($("cdf"), (a.cdf || []).map((c) => ({label: c.run, x: c.x, y: c.p})),
+        {yLabel: "CDF", xIsValue: true, step: true, yDomain: [0, 1], xLabel: "Jain's index"});
+  const r = a.rtt || {series: []};
+  lines($("rtt"), r.series.flatMap((s) => [{label: `${s.label} RTT`, x: s.t_ns, y: s.rtt_ms},
+                                           {label: `${s.label} queueing`, x: s.t_ns, y: s.qdelay_ms}]),
+        {yLabel: "ms"});
+  bars($("airtime"), (a.airtime_share || []).map((s) => ({label: s.station, value: +s.share_pct.toFixed(1)})),
+       {yLabel: "airtime %"});
+  bars($("failed"), hist(a.hist && a.hist.failed_per_10s), {yLabel: "failed MPDUs / 10 s", color: "#e15759"});
+  bars($("ampdu"), hist(a.hist && a.hist.mpdus_per_ampdu), {yLabel: "A-MPDUs by size"});
+  bars($("mcs"), hist(a.hist && a.hist.mcs), {yLabel: "PPDUs by MCS"});
+  table($("rts"), a.rts || [], [["station", "station"], ["rts", "RTS sent"], ["cts", "CTS received"],
+                                ["ratio", "CTS/RTS"], ["collisions", "RTS/CTS collisions"]]);
+  table($("flows"), a.flows || [], [["label", "flow"], ["bytes", "bytes"], ["goodput_mbps", "goodput Mb/s"],
+                                    ["retransmissions", "retrans."], ["rtt_p50_ms", "RTT p50 ms"]]);
+  const sync = $("sync");
+  if (sync) {
+    sync.closest("section").hidden = !a.sync;
+    if (a.sync) table(sync, a.sync, [["sniffer", "sniffer"], ["anchors", "anchors"], ["drift_ppm", "drift ppm"],
+                                     ["p50_us", "p50 µs"], ["p99_us", "p99 µs"], ["frames_in", "frames in"],
+                                     ["duplicates", "duplicates"]]);
+  }
+  (window.__sniffsync ||= {}).analysis = {rendered: true, flows: (a.flows || []).length};
+}

@@ -1,0 +1,69 @@
+// Data sources for the views. serverSource talks to the Flask API; localSource serves the
+// same calls from data embedded in a self-contained report (no server, no eval).
+import {KINDS} from "./colors.js";
+
+async function getJSON(url) {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`${url}: ${r.status}`);
+  return r.json();
+}
+
+export function serverSource(base = "") {
+  return {
+    meta: () => getJSON(`${base}/api/meta`),
+    tile: (t0, t1, px, lanes) =>
+      getJSON(`${base}/api/tile?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&px=${px}&lanes=${lanes}`),
+    ppdu: (id) => getJSON(`${base}/api/ppdu/${id}`),
+    analysis: (t0, t1) => getJSON(t0 == null ? `${base}/api/analysis`
+      : `${base}/api/analysis?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}`),
+  };
+}
+
+// items: {lane_station, lane_sniffer(list of lists), start_ns, end_ns, kind, severity, ppdu, details}
+export function localSource(data) {
+  const it = data.timeline.items;
+  const n = it.start_ns.length;
+  return {
+    meta: async () => data.timeline.meta,
+    ppdu: async (id) => data.timeline.details[String(id)] || {ppdu: id},
+    analysis: async () => data.analysis,
+    tile: async (t0, t1, px, lanes) => {
+      const lanesOf = (i) => lanes === "sniffer" ? it.sniffer_lanes[i] : [it.lane[i]];
+      const sel = [];
+      for (let i = 0; i < n; i++) if (it.start_ns[i] < t1 && it.end_ns[i] > t0) sel.push(i);
+      const names = data.timeline.meta.lanes[lanes];
+      if (sel.length <= 4 * px) {
+        const out = {lane: [], start_ns: [], end_ns: [], kind: [], severity: [], ppdu: []};
+        for (const i of sel) for (const l of lanesOf(i)) {
+          out.lane.push(l); out.start_ns.push(it.start_ns[i]); out.end_ns.push(it.end_ns[i]);
+          out.kind.push(it.kind[i]); out.severity.push(it.severity[i]); out.ppdu.push(it.ppdu[i]);
+        }
+        return {mode: "items", t0_ns: t0, t1_ns: t1, px, lanes: names, items: out};
+      }
+      const w = (t1 - t0) / px, L = names.length;
+      const busy = names.map(() => new Float64Array(px)), sev = names.map(() => new Int8Array(px));
+      const count = names.map(() => new Int32Array(px));
+      const kw = names.map(() => new Float64Array(px * KINDS.length));
+      for (const i of sel) for (const l of lanesOf(i)) {
+        const a = Math.max(it.start_ns[i], t0), b = Math.min(it.end_ns[i], t1);
+        const fa = Math.max(0, Math.floor((a - t0) / w)), fb = Math.min(px - 1, Math.floor((b - 1 - t0) / w));
+        count[l][Math.max(0, Math.min(px - 1, Math.floor((it.start_ns[i] - t0) / w)))] += 1;
+        for (let k = fa; k <= fb; k++) {
+          const lo = Math.max(a, t0 + k * w), hi = Math.min(b, t0 + (k + 1) * w);
+          busy[l][k] += Math.max(0, hi - lo);
+          kw[l][k * KINDS.length + it.kind[i]] += Math.max(0, hi - lo);
+          sev[l][k] = Math.max(sev[l][k], it.severity[i]);
+        }
+      }
+      const kind = names.map((_, l) => Array.from({length: px}, (_, k) => {
+        let best = -1, bw = 0;
+        for (let c = 0; c < KINDS.length; c++) if (kw[l][k * KINDS.length + c] > bw) { bw = kw[l][k * KINDS.length + c]; best = c; }
+        return best;
+      }));
+      const edges = Array.from({length: px + 1}, (_, k) => t0 + k * w);
+      return {mode: "buckets", t0_ns: t0, t1_ns: t1, px, lanes: names, edges_ns: edges,
+              busy_ns: busy.map(Array.from), count: count.map(Array.from), kind,
+              severity: sev.map(Array.from), L};
+    },
+  };
+}

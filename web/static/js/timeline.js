@@ -1,0 +1,189 @@
+// The merged-trace timeline: one lane per station (or sniffer), each PPDU a rectangle spanning
+// its airtime, drawn on canvas from pixel-scaled tiles; d3-zoom from the whole run to µs.
+// Shift-drag brushes a time range; hover shows a PPDU's details; click pins them.
+import {KINDS, KIND_COLOR, SEVERITY_COLOR, SEVERITY_NAME} from "./colors.js";
+import {timeUnit, formatNs, rows} from "./format.js";
+
+const MARGIN = {left: 150, right: 14, top: 10, bottom: 30};
+const LANE_H = 26;
+
+export async function timeline(root, source, {onBrush = () => {}} = {}) {
+  const meta = await source.meta();
+  const span = Math.max(meta.span_ns, 1000);
+  let laneMode = "station";
+  root.replaceChildren();
+  const wrap = d3.select(root).classed("timeline", true).style("position", "relative");
+  const canvas = wrap.append("canvas").style("position", "absolute").style("left", 0).style("top", 0).node();
+  const svg = wrap.append("svg").style("position", "relative").style("display", "block");
+  const gLabels = svg.append("g"), gAxis = svg.append("g").attr("class", "axis");
+  const gBrush = svg.append("g").attr("class", "brush");
+  const baseLabel = svg.append("text").attr("class", "axis-base").attr("x", 4);
+  const tip = wrap.append("div").attr("class", "tip").style("display", "none");
+  const tipDl = tip.append("dl").node();
+  const x0 = d3.scaleLinear().domain([0, span]);
+  let x = x0.copy(), width = 0, height = 0, tile = null, seq = 0, timer = null, pinned = null;
+  const details = new Map();
+  const hook = (window.__sniffsync ||= {}).timeline = {domain: [0, span], drawn: 0, markers: 0, mode: null, tiles: 0};
+
+  const lanes = () => meta.lanes[laneMode];
+  const laneY = (l) => MARGIN.top + l * LANE_H;
+  const left = () => MARGIN.left, right = () => width - MARGIN.right;
+
+  function layout() {
+    width = Math.max(root.clientWidth || 0, 600);
+    height = MARGIN.top + lanes().length * LANE_H + MARGIN.bottom;
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = width * dpr; canvas.height = height * dpr;
+    canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
+    canvas.getContext("2d").setTransform(dpr, 0, 0, dpr, 0, 0);
+    svg.attr("width", width).attr("height", height);
+    x0.range([left(), right()]);
+    zoom.extent([[left(), 0], [right(), height]]).translateExtent([[left(), 0], [right(), height]]);
+    gLabels.selectAll("text").data(lanes()).join("text")
+      .attr("x", 6).attr("y", (_, i) => laneY(i) + LANE_H / 2 + 4).attr("class", "lane-label").text((d) => d);
+    gAxis.attr("transform", `translate(0,${height - MARGIN.bottom})`);
+    baseLabel.attr("y", height - 4);
+    brush.extent([[left(), MARGIN.top], [right(), height - MARGIN.bottom]]);
+    gBrush.call(brush);
+    x = d3.zoomTransform(svg.node()).rescaleX(x0);
+    drawAxis();
+  }
+
+  function drawAxis() {
+    const [d0, d1] = x.domain(), u = timeUnit(d1 - d0);
+    const base = u.unit === "µs" ? Math.floor(d0 / 1e6) * 1e6 : 0;   // deep zoom: label from a ms base
+    gAxis.call(d3.axisBottom(x).ticks(Math.max(2, Math.floor(width / 110)))
+      .tickFormat((t) => `${((t - base) / u.div).toFixed(u.digits)} ${u.unit}`));
+    baseLabel.text(base ? `+${formatNs(base, 1e7)}` : "");
+    hook.domain = [d0, d1];
+  }
+
+  function draw() {
+    const ctx = canvas.getContext("2d");
+    ctx.clearRect(0, 0, width, height);
+    lanes().forEach((_, l) => {
+      ctx.fillStyle = l % 2 ? "#f7f7f7" : "#ffffff";
+      ctx.fillRect(left(), laneY(l), right() - left(), LANE_H);
+    });
+    let drawn = 0, markers = 0;
+    if (!tile) return;
+    ctx.save();
+    ctx.beginPath(); ctx.rect(left(), 0, right() - left(), height); ctx.clip();
+    if (tile.mode === "items") {
+      const it = tile.items;
+      for (let i = 0; i < it.start_ns.length; i++) {
+        const a = x(it.start_ns[i]), b = x(it.end_ns[i]);
+        if (b < left() || a > right()) continue;
+        const y = laneY(it.lane[i]);
+        ctx.fillStyle = KIND_COLOR[it.kind[i]];
+        ctx.fillRect(a, y + 6, Math.max(1, b - a), LANE_H - 10);
+        drawn++;
+        if (it.severity[i] > 0) { mark(ctx, a, Math.max(3, b - a), y, it.severity[i]); markers++; }
+      }
+    } else {
+      const e = tile.edges_ns;
+      tile.busy_ns.forEach((busy, l) => {
+        const y = laneY(l);
+        for (let k = 0; k < busy.length; k++) {
+          const a = x(e[k]), b = x(e[k + 1]);
+          if (busy[k] > 0) {
+            const h = Math.max(1, Math.min(1, busy[k] / (e[k + 1] - e[k])) * (LANE_H - 10));
+            ctx.fillStyle = KIND_COLOR[Math.max(0, tile.kind[l][k])];
+            ctx.fillRect(a, y + LANE_H - 4 - h, Math.max(1, b - a), h);
+            drawn++;
+          }
+          if (tile.severity[l][k] > 0) { mark(ctx, a, Math.max(3, b - a), y, tile.severity[l][k]); markers++; }
+        }
+      });
+    }
+    ctx.restore();
+    Object.assign(hook, {drawn, markers, mode: tile.mode});
+  }
+
+  function mark(ctx, a, w, y, sev) {   // event marker: a bar and a triangle above the lane
+    ctx.fillStyle = SEVERITY_COLOR[sev];
+    ctx.fillRect(a, y + 2, w, 3);
+    ctx.beginPath(); ctx.moveTo(a + w / 2 - 4, y); ctx.lineTo(a + w / 2 + 4, y); ctx.lineTo(a + w / 2, y + 6);
+    ctx.fill();
+  }
+
+  function fetchTile() {
+    const [d0, d1] = x.domain(), mine = ++seq;
+    const px = Math.max(1, Math.round(right() - left()));
+    return source.tile(Math.max(0, d0), Math.min(span, d1), px, laneMode).then((t) => {
+      if (mine !== seq) return;
+      tile = t; hook.tiles++; draw();
+    });
+  }
+  function schedule() { clearTimeout(timer); timer = setTimeout(fetchTile, 40); }
+
+  const zoom = d3.zoom().scaleExtent([1, Math.max(1, span / 20000)])   // 20 µs across at most zoom
+    .filter((ev) => !ev.shiftKey && !ev.button)
+    .on("zoom", (ev) => { x = ev.transform.rescaleX(x0); drawAxis(); draw(); schedule(); });
+  const brush = d3.brushX().filter((ev) => ev.shiftKey)
+    .on("end", (ev) => onBrush(ev.selection ? ev.selection.map((p) => x.invert(p)) : null));
+
+  function itemAt(mx, my) {
+    if (!tile || tile.mode !== "items") return null;
+    const lane = Math.floor((my - MARGIN.top) / LANE_H), it = tile.items;
+    let best = null, bestD = 4;
+    for (let i = 0; i < it.start_ns.length; i++) {
+      if (it.lane[i] !== lane) continue;
+      const a = x(it.start_ns[i]), b = Math.max(a + 1, x(it.end_ns[i]));
+      const d = mx < a ? a - mx : mx > b ? mx - b : 0;
+      if (d < bestD) { bestD = d; best = i; }
+    }
+    return best;
+  }
+
+  async function showTip(i, mx, my) {
+    const it = tile.items, id = it.ppdu[i];
+    if (!details.has(id)) details.set(id, await source.ppdu(id));
+    const d = details.get(id);
+    rows(tipDl, [["kind", KINDS[it.kind[i]]], ["TA", d.ta], ["RA", d.ra],
+      ["start", formatNs(it.start_ns[i], 1e7)], ["airtime", `${d.airtime_us} µs`],
+      ["PHY", d.phy == null ? null : `${d.phy} MCS ${d.mcs ?? "—"} ×${d.nss ?? 1} ${d.bw_mhz ?? ""} MHz`],
+      ["MPDUs", d.n_mpdus], ["failed seqs", (d.failed_seqs || []).join(", ") || "none"],
+      ["event", it.severity[i] ? SEVERITY_NAME[it.severity[i]] : "none"],
+      ["heard by", (d.heard_by || []).join(", ")]]);
+    tip.style("display", "block").style("left", `${Math.min(mx + 12, width - 260)}px`).style("top", `${my + 12}px`);
+    hook.tip = tip.node().textContent;
+  }
+
+  svg.on("mousemove", (ev) => {
+    if (pinned != null) return;
+    const [mx, my] = d3.pointer(ev, svg.node()), i = itemAt(mx, my);
+    if (i == null) { tip.style("display", "none"); return; }
+    showTip(i, mx, my);
+  }).on("mouseleave", () => { if (pinned == null) tip.style("display", "none"); })
+    .on("click", (ev) => {
+      const [mx, my] = d3.pointer(ev, svg.node()), i = itemAt(mx, my);
+      pinned = pinned == null && i != null ? tile.items.ppdu[i] : null;
+      tip.classed("pinned", pinned != null);
+      if (i != null) showTip(i, mx, my);
+    });
+
+  svg.call(zoom).on("dblclick.zoom", null);
+  layout();
+  await fetchTile();
+  window.addEventListener("resize", () => { layout(); draw(); schedule(); });
+
+  return {
+    zoomTo(t0, t1) {   // programmatic zoom (also a test hook)
+      const k = (right() - left()) / (x0(t1) - x0(t0));
+      svg.call(zoom.transform, d3.zoomIdentity.translate(left() - k * x0(t0), 0).scale(k));
+      clearTimeout(timer);
+      return fetchTile();
+    },
+    setLanes(mode) { laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
+    domain: () => x.domain(),
+    itemScreenPos(ppdu) {   // test hook: where a drawn PPDU sits on screen
+      if (!tile || tile.mode !== "items") return null;
+      const i = tile.items.ppdu.indexOf(ppdu);
+      if (i < 0) return null;
+      const r = svg.node().getBoundingClientRect();
+      return {x: r.left + (x(tile.items.start_ns[i]) + Math.max(x(tile.items.start_ns[i]) + 1, x(tile.items.end_ns[i]))) / 2,
+              y: r.top + laneY(tile.items.lane[i]) + LANE_H / 2};
+    },
+  };
+}

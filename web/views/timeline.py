@@ -1,0 +1,33 @@
+from flask import Blueprint, abort, current_app, jsonify, request
+
+from . import int_arg, run
+
+bp = Blueprint("timeline", __name__, url_prefix="/api")
+
+
+@bp.get("/meta")
+def meta():
+    return jsonify(run().meta())
+
+
+@bp.get("/tile")
+def tile():
+    r = run()
+    span = r.meta()["span_ns"]
+    t0 = int_arg("t0", lo=0, hi=span)
+    t1 = int_arg("t1", lo=0, hi=span + 1)
+    px = int_arg("px", 1000, lo=1, hi=current_app.config["MAX_TILE_PX"])
+    lanes = request.args.get("lanes", "station")
+    if lanes not in ("station", "sniffer"):
+        abort(400, description="parameter 'lanes' must be 'station' or 'sniffer'")
+    if t1 <= t0:
+        abort(400, description="t1 must be greater than t0")
+    return jsonify(r.tile(t0, t1, px, lanes))
+
+
+@bp.get("/ppdu/<int:ppdu_id>")
+def ppdu(ppdu_id: int):
+    d = run().ppdu_detail(ppdu_id)
+    if d is None:
+        abort(404)
+    return jsonify(d)
