@@ -41,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): not our error; silence the flush at exit
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except SniffsyncError as exc:
         if args.traceback:
             raise

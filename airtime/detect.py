@@ -1,0 +1,260 @@
+"""What went wrong on the air: unanswered RTS, RTS/CTS collisions, overlaps, failed MPDUs.
+
+Works on a PPDU table (:func:`airtime.ppdu.group_ppdus`) and the frame table it came
+from, one capture or a merged one. Every detector is a keyed time-window join
+(:mod:`airtime.match`) or an interval-overlap join; nothing loops over frames.
+
+Conventions (times in ns on the table's clock):
+- a response (CTS, ACK, Block-Ack) starts one SIFS after the end of the frame it
+  answers, within ``slack_ns`` (sync error, TSFT rounding, propagation);
+- CTS and ACK carry no TA: their transmitter is the RA of the frame they answer;
+- MPDU ``seq`` offsets into a Block-Ack bitmap modulo 4096 (802.11-2020 10.25.6).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .match import match_in_window, overlapping_pairs
+
+__all__ = ["detect", "DetectResult", "EVENT_KINDS"]
+
+EVENT_KINDS = ["rts_unanswered", "rts_cts_collision", "overlap", "mpdu_failed", "ba_missing"]
+_HASH = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _u64(s) -> np.ndarray:
+    """Nullable MAC column -> uint64 with 0 for null."""
+    return pd.array(s, dtype="UInt64").fillna(0).to_numpy(np.uint64)
+
+
+def _pair(a, b) -> np.ndarray:
+    """Order-sensitive hash of two 48-bit addresses (uint64 wraparound on purpose)."""
+    with np.errstate(over="ignore"):
+        return a * _HASH + b
+
+
+class DetectResult(dict):
+    """``events`` (DataFrame), ``mpdus`` (per data MPDU transmission), ``stations`` (stats)."""
+    __getattr__ = dict.__getitem__
+
+
+def _sifs_ns(frames) -> int:
+    f = frames["freq_mhz"].dropna() if "freq_mhz" in frames else pd.Series([], dtype=float)
+    return 10_000 if len(f) and float(f.median()) < 3000 else 16_000
+
+
+def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: int | None = None,
+           slack_ns: int = 6_000, chain_gap_ns: int = 200_000_000) -> DetectResult:
+    """Find the events a Wi-Fi engineer hunts for by hand.
+
+    Parameters
+    ----------
+    frames : DataFrame
+        Frame table (``seq``, ``tid``, ``retry``, ``type``, ``ba_ssn``, ``ba_bitmap_lo`` ...).
+    ppdus : DataFrame
+        PPDU table (``ppdu``, ``start_ns``, ``end_ns``, ``ta``, ``ra``, ``kind``, ``n_mpdus``).
+    frame_ppdu : array of int
+        PPDU id of every frame row (-1 for none).
+    sifs_ns : int, optional
+        Default from the band: 16 µs at 5/6 GHz, 10 µs at 2.4 GHz.
+    slack_ns : int
+        Tolerance on response timing.
+
+    Returns
+    -------
+    DetectResult
+        ``events``: kind, time_us, start_ns, ppdu, ta, ra, seq, other_ppdu, other_ta, detail.
+        ``mpdus``: one row per data MPDU sent in a PPDU that drew (or should have drawn) a
+        Block-Ack: ppdu, ta, ra, tid, seq, retry, acked, fate. ``stations``: per-TA counters.
+    """
+    sifs = _sifs_ns(frames) if sifs_ns is None else int(sifs_ns)
+    p = ppdus.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    pid = p["ppdu"].to_numpy(np.int64)
+    start, end = p["start_ns"].to_numpy(np.int64), p["end_ns"].to_numpy(np.int64)
+    ta, ra = _u64(p["ta"]), _u64(p["ra"])
+    kind = p["kind"].astype(str).to_numpy()
+    unicast = (ra >> np.uint64(40)) & np.uint64(1) == 0
+
+    # transmitter of CTS/ACK: the RA of the frame one SIFS before
+    tx = ta.copy()
+    resp = np.isin(kind, ("cts", "ack")) & (ta == 0)
+    has_ta = np.flatnonzero(ta != 0)
+    m = match_in_window(ra[resp], start[resp], ta[has_ta], end[has_ta], -sifs - slack_ns, -sifs + slack_ns)
+    r_idx = np.flatnonzero(resp)
+    tx[r_idx[m >= 0]] = ra[has_ta[m[m >= 0]]]
+
+    # RTS answered by a CTS to its transmitter one SIFS after its end
+    rts = np.flatnonzero(kind == "rts")
+    cts = np.flatnonzero(kind == "cts")
+    got = match_in_window(ta[rts], end[rts], ra[cts], start[cts], sifs - slack_ns, sifs + slack_ns)
+    unanswered = rts[got < 0]
+
+    # overlapping PPDUs of different transmitters (visible once sniffers are merged)
+    i, j = overlapping_pairs(start, end)
+    diff = (tx[i] != tx[j]) | (tx[i] == 0)
+    i, j = i[diff], j[diff]
+    # an unanswered RTS collided when it overlapped a transmission from/to its receiver
+    both_i = np.concatenate([i, j])
+    both_j = np.concatenate([j, i])
+    is_un = np.zeros(len(p), bool)
+    is_un[unanswered] = True
+    hit = is_un[both_i] & ((tx[both_j] == ra[both_i]) | (ra[both_j] == ra[both_i]))
+    hit &= tx[both_j] != ta[both_i]
+    coll_rts, coll_with = both_i[hit], both_j[hit]
+    first = np.unique(coll_rts, return_index=True)[1]      # one event per RTS: its first partner
+    coll_rts, coll_with = coll_rts[first], coll_with[first]
+
+    ba_res = _block_acks(frames, p, np.asarray(frame_ppdu), tx, ta, ra, kind, start, end, unicast,
+                         sifs, slack_ns, chain_gap_ns)
+    mpdus, ba_missing = ba_res
+
+    ev = [
+        _events("rts_unanswered", p, unanswered, ta, ra, detail=np.full(len(unanswered), "no CTS")),
+        _events("rts_cts_collision", p, coll_rts, ta, ra, other=coll_with, other_ta=tx,
+                detail=np.char.add("overlapped ", kind[coll_with].astype(str))),
+        _events("overlap", p, j, tx, ra, other=i, other_ta=tx,
+                detail=np.char.add("overlap_ns=", (np.minimum(end[i], end[j]) - start[j]).astype(str))),
+        _events("ba_missing", p, ba_missing, ta, ra, detail=np.full(len(ba_missing), "no Block-Ack")),
+    ]
+    failed = mpdus[~mpdus["acked"]] if len(mpdus) else mpdus
+    if len(failed):
+        f = pd.DataFrame({"kind": "mpdu_failed", "start_ns": failed["start_ns"].to_numpy(),
+                          "ppdu": failed["ppdu"].to_numpy(), "ta": failed["ta"].to_numpy(),
+                          "ra": failed["ra"].to_numpy(), "seq": failed["seq"].to_numpy(),
+                          "other_ppdu": -1, "other_ta": pd.array([None] * len(failed), dtype="UInt64"),
+                          "detail": failed["fate"].to_numpy()})
+        ev.append(f)
+    events = pd.concat([e for e in ev if len(e)], ignore_index=True) if any(len(e) for e in ev) else _events(
+        "overlap", p, np.zeros(0, np.int64), ta, ra)
+    events["ta"] = pd.array(events["ta"], dtype="UInt64")
+    events["ra"] = pd.array(events["ra"], dtype="UInt64")
+    events["seq"] = pd.array(events["seq"], dtype="Int64")
+    events = events.sort_values(["start_ns", "kind"], kind="stable").reset_index(drop=True)
+    events.insert(1, "time_us", events["start_ns"] // 1000)
+    return DetectResult(events=events, mpdus=mpdus,
+                        stations=station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing))
+
+
+def _events(kind, p, rows, ta, ra, other=None, other_ta=None, detail=None) -> pd.DataFrame:
+    rows = np.asarray(rows, np.int64)
+    return pd.DataFrame({
+        "kind": kind, "start_ns": p["start_ns"].to_numpy(np.int64)[rows],
+        "ppdu": p["ppdu"].to_numpy(np.int64)[rows],
+        "ta": pd.array(np.where(ta[rows] == 0, 0, ta[rows]), dtype="UInt64"),
+        "ra": pd.array(ra[rows], dtype="UInt64"),
+        "seq": pd.array([None] * len(rows), dtype="Int64"),
+        "other_ppdu": p["ppdu"].to_numpy(np.int64)[other] if other is not None else np.full(len(rows), -1),
+        "other_ta": pd.array(other_ta[other] if other is not None else [None] * len(rows), dtype="UInt64"),
+        "detail": detail if detail is not None else np.full(len(rows), ""),
+    })
+
+
+def _block_acks(frames, p, frame_ppdu, tx, ta, ra, kind, start, end, unicast, sifs, slack, chain_gap):
+    """MPDUs of data PPDUs against the receiver's Block-Ack bitmap (or ACK)."""
+    pid = p["ppdu"].to_numpy(np.int64)
+    # the response to every unicast data PPDU: a BA from its RA to its TA, or an ACK to its TA
+    data = np.flatnonzero((kind == "data") & unicast & (ta != 0))
+    ba = np.flatnonzero(kind == "ba")
+    ack = np.flatnonzero(kind == "ack")
+    got_ba = match_in_window(_pair(ta[data], ra[data]), end[data], _pair(ra[ba], ta[ba]), start[ba],
+                             sifs - slack, sifs + slack)
+    got_ack = match_in_window(ta[data], end[data], ra[ack], start[ack], sifs - slack, sifs + slack)
+    n_mpdus = p["n_mpdus"].to_numpy(np.int64)[data]
+    ba_missing = data[(got_ba < 0) & (got_ack < 0) & (n_mpdus > 1)]
+
+    # data MPDU rows and their PPDU position
+    f_type = frames["type"].to_numpy(dtype=float, na_value=-1)
+    rows = np.flatnonzero((f_type == 2) & (frame_ppdu >= 0) & frames["seq"].notna().to_numpy())
+    pos = np.searchsorted(pid, frame_ppdu[rows]) if np.all(np.diff(pid) >= 0) else None
+    if pos is None:
+        order = np.argsort(pid)
+        pos = order[np.searchsorted(pid[order], frame_ppdu[rows])]
+    pos = np.clip(pos, 0, len(pid) - 1)
+    keep = (pid[pos] == frame_ppdu[rows])
+    rows, pos = rows[keep], pos[keep]
+    slot = np.full(len(p), -1, np.int64)          # index into `data` for each PPDU
+    slot[data] = np.arange(len(data))
+    in_data = slot[pos] >= 0
+    rows, pos = rows[in_data], pos[in_data]
+    s = slot[pos]
+    b, a = got_ba[s], got_ack[s]
+    seq = frames["seq"].to_numpy(np.int64, na_value=0)[rows]
+    responded = (b >= 0) | (a >= 0)
+    rows, pos, s, b, a, seq = rows[responded], pos[responded], s[responded], b[responded], a[responded], seq[responded]
+    acked = a >= 0
+    if len(b) and (b >= 0).any():
+        ba_frame = p["first_frame"].to_numpy(np.int64)[ba[b[b >= 0]]]
+        ssn = frames["ba_ssn"].to_numpy(np.int64, na_value=0)[ba_frame]
+        bm = frames["ba_bitmap_lo"].to_numpy(np.uint64, na_value=0)[ba_frame]
+        off = (seq[b >= 0] - ssn) % 4096
+        bit = np.where(off < 64, (bm >> np.minimum(off, 63).astype(np.uint64)) & np.uint64(1), 0)
+        acked[b >= 0] = bit.astype(bool)
+    tid = frames["tid"].to_numpy(np.int64, na_value=0)[rows] if "tid" in frames else np.zeros(len(rows), np.int64)
+    retry = frames["retry"].to_numpy(bool, na_value=False)[rows]
+    mp = pd.DataFrame({"ppdu": pid[pos], "start_ns": start[pos], "ta": pd.array(ta[pos], dtype="UInt64"),
+                       "ra": pd.array(ra[pos], dtype="UInt64"), "tid": tid, "seq": seq, "retry": retry,
+                       "acked": acked, "frame": rows})
+    mp["fate"] = _fates(mp, chain_gap)
+    return mp, ba_missing
+
+
+def _fates(mp: pd.DataFrame, chain_gap: int) -> np.ndarray:
+    """'delivered' / 'retried_delivered' / 'retried_lost' / 'lost' for each MPDU transmission.
+
+    Transmissions of one (TA, TID, seq) closer than ``chain_gap`` form a chain (seq
+    numbers wrap every 4096 MPDUs); a failed one is later delivered when any later
+    transmission of its chain was acknowledged.
+    """
+    n = len(mp)
+    if n == 0:
+        return np.zeros(0, object)
+    ta = mp["ta"].to_numpy(np.uint64)
+    key = _pair(ta, (mp["tid"].to_numpy(np.uint64) << np.uint64(12)) | mp["seq"].to_numpy(np.uint64))
+    t = mp["start_ns"].to_numpy(np.int64)
+    o = np.lexsort((t, key))
+    k, ts, ack = key[o], t[o], mp["acked"].to_numpy(bool)[o]
+    new_chain = np.ones(n, bool)
+    new_chain[1:] = (k[1:] != k[:-1]) | (np.diff(ts) > chain_gap)
+    chain = np.cumsum(new_chain) - 1
+    heads = np.flatnonzero(new_chain)
+    acks = ack.astype(np.int64)
+    total = np.add.reduceat(acks, heads)                       # acks per chain
+    upto = np.cumsum(acks) - np.repeat(np.cumsum(acks)[heads] - acks[heads], np.diff(np.r_[heads, n]))
+    later = (total[chain] - upto) > 0                          # acked after this row
+    later_any = np.r_[chain[1:] == chain[:-1], False]          # retransmitted after this row
+    fate = np.where(ack, "delivered", np.where(later, "retried_delivered",
+                                                np.where(later_any, "retried_lost", "lost")))
+    out = np.empty(n, object)
+    out[o] = fate
+    return out
+
+
+def station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing) -> pd.DataFrame:
+    """Per transmitter: PPDUs, RTS sent / CTS received, MPDUs, retries, failed, BA missing."""
+    ta = p["ta"]
+    df = pd.DataFrame({"ta": pd.array(tx, dtype="UInt64"), "kind": kind})
+    g = df.groupby("ta", observed=True)
+    out = pd.DataFrame({"ppdus": g.size()})
+    out["rts"] = df[df.kind == "rts"].groupby("ta").size()
+    un = pd.Series(1, index=pd.Index(pd.array(tx[unanswered], dtype="UInt64"))).groupby(level=0).size()
+    out["rts_unanswered"] = un
+    co = pd.Series(1, index=pd.Index(pd.array(tx[coll_rts], dtype="UInt64"))).groupby(level=0).size()
+    out["rts_cts_collisions"] = co
+    out = out.fillna(0).astype("int64")
+    out["cts_received"] = out["rts"] - out["rts_unanswered"]
+    out["cts_per_rts"] = np.where(out["rts"] > 0, out["cts_received"] / out["rts"].where(out["rts"] > 0, 1), np.nan)
+    if len(mpdus):
+        mg = mpdus.groupby("ta")
+        out["mpdus"] = mg.size()
+        out["mpdu_retries"] = mg["retry"].sum()
+        out["mpdus_failed"] = mg["acked"].apply(lambda a: int((~a).sum()))
+        out["mpdus_lost"] = mpdus[mpdus.fate == "lost"].groupby("ta").size()
+    bm = pd.Series(1, index=pd.Index(pd.array(tx[ba_missing], dtype="UInt64"))).groupby(level=0).size()
+    out["ba_missing"] = bm
+    out = out.fillna(0)
+    for c in out.columns:
+        if c != "cts_per_rts":
+            out[c] = out[c].astype("int64")
+    out.index.name = "ta"
+    return out.reset_index()
