@@ -19,13 +19,20 @@ export function serverSource(base = "") {
   };
 }
 
-// items: {lane_station, lane_sniffer(list of lists), start_ns, end_ns, kind, severity, ppdu, details}
+// items: columns lane, sniffer_lanes (list per item), start_ns, end_ns, kind, severity, ppdu,
+// and the detail columns shown on hover (ta, ra, phy, mcs, nss, bw_mhz, n_mpdus, airtime_us, ...).
+const DETAIL = ["ta", "ra", "phy", "mcs", "nss", "bw_mhz", "n_mpdus", "airtime_us", "failed_seqs", "heard_by"];
+
 export function localSource(data) {
   const it = data.timeline.items;
   const n = it.start_ns.length;
+  const byId = new Map(it.ppdu.map((id, i) => [id, i]));
   return {
     meta: async () => data.timeline.meta,
-    ppdu: async (id) => data.timeline.details[String(id)] || {ppdu: id},
+    ppdu: async (id) => {
+      const i = byId.get(id);
+      return i == null ? {ppdu: id} : Object.fromEntries([["ppdu", id], ...DETAIL.map((k) => [k, it[k][i]])]);
+    },
     analysis: async () => data.analysis,
     tile: async (t0, t1, px, lanes) => {
       const lanesOf = (i) => lanes === "sniffer" ? it.sniffer_lanes[i] : [it.lane[i]];
