@@ -52,15 +52,21 @@ def decode_records(rec, sniffer: int = 0, columns=None) -> pd.DataFrame:
     # radiotap header, then 802.11 behind it
     dot11_off = np.full(n, -1, np.int64)
     fcs_at_end = np.zeros(n, bool)
+    wire = np.asarray(rec.wirelen, np.int64)
+    rt_len = np.zeros(n, np.int64)
     rows = np.flatnonzero(lt == LINK_RADIOTAP)
     if rows.size:
         rt_cols, hdr_len, fcs, rt_marks = decode_radiotap(buf, off[rows], end[rows])
         _stage(n, rows, (rt_cols, rt_marks), cols, marks)
         ok = hdr_len > 0
         dot11_off[rows[ok]] = off[rows[ok]] + hdr_len[ok]
+        rt_len[rows] = hdr_len
         fcs_at_end[rows] = fcs
     rows = np.flatnonzero(lt == LINK_DOT11)
     dot11_off[rows] = off[rows]
+    has_rt = rt_len > 0
+    cols["rt_len"] = (rt_len, has_rt)
+    cols["mpdu_len"] = (wire - rt_len, (dot11_off >= 0) & (wire >= rt_len))
 
     l3_off = np.full(n, -1, np.int64)
     ethertype = np.zeros(n, np.uint16)

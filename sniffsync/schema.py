@@ -32,6 +32,8 @@ COLUMNS: list[Column] = [
     C("linktype", "int32", "", "pcap header / IDB", "DLT/LINKTYPE of the record's interface"),
     C("bad", "string", "", "reader", "why the frame could not be fully decoded; null when fine"),
     # radiotap
+    C("rt_len", "UInt16", "bytes", "radiotap it_len", "radiotap header length"),
+    C("mpdu_len", "Int32", "bytes", "wirelen - rt_len", "original 802.11 frame length (FCS included only when rt_flags 0x10 says so)"),
     C("tsft_us", "Int64", "us", "radiotap bit 0 TSFT", "MAC timestamp of the receiving hardware"),
     C("rt_flags", "UInt8", "", "radiotap bit 1 Flags", "raw radiotap flags byte"),
     C("fcs_bad", "boolean", "", "radiotap Flags 0x40", "frame failed its FCS check"),

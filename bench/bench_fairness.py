@@ -1,0 +1,134 @@
+"""Benchmark: `sniffsync fairness` vs tshark's TCP analysis on the same 1M-packet capture.
+
+The capture is built by tiling the TCP packets of the ns-3 hidden-node capture (sniffer A)
+as Ethernet/IPv4/TCP frames (headers + TCP timestamp option, payload not captured:
+caplen 66, original length kept): tile k is shifted by k x the capture's span in time
+and by k x each direction's sequence span in seq/ack/TSval, so the flows continue.
+
+    python bench/bench_fairness.py [--packets 1000000] [--repeat 3]
+
+Both sides are whole processes, timed in the same run: tshark with the tcp.analysis
+fields the fairness report needs, and ``python -m sniffsync fairness`` (read + analyse
++ report).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "..", "tests", "data", "captures", "ns3-11n-ht20-hidden-snifferA-nearAP.pcap")
+HDR = 14 + 20 + 32            # Ethernet + IPv4 + TCP with NOP NOP TS
+
+
+def _ip_int(text) -> np.ndarray:
+    parts = np.array([list(map(int, t.split("."))) for t in text], np.int64)
+    return (parts[:, 0] << 24) | (parts[:, 1] << 16) | (parts[:, 2] << 8) | parts[:, 3]
+
+
+def build_capture(path: str, packets: int) -> int:
+    """Write the tiled Ethernet pcap; returns the number of packets written."""
+    import sniffsync
+    f = sniffsync.read_capture(SRC)
+    f = f[(f["ip_proto"] == 6).fillna(False).to_numpy() & f["tcp_seq"].notna().to_numpy()]
+    n0 = len(f)
+    tiles = -(-packets // n0)
+    ts = f["ts_ns"].to_numpy()
+    span_ns = int(ts.max() - ts.min()) + 1_000_000
+    src = _ip_int(f["ip_src"].astype(str)); dst = _ip_int(f["ip_dst"].astype(str))
+    sport = f["sport"].to_numpy(np.int64); dport = f["dport"].to_numpy(np.int64)
+    seq = f["tcp_seq"].to_numpy(np.int64); ack = f["tcp_ack"].to_numpy(np.int64)
+    plen = f["tcp_payload_len"].to_numpy(np.int64)
+    tsval = f["tcp_tsval"].to_numpy(np.int64, na_value=0); tsecr = f["tcp_tsecr"].to_numpy(np.int64, na_value=0)
+    # per-direction sequence span, so tile k continues where tile k-1 ended
+    key = (src << 16) | sport
+    span = {k: int((seq[key == k] + plen[key == k]).max() - seq[key == k].min()) + 1 for k in np.unique(key)}
+    seq_span = np.array([span[k] for k in key], np.int64)
+    rkey = (dst << 16) | dport
+    ack_span = np.array([span.get(k, 0) for k in rkey], np.int64)
+    ts_span = int(tsval.max() - tsval.min()) + 1
+    tiles += 1
+    k = np.repeat(np.arange(tiles, dtype=np.int64), n0)
+    i = np.tile(np.arange(n0), tiles)
+    # one connection across tiles: SYNs only in the first tile, FINs only in the last
+    fl = f["tcp_flags"].to_numpy(np.int64)[i]
+    keep = ~(((fl & 0x02) > 0) & (k > 0)) & ~(((fl & 0x01) > 0) & (k < tiles - 1))
+    keep &= np.cumsum(keep) <= packets
+    k, i = k[keep], i[keep]
+    n = len(i)
+    rec = np.zeros((n, 16 + HDR), np.uint8)
+
+    def put(col, val, width, big=True):
+        shifts = 8 * np.arange(width)
+        b = np.asarray(val, np.int64)[:, None] >> (shifts[::-1] if big else shifts)
+        rec[:, col:col + width] = (b & 0xFF).astype(np.uint8)
+
+    t = ts[i] + k * span_ns
+    put(0, t // 1_000_000_000, 4, big=False); put(4, (t % 1_000_000_000) // 1000, 4, big=False)
+    put(8, np.full(n, HDR), 4, big=False); put(12, HDR + plen[i], 4, big=False)
+    e = 16
+    rec[:, e + 12], rec[:, e + 13] = 0x08, 0x00
+    ip = e + 14
+    rec[:, ip] = 0x45
+    put(ip + 2, 20 + 32 + plen[i], 2); rec[:, ip + 8] = 64; rec[:, ip + 9] = 6
+    put(ip + 12, src[i], 4); put(ip + 16, dst[i], 4)
+    tcp = ip + 20
+    put(tcp, sport[i], 2); put(tcp + 2, dport[i], 2)
+    put(tcp + 4, (seq[i] + k * seq_span[i]) & 0xFFFFFFFF, 4)
+    put(tcp + 8, (ack[i] + k * ack_span[i]) & 0xFFFFFFFF, 4)
+    rec[:, tcp + 12] = 0x80
+    put(tcp + 13, f["tcp_flags"].to_numpy(np.int64)[i] & 0xFF, 1)
+    put(tcp + 14, f["tcp_win"].to_numpy(np.int64, na_value=0)[i], 2)
+    rec[:, tcp + 20], rec[:, tcp + 21], rec[:, tcp + 22], rec[:, tcp + 23] = 1, 1, 8, 10
+    put(tcp + 24, (tsval[i] + k * ts_span) & 0xFFFFFFFF, 4)
+    put(tcp + 28, (tsecr[i] + k * ts_span) & 0xFFFFFFFF, 4)
+    header = np.array([0xa1b2c3d4], "<u4").tobytes() + np.array([2, 4], "<u2").tobytes() + \
+        np.array([0, 0, 65535, 1], "<u4").tobytes()
+    with open(path, "wb") as fh:
+        fh.write(header)
+        fh.write(rec.tobytes())
+    return n
+
+
+def timed(cmd) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--packets", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", help="write the capture here and keep it")
+    args = ap.parse_args(argv)
+    tshark = shutil.which("tshark")
+    tmp = tempfile.mkdtemp()
+    path = args.keep or os.path.join(tmp, "tiled_tcp.pcap")
+    n = build_capture(path, args.packets)
+    print(f"capture: {n} packets, {os.path.getsize(path) / 1e6:.0f} MB ({path})")
+    ours = [timed([sys.executable, "-m", "sniffsync", "fairness", path, "-o", os.path.join(tmp, "r.json")])
+            for _ in range(args.repeat)]
+    t_ours = statistics.median(ours)
+    print(f"sniffsync fairness: {t_ours:.2f} s  ({n / t_ours:,.0f} packets/s, median of {len(ours)})")
+    if tshark:
+        t_ts = timed([tshark, "-r", path, "-T", "fields", "-e", "frame.number",
+                      "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
+                      "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.bytes_in_flight"])
+        print(f"tshark tcp.analysis: {t_ts:.2f} s  ({n / t_ts:,.0f} packets/s)")
+        print(f"speed-up: {t_ts / t_ours:.1f}x")
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
