@@ -1,0 +1,244 @@
+"""Group the MPDUs of a frame table into PPDUs and place each PPDU on its sniffer's clock.
+
+Vectorised throughout: one stable sort by sniffer, a boundary mask from the
+A-MPDU reference (or the TSF patterns drivers use when there is none), cumsum
+for the group ids and ``np.add.reduceat`` for the per-PPDU sums.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import phy_tables as T
+from .phy import ppdu_duration_ns, sifs_ns
+from sniffsync.errors import UsageError
+
+__all__ = ["group_ppdus", "KIND_NAMES", "kind_codes", "mpdu_bytes", "detect_tsft_at"]
+
+# PPDU kind from type_subtype (Wireshark encoding type<<4 | subtype), a lookup table.
+KIND_NAMES = ["other", "beacon", "rts", "cts", "ack", "ba", "bar", "data", "mgmt"]
+_K = {k: i for i, k in enumerate(KIND_NAMES)}
+_KIND_BY_TS = np.zeros(64, np.int64)             # 0..0x3f; default "other"
+_KIND_BY_TS[0x00:0x10] = _K["mgmt"]
+_KIND_BY_TS[0x20:0x30] = _K["data"]
+for _ts, _name in {0x08: "beacon", 0x1b: "rts", 0x1c: "cts", 0x1d: "ack",
+                   0x19: "ba", 0x18: "bar"}.items():
+    _KIND_BY_TS[_ts] = _K[_name]
+_RESPONSE_KINDS = (_K["cts"], _K["ack"], _K["ba"])
+FCS_AT_END = 0x10                                # radiotap Flags bit
+TSFT_UNSET = -1                                  # QCA: TSFT all-ones until the last subframe
+# A response-gap explanation only counts when it fits this well (ns): propagation,
+# 1 us TSFT rounding and a few us of driver stamping jitter.
+GAP_TOLERANCE_NS = 4000
+
+
+def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
+    """Column as numpy with nulls -> ``fill`` (a missing column is all ``fill``)."""
+    if name not in frames:
+        return np.full(len(frames), fill, dtype)
+    col = frames[name]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype(object)
+    return col.to_numpy(dtype=dtype, na_value=fill)
+
+
+def kind_codes(type_subtype) -> np.ndarray:
+    """Index into :data:`KIND_NAMES` for each type_subtype (null/out of range -> other)."""
+    ts = np.asarray(type_subtype, np.int64)
+    return np.where((ts >= 0) & (ts < 64), _KIND_BY_TS[np.clip(ts, 0, 63)], 0)
+
+
+def mpdu_bytes(frames: pd.DataFrame) -> np.ndarray:
+    """Length of each MPDU on the air including its FCS, from the original length.
+
+    ``mpdu_len`` where it is set, else ``wirelen - rt_len`` (radiotap header
+    length; null counts as 0); +4 when the radiotap
+    Flags do not say the FCS is included (the air had it anyway).
+    """
+    wire = _np(frames, "wirelen", -1)
+    own = _np(frames, "mpdu_len", -1)
+    n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np(frames, "rt_len", 0), -1))
+    fcs_in = (_np(frames, "rt_flags", 0) & FCS_AT_END) != 0
+    return np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
+
+
+def _group_starts(frames, order, sniffer):
+    """Boundary mask (in sorted order): True where a new PPDU begins."""
+    s = sniffer[order]
+    ref = _np(frames, "ampdu_ref", -1)[order]
+    tsft = _np(frames, "tsft_us", -2)[order]
+    last = _np(frames, "ampdu_last", 0, bool)[order]
+    phy = _np(frames, "phy", "", object)[order]
+    ts = _np(frames, "type_subtype", -1)[order]
+    ta, ra = _np(frames, "ta", -1)[order], _np(frames, "ra", -1)[order]
+    n = len(order)
+    start = np.ones(n, bool)
+    if n < 2:
+        return start
+    same_snf = s[1:] == s[:-1]
+    by_ref = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
+    # Fallback for HT/VHT/HE data frames without a reference (Wireshark's patterns):
+    # all share TSFT (Broadcom), first has TSFT and the rest 0 (Intel), or TSFT -1
+    # until the last (QCA).
+    modern = np.isin(phy, ("ht", "vht", "he")) & ((ts >> 4) == 2) & (ref < 0)
+    pair = modern[1:] & modern[:-1] & (ta[1:] == ta[:-1]) & (ra[1:] == ra[:-1])
+    pattern = (((tsft[1:] == tsft[:-1]) & (tsft[1:] > 0))
+               | ((tsft[1:] == 0) & (tsft[:-1] > 0))
+               | ((tsft[1:] == 0) & (tsft[:-1] == 0))
+               | (tsft[:-1] == TSFT_UNSET))
+    start[1:] = ~(same_snf & ~last[:-1] & (by_ref | (pair & pattern)))
+    return start
+
+
+def _reference_ns(frames, sniffer, tsft, grp_first, starts, order, n_groups):
+    """Per-PPDU timestamp on each sniffer's clock (TSFT in ns, else ts_ns mapped onto it)."""
+    ts_ns = _np(frames, "ts_ns", 0)
+    ok = tsft > 0
+    # Per sniffer, the offset TSFT*1000 - ts_ns (median) maps rows without TSFT onto
+    # the TSFT clock; sniffers with no TSFT at all keep ts_ns.
+    off = pd.Series(np.where(ok, tsft * 1000 - ts_ns, 0)[ok]).groupby(sniffer[ok]).median()
+    shift = np.zeros(len(frames), np.int64)
+    if len(off):
+        shift = off.reindex(sniffer).fillna(0).to_numpy().astype(np.int64)
+    row_ns = np.where(ok, tsft * 1000, ts_ns + shift)
+    # The PPDU's TSFT: the largest valid one (covers the share/first/last patterns).
+    masked = np.where(ok, row_ns, np.iinfo(np.int64).min)[order]
+    best = np.maximum.reduceat(masked, starts)
+    fallback = row_ns[grp_first]
+    return np.where(best > np.iinfo(np.int64).min, best, fallback)
+
+
+def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
+    """Per sniffer, whether its timestamps mark the start or the end of a PPDU.
+
+    For a CTS/ACK/BA right after a frame from its receiver, the gap between the two
+    timestamps is SIFS + airtime(response) when stamps mark the end and
+    airtime(frame) + SIFS when they mark the start. Majority vote per sniffer
+    (ties and no evidence: ``"start"``, radiotap's definition).
+
+    Parameters
+    ----------
+    sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz : np.ndarray
+        Per-PPDU columns in time order within each sniffer.
+
+    Returns
+    -------
+    dict
+        ``{sniffer: "start" | "end"}``.
+    """
+    resp = np.isin(kind[1:], _RESPONSE_KINDS) & (ra[1:] == ta[:-1]) & (sniffer[1:] == sniffer[:-1])
+    resp &= (airtime_ns[1:] > 0) & (airtime_ns[:-1] > 0)
+    gap = t_ns[1:] - t_ns[:-1]
+    sifs = sifs_ns(freq_mhz[1:])
+    err_end = np.abs(gap - sifs - airtime_ns[1:])
+    err_start = np.abs(gap - sifs - airtime_ns[:-1])
+    vote_end = resp & (err_end < err_start) & (err_end <= GAP_TOLERANCE_NS)
+    vote_start = resp & (err_start < err_end) & (err_start <= GAP_TOLERANCE_NS)
+    snf = sniffer[1:]
+    out = {}
+    for s in np.unique(sniffer):
+        e, st = int(vote_end[snf == s].sum()), int(vote_start[snf == s].sum())
+        out[int(s)] = "end" if e > st else "start"
+    return out
+
+
+def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
+    """Group MPDUs into PPDUs and give each its start, end and exact airtime.
+
+    Parameters
+    ----------
+    frames : pd.DataFrame
+        Frame table (``sniffsync.schema`` columns), frames of each sniffer in capture order.
+    tsft_at : {"auto", "start", "end"} or dict
+        What the sniffers' timestamps mark; ``"auto"`` decides per sniffer from
+        response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer.
+
+    Returns
+    -------
+    ppdus : pd.DataFrame
+        One row per PPDU (columns in ``docs/airtime.md``); ``attrs["tsft_at"]``
+        holds the per-sniffer decision.
+    frame_ppdu : np.ndarray of int64
+        PPDU id of each frame row.
+    """
+    if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
+        raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
+    n = len(frames)
+    sniffer = _np(frames, "sniffer", 0)
+    order = np.lexsort((np.arange(n), sniffer))
+    start_mask = _group_starts(frames, order, sniffer)
+    gid_sorted = np.cumsum(start_mask) - 1
+    frame_ppdu = np.empty(n, np.int64)
+    frame_ppdu[order] = gid_sorted
+    starts = np.flatnonzero(start_mask)
+    n_groups = len(starts)
+    first = order[starts]                                    # row of each PPDU's first MPDU
+    last = order[np.r_[starts[1:], n] - 1] if n else first
+    counts = np.diff(np.r_[starts, n])
+
+    # PSDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except the last.
+    L = mpdu_bytes(frames)
+    phy = _np(frames, "phy", "unknown", object)
+    aggregated_row = (_np(frames, "ampdu_ref", -1) >= 0) | np.isin(phy, ("vht", "he"))
+    sub = 4 + L
+    padded = (sub + 3) // 4 * 4
+    psdu_agg = (np.add.reduceat(padded[order], starts) - padded[last] + sub[last]
+                if n else np.zeros(0, np.int64))
+    is_agg = aggregated_row[first] | (counts > 1)
+    bad_len = np.add.reduceat((L < 0)[order].astype(np.int64), starts) > 0 if n else is_agg
+    psdu = np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[first]))
+
+    def at(name, fill, dtype=np.int64):
+        return _np(frames, name, fill, dtype)[first]
+
+    freq = at("freq_mhz", 5180)
+    airtime = ppdu_duration_ns(
+        phy[first], psdu, rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1),
+        nss=at("nss", 1), bw_mhz=at("bw_mhz", -1), gi_ns=at("gi_ns", 800),
+        ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0), short_preamble=at("short_preamble", 0, bool),
+        ht_format=at("ht_format", "mf", object), ness=at("ness", 0), freq_mhz=freq,
+        he_format=at("he_format", "su", object), he_ltf_size=at("he_ltf_size", 2),
+        he_n_ltf=at("he_n_ltf", 0))
+
+    tsft = _np(frames, "tsft_us", -2)
+    t_ns = _reference_ns(frames, sniffer, tsft, first, starts, order, n_groups)
+    kind = kind_codes(at("type_subtype", -1))
+    snf, ta, ra = sniffer[first], at("ta", -1), at("ra", -1)
+    if tsft_at == "auto":
+        decided = detect_tsft_at(snf, t_ns, airtime, kind, ta, ra, freq)
+    elif isinstance(tsft_at, dict):
+        decided = {int(s): tsft_at.get(int(s), "start") for s in np.unique(snf)}
+    else:
+        decided = {int(s): tsft_at for s in np.unique(snf)}
+    ends_here = np.isin(snf, [s for s, v in decided.items() if v == "end"])
+    air0 = np.maximum(airtime, 0)                            # unknown airtime: zero-length
+    start_ns = np.where(ends_here, t_ns - air0, t_ns)
+    end_ns = start_ns + air0
+
+    def grouped(name, dtype):
+        vals = frames[name].iloc[first].reset_index(drop=True) if name in frames else \
+            pd.Series(pd.array([None] * n_groups, dtype=dtype))
+        return vals.astype(dtype)
+
+    retries = np.add.reduceat(_np(frames, "retry", 0, bool)[order].astype(np.int64), starts) \
+        if n else np.zeros(0, np.int64)
+    fcs_bad = np.add.reduceat(_np(frames, "fcs_bad", 0, bool)[order].astype(np.int64), starts) \
+        if n else np.zeros(0, np.int64)
+    ppdus = pd.DataFrame({
+        "ppdu": np.arange(n_groups, dtype=np.int64),
+        "sniffer": snf.astype(np.int16),
+        "start_ns": start_ns, "end_ns": end_ns, "airtime_ns": airtime,
+        "start_us": (start_ns + 500) // 1000, "end_us": (end_ns + 500) // 1000,
+        "airtime_us": np.where(airtime >= 0, (airtime + 500) // 1000, -1),
+        "ta": grouped("ta", "UInt64"), "ra": grouped("ra", "UInt64"),
+        "kind": pd.Categorical.from_codes(kind, KIND_NAMES),
+        "n_mpdus": counts.astype(np.int32), "psdu_bytes": psdu,
+        "phy": grouped("phy", "category") if "phy" in frames else None,
+        "mcs": grouped("mcs", "UInt8"), "nss": grouped("nss", "UInt8"),
+        "bw_mhz": grouped("bw_mhz", "UInt16"), "gi_ns": grouped("gi_ns", "UInt16"),
+        "retries": retries.astype(np.int32), "fcs_bad": fcs_bad.astype(np.int32),
+        "first_frame": first.astype(np.int64),
+        "signal_dbm": grouped("signal_dbm", "Int8"),
+    })
+    ppdus.attrs["tsft_at"] = decided
+    return ppdus, frame_ppdu
