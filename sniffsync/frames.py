@@ -15,6 +15,7 @@ from .dot11 import decode_dot11
 from .linklayer import decode_link
 from .payload import decode_l3, decode_llc
 from .radiotap import decode_radiotap
+from .schema import COLUMNS
 from .table import frame_table, scatter
 
 __all__ = ["read_capture", "read_captures", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES"]
@@ -22,6 +23,7 @@ __all__ = ["read_capture", "read_captures", "LINK_RADIOTAP", "LINK_DOT11", "WIRE
 LINK_RADIOTAP = 127
 LINK_DOT11 = 105
 WIRED_LINKTYPES = (1, 101, 113, 228, 229, 276)
+_RADIOTAP = {c.name for c in COLUMNS if c.source.startswith("radiotap")} | {"rt_len", "mpdu_len", "phy"}
 
 
 def _stage(n, rows, result, cols, marks):
@@ -31,8 +33,19 @@ def _stage(n, rows, result, cols, marks):
     marks.extend((rows[np.asarray(r, np.int64)], why) for r, why in sub_marks)
 
 
+_RECORD = {"sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad"}
+_PAYLOAD = {c.name for c in COLUMNS[COLUMNS.index(next(c for c in COLUMNS if c.name == "ethertype")):]}
+
+
 def decode_records(rec, sniffer: int = 0, columns=None) -> pd.DataFrame:
-    """Frame table of the records returned by :func:`sniffsync.capture.read_records`."""
+    """Frame table of the records returned by :func:`sniffsync.capture.read_records`.
+
+    With ``columns``, stages no requested column needs are skipped (e.g. no IP/TCP
+    decoding for a radiotap-only export).
+    """
+    wanted = set(columns) if columns else None
+    need_payload = wanted is None or bool(wanted & _PAYLOAD)
+    need_dot11 = need_payload or wanted is None or bool(wanted - _RECORD - _RADIOTAP)
     buf = rec.buf
     n = len(rec.data_off)
     off = np.asarray(rec.data_off, np.int64)
@@ -71,13 +84,13 @@ def decode_records(rec, sniffer: int = 0, columns=None) -> pd.DataFrame:
     l3_off = np.full(n, -1, np.int64)
     ethertype = np.zeros(n, np.uint16)
     l3_end = end.copy()
-    rows = np.flatnonzero(dot11_off >= 0)
+    rows = np.flatnonzero(dot11_off >= 0) if need_dot11 else np.zeros(0, np.int64)
     if rows.size:
         d_cols, llc_off, llc_end, d_marks = decode_dot11(
             buf, dot11_off[rows], end[rows], fcs_at_end[rows], truncated[rows])
         _stage(n, rows, (d_cols, d_marks), cols, marks)
         has = llc_off >= 0
-        llc_rows = rows[has]
+        llc_rows = rows[has] if need_payload else np.zeros(0, np.int64)
         if llc_rows.size:
             l_cols, sub_l3 = decode_llc(buf, llc_off[has], llc_end[has])
             _stage(n, llc_rows, (l_cols, []), cols, marks)
@@ -87,7 +100,7 @@ def decode_records(rec, sniffer: int = 0, columns=None) -> pd.DataFrame:
             if eth is not None:
                 ethertype[llc_rows] = np.where(eth[1] if eth[1] is not None else True, eth[0], 0)
 
-    rows = np.flatnonzero(np.isin(lt, WIRED_LINKTYPES))
+    rows = np.flatnonzero(np.isin(lt, WIRED_LINKTYPES)) if need_payload else np.zeros(0, np.int64)
     if rows.size:
         w_cols, sub_l3, w_marks = decode_link(buf, off[rows], end[rows], lt[rows])
         _stage(n, rows, (w_cols, w_marks), cols, marks)

@@ -30,7 +30,7 @@ COLUMNS: list[Column] = [
     C("caplen", "int32", "bytes", "record header", "bytes captured"),
     C("wirelen", "int32", "bytes", "record header", "original length on the wire"),
     C("linktype", "int32", "", "pcap header / IDB", "DLT/LINKTYPE of the record's interface"),
-    C("bad", "string", "", "reader", "why the frame could not be fully decoded; null when fine"),
+    C("bad", "category", "", "reader", "why the frame could not be fully decoded; null when fine"),
     # radiotap
     C("rt_len", "UInt16", "bytes", "radiotap it_len", "radiotap header length"),
     C("mpdu_len", "Int32", "bytes", "wirelen - rt_len", "original 802.11 frame length (FCS included only when rt_flags 0x10 says so)"),
@@ -89,7 +89,7 @@ COLUMNS: list[Column] = [
     C("htc", "boolean", "", "+HTC/order bit on QoS/mgmt", "HT control field present"),
     C("ba_type", "category", "", "BA/BAR control", "basic/compressed/multi_tid/extended_compressed/gcr/glk_gcr/multi_sta"),
     C("ba_ssn", "UInt16", "", "BA/BAR starting sequence control", "starting sequence number"),
-    C("ba_bitmap", "string", "", "BA bitmap", "bitmap bytes as sent (hex in exports)"),
+    C("ba_bitmap", "category", "", "BA bitmap", "bitmap bytes as sent (hex in exports)"),
     C("ba_bitmap_lo", "UInt64", "", "BA bitmap, first 8 bytes little-endian", "bit i acknowledges ssn+i"),
     C("ba_n_tid", "UInt8", "", "multi-TID BA", "number of TID records"),
     C("beacon_tsf_us", "UInt64", "us", "beacon/probe resp Timestamp", "sender's TSF when the frame was built"),

@@ -28,7 +28,9 @@ def nullable(values, valid, dtype: str):
     if dtype == "boolean":
         return pd.arrays.BooleanArray(np.asarray(values, bool), mask)
     if dtype == "category":
-        cat = values if isinstance(values, pd.Categorical) else pd.Categorical(values)
+        if not isinstance(values, pd.Categorical):
+            return _category_of_strings(values, mask | pd.isna(np.asarray(values, dtype=object)))
+        cat = values
         if mask.any():
             codes = np.where(mask, -1, cat.codes)
             cat = pd.Categorical.from_codes(codes, categories=cat.categories)
@@ -45,16 +47,38 @@ def nullable(values, valid, dtype: str):
 
 
 def scatter(n: int, rows: np.ndarray, cols: Cols) -> Cols:
-    """Place columns decoded for a subset ``rows`` of ``n`` frames into full-length columns."""
+    """Place columns decoded for a subset ``rows`` of ``n`` frames into full-length columns.
+
+    When ``rows`` is every frame in order (one link type: the usual case) the columns
+    pass through untouched; categoricals are scattered by their codes.
+    """
+    if len(rows) == n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1)):
+        return dict(cols)
     out = {}
     for name, (vals, valid) in cols.items():
+        ok = np.zeros(n, bool)
+        ok[rows] = True if valid is None else valid
+        if isinstance(vals, pd.Categorical):
+            codes = np.full(n, -1, vals.codes.dtype)
+            codes[rows] = vals.codes
+            out[name] = (pd.Categorical.from_codes(codes, dtype=vals.dtype), ok)
+            continue
         vals = np.asarray(vals)
         full = np.zeros(n, dtype=vals.dtype) if vals.dtype != object else np.full(n, None, object)
         full[rows] = vals
-        ok = np.zeros(n, bool)
-        ok[rows] = True if valid is None else valid
         out[name] = (full, ok)
     return out
+
+
+def _category_of_strings(values, mask) -> pd.Categorical:
+    """Categorical from a mostly-null object array, formatting each distinct value once."""
+    codes = np.full(len(values), -1, np.int64)
+    idx = np.flatnonzero(~mask)
+    if idx.size == 0:
+        return pd.Categorical.from_codes(codes, categories=pd.Index([], dtype=object))
+    c, uniq = pd.factorize(np.asarray(values, dtype=object)[idx])
+    codes[idx] = c
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniq, dtype=object))
 
 
 def frame_table(n: int, cols: Cols, marks: Marks, columns: list[str] | None = None) -> pd.DataFrame:
@@ -65,11 +89,16 @@ def frame_table(n: int, cols: Cols, marks: Marks, columns: list[str] | None = No
         if wanted is not None and c.name not in wanted:
             continue
         if c.name == "bad":
-            reason = np.full(n, None, object)
+            code = np.full(n, -1, np.int64)
+            reasons = []
             for rows, why in marks:
-                empty = np.array([r is None for r in reason[rows]], bool)
-                reason[np.asarray(rows)[empty]] = why     # first reason wins
-            data["bad"] = pd.array(reason, dtype="string")
+                rows = np.asarray(rows, np.int64)
+                rows = rows[code[rows] < 0]              # first reason wins
+                if rows.size:
+                    if why not in reasons:
+                        reasons.append(why)
+                    code[rows] = reasons.index(why)
+            data["bad"] = pd.Categorical.from_codes(code, categories=pd.Index(reasons, dtype=object))
             continue
         if c.name in cols:
             vals, valid = cols[c.name]

@@ -31,7 +31,8 @@ def run(args) -> int:
         if not args.quiet:
             for line in rec.problems:
                 print(f"sniffsync: warning: {line}", file=sys.stderr)
-        df = decode_records(rec, i, None)
+        df = decode_records(rec, i, columns)
+        del rec                      # free the file buffer before the next file / export
         n_bad += int(df["bad"].notna().sum())
         tables.append(df if columns is None else df[columns])
     write_table(concat_tables(tables), args.output)
