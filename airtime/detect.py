@@ -19,6 +19,7 @@ from .match import match_in_window, overlapping_pairs
 
 __all__ = ["detect", "DetectResult", "EVENT_KINDS"]
 
+FATES = ["delivered", "retried_delivered", "retried_lost", "lost"]
 EVENT_KINDS = ["rts_unanswered", "rts_cts_collision", "overlap", "mpdu_failed", "ba_missing"]
 _HASH = np.uint64(0x9E3779B97F4A7C15)
 
@@ -109,44 +110,54 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
                          sifs, slack_ns, chain_gap_ns)
     mpdus, ba_missing = ba_res
 
-    ev = [
-        _events("rts_unanswered", p, unanswered, ta, ra, detail=np.full(len(unanswered), "no CTS")),
+    failed = mpdus[~mpdus["acked"].to_numpy(bool)] if len(mpdus) else mpdus
+    row_of = np.full(int(pid.max()) + 1 if len(pid) else 0, -1, np.int64)
+    row_of[pid] = np.arange(len(pid))                   # PPDU id -> row of p
+    f_rows = row_of[failed["ppdu"].to_numpy(np.int64)] if len(failed) else np.zeros(0, np.int64)
+    parts = [
+        _events("rts_unanswered", p, unanswered, ta, ra, detail="no CTS"),
         _events("rts_cts_collision", p, coll_rts, ta, ra, other=coll_with, other_ta=tx,
-                detail=np.char.add("overlapped ", kind[coll_with].astype(str))),
-        _events("overlap", p, j, tx, ra, other=i, other_ta=tx,
-                detail=np.char.add("overlap_ns=", (np.minimum(end[i], end[j]) - start[j]).astype(str))),
-        _events("ba_missing", p, ba_missing, ta, ra, detail=np.full(len(ba_missing), "no Block-Ack")),
+                detail=pd.Categorical(np.char.add("overlapped ", kind[coll_with].astype(str)))),
+        _events("overlap", p, j, tx, ra, other=i, other_ta=tx, detail="overlap",
+                overlap_ns=np.minimum(end[i], end[j]) - start[j]),
+        _events("ba_missing", p, ba_missing, ta, ra, detail="no Block-Ack"),
+        _events("mpdu_failed", p, f_rows, ta, ra, seq=failed["seq"].to_numpy(np.int64) if len(failed) else None,
+                detail=failed["fate"].to_numpy() if len(failed) else ""),
     ]
-    failed = mpdus[~mpdus["acked"]] if len(mpdus) else mpdus
-    if len(failed):
-        f = pd.DataFrame({"kind": "mpdu_failed", "start_ns": failed["start_ns"].to_numpy(),
-                          "ppdu": failed["ppdu"].to_numpy(), "ta": failed["ta"].to_numpy(),
-                          "ra": failed["ra"].to_numpy(), "seq": failed["seq"].to_numpy(),
-                          "other_ppdu": -1, "other_ta": pd.array([None] * len(failed), dtype="UInt64"),
-                          "detail": failed["fate"].to_numpy()})
-        ev.append(f)
-    events = pd.concat([e for e in ev if len(e)], ignore_index=True) if any(len(e) for e in ev) else _events(
-        "overlap", p, np.zeros(0, np.int64), ta, ra)
-    events["ta"] = pd.array(events["ta"], dtype="UInt64")
-    events["ra"] = pd.array(events["ra"], dtype="UInt64")
-    events["seq"] = pd.array(events["seq"], dtype="Int64")
+    events = pd.concat(parts, ignore_index=True)
+    for c in ("kind", "detail"):
+        events[c] = events[c].astype("category")
     events = events.sort_values(["start_ns", "kind"], kind="stable").reset_index(drop=True)
     events.insert(1, "time_us", events["start_ns"] // 1000)
     return DetectResult(events=events, mpdus=mpdus,
                         stations=station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing))
 
 
-def _events(kind, p, rows, ta, ra, other=None, other_ta=None, detail=None) -> pd.DataFrame:
+def _na_int(values, valid, dtype="Int64"):
+    values = np.asarray(values)
+    return pd.arrays.IntegerArray(values.astype(dtype.lower()), ~np.asarray(valid, bool))
+
+
+def _events(kind, p, rows, ta, ra, other=None, other_ta=None, detail="", seq=None, overlap_ns=None):
+    """Event rows for PPDU rows ``rows`` (numeric columns; text only as categories)."""
     rows = np.asarray(rows, np.int64)
+    n = len(rows)
+    none = np.zeros(n, bool)
+    oth = np.asarray(other, np.int64) if other is not None else None
     return pd.DataFrame({
-        "kind": kind, "start_ns": p["start_ns"].to_numpy(np.int64)[rows],
+        "kind": pd.Categorical.from_codes(np.full(n, EVENT_KINDS.index(kind)), categories=EVENT_KINDS),
+        "start_ns": p["start_ns"].to_numpy(np.int64)[rows],
         "ppdu": p["ppdu"].to_numpy(np.int64)[rows],
-        "ta": pd.array(np.where(ta[rows] == 0, 0, ta[rows]), dtype="UInt64"),
-        "ra": pd.array(ra[rows], dtype="UInt64"),
-        "seq": pd.array([None] * len(rows), dtype="Int64"),
-        "other_ppdu": p["ppdu"].to_numpy(np.int64)[other] if other is not None else np.full(len(rows), -1),
-        "other_ta": pd.array(other_ta[other] if other is not None else [None] * len(rows), dtype="UInt64"),
-        "detail": detail if detail is not None else np.full(len(rows), ""),
+        "ta": _na_int(ta[rows], ta[rows] != 0, "UInt64"),
+        "ra": _na_int(ra[rows], ra[rows] != 0, "UInt64"),
+        "seq": _na_int(seq if seq is not None else np.zeros(n), none if seq is None else np.ones(n, bool)),
+        "other_ppdu": p["ppdu"].to_numpy(np.int64)[oth] if oth is not None else np.full(n, -1),
+        "other_ta": _na_int(other_ta[oth] if oth is not None else np.zeros(n),
+                            (other_ta[oth] != 0) if oth is not None else none, "UInt64"),
+        "overlap_ns": _na_int(overlap_ns if overlap_ns is not None else np.zeros(n),
+                              none if overlap_ns is None else np.ones(n, bool)),
+        "detail": pd.Categorical(np.broadcast_to(np.asarray(detail, dtype=object), (n,))
+                                 if np.ndim(detail) == 0 else detail),
     })
 
 
@@ -227,7 +238,7 @@ def _fates(mp: pd.DataFrame, chain_gap: int) -> np.ndarray:
                                                 np.where(later_any, "retried_lost", "lost")))
     out = np.empty(n, object)
     out[o] = fate
-    return out
+    return pd.Categorical(out, categories=FATES)
 
 
 def station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing) -> pd.DataFrame:
