@@ -242,3 +242,26 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     })
     ppdus.attrs["tsft_at"] = decided
     return ppdus, frame_ppdu
+
+
+def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto") -> pd.DataFrame:
+    """Copy of ``frames`` whose ``ts_ns``/``tsft_us`` mark the END of each frame's PPDU.
+
+    Sniffers disagree on what TSFT marks (radiotap says the first bit; ns-3 and many
+    drivers stamp the end). Before the copies of one transmission heard by several
+    sniffers can be matched in time, every sniffer must mean the same instant: this
+    moves start-stamping sniffers forward by each PPDU's computed airtime. The decision
+    per sniffer is kept in ``attrs["tsft_at"]``.
+    """
+    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=tsft_at)
+    conv = ppdus.attrs["tsft_at"]
+    air = ppdus["airtime_ns"].to_numpy(np.int64)
+    starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
+    sniffer = _np(frames, "sniffer", 0)
+    shift = np.where(np.isin(sniffer, starts) & (frame_ppdu >= 0), np.maximum(air[frame_ppdu], 0), 0)
+    out = frames.copy(deep=False)
+    out["ts_ns"] = frames["ts_ns"].to_numpy(np.int64) + shift
+    if "tsft_us" in frames:
+        out["tsft_us"] = frames["tsft_us"] + np.rint(shift / 1000).astype(np.int64)
+    out.attrs["tsft_at"] = conv
+    return out

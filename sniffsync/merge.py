@@ -155,7 +155,8 @@ def _validate(paths, tables):
 
 def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
           anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
-          knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None):
+          knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
+          tsft_at="auto"):
     """Synchronise and merge several sniffers' captures.
 
     Parameters
@@ -175,6 +176,10 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         Knot spacing of the clock model, seconds.
     gate_ns : float, optional
         Time gate for copies; default from the held-out anchor residuals (>= 3 µs).
+    tsft_at : {"auto", "start", "end"} or None
+        What each sniffer's timestamps mark (see :func:`airtime.ppdu.align_to_ppdu_end`);
+        stamps are moved to PPDU ends before syncing, so the merged ``ts_ns``/``tsft_us``
+        mark PPDU ends (``attrs["stamps"] == "end"``). ``None`` leaves stamps as they are.
     names : list of str, optional
         Sniffer names for the report (default: file stems or ``s0``, ``s1``...).
     progress : callable, optional
@@ -207,6 +212,11 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
     _validate(paths, tables)
+    if tsft_at is not None:
+        # every sniffer's stamps must mean the same instant: the end of the PPDU
+        from airtime.ppdu import align_to_ppdu_end
+        say("align stamps to PPDU ends")
+        tables = [align_to_ppdu_end(t, tsft_at) for t in tables]
     df = concat_tables([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     say("sync clocks")
     res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
@@ -228,6 +238,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     if recs is not None:
         out.attrs["records"] = _Shared(recs)
     out.attrs["names"] = names
+    if tsft_at is not None:
+        out.attrs["stamps"] = "end"
+        report["tsft_at"] = {names[s]: t.attrs["tsft_at"].get(s, "end") for s, t in enumerate(tables)}
     return out, report
 
 

@@ -34,14 +34,20 @@ class Run:
     detect_summary: dict = field(default_factory=dict)
 
 
-def load_frames(paths, *, reference=0, allow_unsynced=False, progress=None):
+def load_frames(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):
     """Frame table of one capture, or the merged table of several (with the sync report)."""
     paths = [str(p) for p in paths]
     if len(paths) == 1:
         from .frames import read_capture
         return read_capture(paths[0]), None
     from .merge import merge
-    return merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress)
+    return merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
+                 tsft_at=tsft_at)
+
+
+def stamps_of(frames: pd.DataFrame, tsft_at="auto"):
+    """What the table's stamps mark: merged tables are aligned to PPDU ends by the merge."""
+    return frames.attrs.get("stamps", tsft_at)
 
 
 def _heard_mask(frames: pd.DataFrame, frame_ppdu: np.ndarray, n_ppdus: int) -> np.ndarray:
@@ -65,8 +71,8 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     from .fairness import fairness
 
     frames, sync_report = load_frames(paths, reference=reference, allow_unsynced=allow_unsynced,
-                                      progress=progress)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=tsft_at)
+                                      progress=progress, tsft_at=tsft_at)
+    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=stamps_of(frames, tsft_at))
     ppdus = ppdus.copy()
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
     det = detect(frames, ppdus, frame_ppdu)
