@@ -91,7 +91,7 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
     counts = np.bincount(((failed - first) // bin_ns).clip(0, nb - 1).astype(np.int64), minlength=nb)[:nb]
     data = in_p[in_p["kind"].astype(str) == "data"]
     out["hist"] = {
-        "failed_per_10s": {"x": [f"{(first - base + k * bin_ns) / 1e9:g} s" for k in range(nb)],
+        "failed_per_10s": {"x": [f"{(first - base + k * bin_ns) / 1e9:.1f} s" for k in range(nb)],
                            "y": counts.tolist(), "bin_s": bin_ns / 1e9},
         "mpdus_per_ampdu": histogram(data["n_mpdus"].to_numpy(np.int64), "int"),
         "mcs": histogram(data["mcs"].dropna().to_numpy(np.int64), "int"),
@@ -123,9 +123,17 @@ def sync_rows(report: dict | None, names) -> list | None:
     rows = []
     for i, s in enumerate(report.get("sniffers", [])):
         res = s.get("holdout_residual_us") or s.get("residuals_us") or {}
+        # merge reports: held-out |residual| percentiles as a list, drift per clock segment
+        pct = (s.get("heldout") or {}).get("abs_residual_us_p50_p95_p99")
+        if pct and not res:
+            res = {"p50": pct[0], "p99": pct[2]}
+        drift = s.get("drift_ppm")
+        if drift is None and s.get("model"):
+            drift = max((m.get("drift_ppm") for m in s["model"] if m.get("drift_ppm") is not None),
+                        key=abs, default=None)
         anchors = s.get("anchors", {})
         rows.append({"sniffer": s.get("name", names[i] if i < len(names) else str(i)),
                      "anchors": sum(anchors.values()) if isinstance(anchors, dict) else anchors,
-                     "drift_ppm": s.get("drift_ppm"), "p50_us": res.get("p50"), "p99_us": res.get("p99"),
+                     "drift_ppm": drift, "p50_us": res.get("p50"), "p99_us": res.get("p99"),
                      "frames_in": s.get("frames_in"), "duplicates": s.get("duplicates")})
     return rows

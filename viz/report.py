@@ -101,6 +101,13 @@ def _safe(text: str) -> str:
     return text.replace("</", "<\\/")
 
 
+def _safe_json(blob: str) -> str:
+    """JSON for a <script> block: ``<`` only occurs inside strings, and as ``\\u003c`` it can
+    neither close the block (``</script>``) nor open the ``<!--<script>`` state that swallows
+    the real closing tag; JSON.parse gives the same text back."""
+    return blob.replace("<", "\\u003c")
+
+
 def build_report(view, run, title: str = "sniffsync report") -> str:
     """HTML text of the self-contained report for ``run`` (its :class:`viz.runview.RunView` ``view``)."""
     w0, w1 = eventful_window(view.ppdus, view.events)
@@ -118,7 +125,7 @@ def build_report(view, run, title: str = "sniffsync report") -> str:
     page = re.sub(r"<script src=\"[^\"]*d3.min.js\"></script><!--sniffsync:d3-->",
                   lambda _: f"<script>{_safe(d3)}</script>", page)
     page = page.replace("<!--sniffsync:data-->",
-                        f'<script type="application/json" id="sniffsync-data">{_safe(blob)}</script>')
+                        f'<script type="application/json" id="sniffsync-data">{_safe_json(blob)}</script>')
     page = re.sub(r"<script type=\"module\"[^>]*></script><!--sniffsync:js-->",
                   lambda _: f"<script>{_safe(js)}</script>", page)
     return page.replace("<title>sniffsync</title>", f"<title>{_html_escape(title)}</title>")

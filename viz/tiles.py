@@ -37,6 +37,11 @@ class TimelineIndex(NamedTuple):
     cum_start: np.ndarray      # per lane prefix sums (concatenated, aligned with start)
     end_sorted: np.ndarray     # per lane ends sorted (aligned segments)
     cum_end: np.ndarray
+    longest: int               # longest airtime: how far before t0 an overlapping item can start
+    ev_pos: np.ndarray         # positions (into start/end/...) of items with severity > 0
+    kstart: np.ndarray         # starts sorted by (lane, kind, start) ...
+    kcum_air: np.ndarray       # ... with airtime prefix sums restarting per (lane, kind) block
+    kbounds: np.ndarray        # block (lane, kind) is [kbounds[lane*K+kind], kbounds[lane*K+kind+1])
 
 
 def _fmt_mac(v) -> str:
@@ -86,8 +91,16 @@ def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
     s, e = start[rows] - t0, end[rows] - t0
     end_sorted = np.concatenate([np.sort(e[bounds[i]:bounds[i + 1]]) for i in range(len(labels))]
                                 or [np.zeros(0, np.int64)])
-    return TimelineIndex(t0, t1, labels, lane_of, s, e, kind[rows], sev[rows], ids[rows], bounds,
-                         _seg_cumsum(s, bounds), end_sorted, _seg_cumsum(end_sorted, bounds))
+    k = kind[rows]
+    # per (lane, kind) blocks of starts: the dominant kind of a bucket is a few searchsorted calls
+    block = lane_of.astype(np.int64) * len(KINDS) + k
+    korder = np.lexsort((s, block))
+    kbounds = np.searchsorted(block[korder], np.arange(len(labels) * len(KINDS) + 1))
+    longest = int((e - s).max()) if len(s) else 0
+    return TimelineIndex(t0, t1, labels, lane_of, s, e, k, sev[rows], ids[rows], bounds,
+                         _seg_cumsum(s, bounds), end_sorted, _seg_cumsum(end_sorted, bounds),
+                         longest, np.flatnonzero(sev[rows] > 0), s[korder],
+                         _seg_cumsum((e - s)[korder], kbounds), kbounds)
 
 
 def _seg_cumsum(x, bounds):
@@ -124,7 +137,7 @@ def tile(idx: TimelineIndex, t0_ns: int, t1_ns: int, px: int, max_items: int | N
     max_items = 4 * px if max_items is None else max_items
     # items overlapping the range: per lane, starts < t1 and ends > t0 (ends grow with starts
     # within a lane unless PPDUs nest, so the first candidate comes from the longest airtime)
-    longest = int((idx.end - idx.start).max()) if len(idx.start) else 0
+    longest = idx.longest
     sel = []
     for lane in range(len(idx.lanes)):
         lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
@@ -143,25 +156,43 @@ def tile(idx: TimelineIndex, t0_ns: int, t1_ns: int, px: int, max_items: int | N
         return out
     edges = np.linspace(t0_ns, t1_ns, px + 1).round().astype(np.int64)
     busy, count, kind, sev = [], [], [], []
+    nk = len(KINDS)
     for lane, (a, b) in enumerate(sel):
         busy.append(busy_between(idx, lane, edges).tolist())
-        rows = np.arange(a, b)
-        rows = rows[idx.end[rows] > t0_ns]
-        # an item marks every bucket it touches for severity; count where it starts
-        first = np.clip(np.searchsorted(edges, idx.start[rows], side="right") - 1, 0, px - 1)
-        last = np.clip(np.searchsorted(edges, idx.end[rows] - 1, side="right") - 1, 0, px - 1)
-        count.append(np.bincount(first, minlength=px)[:px].tolist())
-        s = np.zeros(px, np.int8)
-        v = idx.severity[rows]
-        np.maximum.at(s, first, v)
-        np.maximum.at(s, last, v)
-        # in bucket mode items are short against a bucket; the rare long one is spread here
-        for f, l, vv in zip(first[last - first > 1], last[last - first > 1], v[last - first > 1]):
-            s[f:l + 1] = np.maximum(s[f:l + 1], vv)
-        sev.append(s.tolist())
-        w = np.zeros((px, len(KINDS)))
-        np.add.at(w, (first, idx.kind[rows]), (idx.end[rows] - idx.start[rows]).astype(float))
-        kind.append(np.where(w.sum(1) > 0, w.argmax(1), -1).tolist())
+        lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
+        # items are counted in the bucket where they start; those that started before t0 and
+        # still run count in bucket 0 (few: they start within `longest` of t0)
+        c = np.diff(lo + np.searchsorted(idx.start[lo:hi], edges, side="left"))
+        early = np.arange(a, lo + np.searchsorted(idx.start[lo:hi], t0_ns, side="left"))
+        early = early[idx.end[early] > t0_ns]
+        c[0] += len(early)
+        count.append(c.tolist())
+        sev.append(_severity(idx, a, b, t0_ns, edges, px).tolist())
+        # dominant kind: airtime of the items starting in each bucket, per kind
+        w = np.empty((nk, px), np.int64)
+        for k in range(nk):
+            klo, khi = idx.kbounds[lane * nk + k], idx.kbounds[lane * nk + k + 1]
+            pos = klo + np.searchsorted(idx.kstart[klo:khi], edges, side="left")
+            w[k] = np.diff(np.where(pos > klo, idx.kcum_air[np.maximum(pos - 1, 0)], 0))
+        np.add.at(w, (idx.kind[early], 0), idx.end[early] - idx.start[early])
+        kind.append(np.where(w.sum(0) > 0, w.argmax(0), -1).tolist())
     out.update(mode="buckets", edges_ns=edges.tolist(), busy_ns=busy, count=count, kind=kind,
                severity=sev)
+    return out
+
+
+def _severity(idx: TimelineIndex, a: int, b: int, t0_ns: int, edges: np.ndarray, px: int) -> np.ndarray:
+    """Worst event per bucket of the flagged items among positions [a, b): every bucket an
+    item touches is marked, so a short failure never vanishes at coarse zoom."""
+    ev = idx.ev_pos[np.searchsorted(idx.ev_pos, a):np.searchsorted(idx.ev_pos, b)]
+    ev = ev[idx.end[ev] > t0_ns]
+    first = np.clip(np.searchsorted(edges, idx.start[ev], side="right") - 1, 0, px - 1)
+    last = np.clip(np.searchsorted(edges, idx.end[ev] - 1, side="right") - 1, 0, px - 1)
+    v = idx.severity[ev]
+    out = np.zeros(px, np.int8)
+    for level in np.unique(v):            # a handful of levels: cover [first, last] per level
+        d = np.zeros(px + 1, np.int64)
+        np.add.at(d, first[v == level], 1)
+        np.add.at(d, last[v == level] + 1, -1)
+        out[np.cumsum(d[:px]) > 0] = np.maximum(out[np.cumsum(d[:px]) > 0], level)
     return out

@@ -21,7 +21,8 @@ export function renderAnalysis(root, a) {
         {yLabel: "ms"});
   bars($("airtime"), (a.airtime_share || []).map((s) => ({label: s.station, value: +s.share_pct.toFixed(1)})),
        {yLabel: "airtime %"});
-  bars($("failed"), hist(a.hist && a.hist.failed_per_10s), {yLabel: "failed MPDUs / 10 s", color: "#e15759"});
+  const fb = a.hist && a.hist.failed_per_10s;
+  bars($("failed"), hist(fb), {yLabel: `failed MPDUs per ${fb ? fb.bin_s : 10} s`, color: "#e15759"});
   bars($("ampdu"), hist(a.hist && a.hist.mpdus_per_ampdu), {yLabel: "A-MPDUs by size"});
   bars($("mcs"), hist(a.hist && a.hist.mcs), {yLabel: "PPDUs by MCS"});
   table($("rts"), a.rts || [], [["station", "station"], ["rts", "RTS sent"], ["cts", "CTS received"],

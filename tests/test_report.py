@@ -1,0 +1,94 @@
+"""``sniffsync report``: one self-contained HTML file that works offline in chromium, and whose
+embedded data cannot break out of its <script> block."""
+import re
+
+import pytest
+
+from browser_util import ARTIFACTS, browser_page
+from conftest import CAPTURES
+
+SNIFFERS = [CAPTURES / f"ns3-11n-ht20-hidden-sniffer{s}.pcap"
+            for s in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
+# any src/href/action/srcset attribute in a tag, or CSS url()/@import, that is not data:/#
+EXTERNAL = re.compile(r"""<[a-zA-Z][^>]*?\s(?:src|href|action|srcset|poster)\s*=\s*["']?(?!data:|#)[^"'\s>]+"""
+                      r"""|url\(\s*["']?(?!data:)[^)'"]+|@import""", re.I)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    from sniffsync.cli import main
+    out = tmp_path_factory.mktemp("report")
+    rc = main(["report", *map(str, SNIFFERS), "-o", str(out / "report.html"), "--no-cache", "-q"])
+    assert rc == 0
+    return out / "report.html"
+
+
+def _open_offline(path):
+    """A page.route handler letting only ``path`` (file://) through; records what it blocked."""
+    blocked = []
+
+    def route(r):
+        if r.request.url == path.as_uri():
+            return r.continue_()
+        blocked.append(r.request.url)
+        return r.abort()
+    return blocked, route
+
+
+def test_report_is_one_file_without_external_references(report):
+    assert [p.name for p in report.parent.iterdir()] == ["report.html"]     # no temp left behind
+    html = report.read_text(encoding="utf-8")
+    assert EXTERNAL.findall(html) == []
+    assert EXTERNAL.findall('<script src="/static/x.js"></script><link href="a.css">')   # regex bites
+    assert html.count("<script") == 3          # d3, the JSON data block, the bundled modules
+    assert 'type="module"' not in html and "/static/" not in html
+
+
+@pytest.mark.browser
+def test_report_opens_offline_and_draws(report):
+    blocked, route = _open_offline(report)
+    with browser_page() as (page, errors):
+        page.route("**/*", route)
+        page.goto(report.as_uri())
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        hook = page.evaluate("() => window.__sniffsync.timeline")
+        assert hook["drawn"] > 0 and hook["tiles"] >= 1
+        assert page.locator("#goodput svg path.series").count() > 0
+        assert page.locator("#jain svg path.series").count() > 0
+        assert page.locator("#airtime svg rect.bar").count() == 3     # AP, STA1, STA2
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+        assert errors == []
+    assert blocked == []
+
+
+EVIL = "</script><script>window.__pwned = 1</script><!--<script>"
+
+
+@pytest.mark.browser
+def test_embedded_json_cannot_break_out(tmp_path):
+    from sniffsync.pipeline import analyse
+    from viz.analysis import analysis_data
+    from viz.report import build_report
+    from viz.runview import RunView
+    run = analyse([str(SNIFFERS[0])])
+    run.names = [EVIL]                                        # a sniffer name is data too
+    view = RunView(run.ppdus, run.events, lambda a, b: analysis_data(run, a, b), run.names, EVIL)
+    html = build_report(view, run, title=EVIL)
+    assert "window.__pwned = 1</script>" not in html
+    path = tmp_path / "evil.html"
+    path.write_text(html, encoding="utf-8")
+    blocked, route = _open_offline(path)
+    with browser_page() as (page, errors):
+        page.route("**/*", route)
+        page.goto(path.as_uri())
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        assert page.evaluate("() => window.__pwned") is None
+        assert page.title() == EVIL                                    # <title> kept it as text
+        assert page.text_content("#title").startswith(EVIL)            # and the JSON round-tripped
+        assert page.evaluate("() => document.scripts.length") == 3
+        page.select_option("#lanes", "sniffer")
+        page.wait_for_function("() => document.querySelectorAll('.lane-label').length === 1")
+        assert page.text_content(".lane-label") == EVIL
+        assert errors == []
+    assert blocked == []
