@@ -34,7 +34,7 @@ def run(args) -> int:
     from .serve import serve_view
 
     folder = Path(args.samples) if args.samples else samples_dir()
-    paths = sorted(str(p) for p in folder.glob("*.pcap"))
+    paths = sorted(str(p) for p in [*folder.glob("*.pcap"), *folder.glob("*.pcap.gz"), *folder.glob("*.pcapng")])
     if not paths:
         raise UsageError(f"{folder}: no .pcap samples found")
     out = Path(args.out)
