@@ -62,6 +62,34 @@ def _heard_mask(frames: pd.DataFrame, frame_ppdu: np.ndarray, n_ppdus: int) -> n
     return out
 
 
+def to_capture_clock(frames: pd.DataFrame, ppdus: pd.DataFrame) -> pd.DataFrame:
+    """PPDU times moved from the TSF clock onto the capture (``ts_ns``) clock.
+
+    PPDUs are placed with the radiotap TSFT (µs-true) but TCP windows use capture
+    stamps; cross-layer views need one clock. Each sniffer's TSF is shifted by the
+    median of ``ts_ns - tsft_us * 1000`` over its frames — one constant per sniffer (per
+    table once merged), so the µs spacing of PPDUs is kept and host-stamp jitter is not
+    injected.
+    """
+    if "tsft_us" not in frames or not frames["tsft_us"].notna().any():
+        return ppdus
+    ts = frames["ts_ns"].to_numpy(np.int64)
+    tsft = frames["tsft_us"].to_numpy(np.float64, na_value=np.nan) * 1000
+    merged = frames.attrs.get("stamps") == "end" and "sniffers_heard" in frames
+    key = np.zeros(len(frames), np.int64) if merged else frames["sniffer"].to_numpy(np.int64)
+    delta = pd.Series(ts - tsft).groupby(key).median()
+    p_key = np.zeros(len(ppdus), np.int64) if merged else ppdus["sniffer"].to_numpy(np.int64)
+    shift = np.nan_to_num(delta.reindex(p_key).to_numpy(np.float64)).round().astype(np.int64)
+    out = ppdus.copy()
+    for c in ("start_ns", "end_ns"):
+        out[c] = ppdus[c].to_numpy(np.int64) + shift
+    for c in ("start_us", "end_us"):
+        if c in out:
+            out[c] = out[c.replace("_us", "_ns")] // 1000
+    out.attrs["clock"] = "capture"
+    return out
+
+
 def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
             window_ns=400_000_000, step_ns=200_000_000, progress=None) -> Run:
     """Run every stage on ``paths``; see :class:`Run`."""
@@ -73,7 +101,7 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     frames, sync_report = load_frames(paths, reference=reference, allow_unsynced=allow_unsynced,
                                       progress=progress, tsft_at=tsft_at)
     ppdus, frame_ppdu = group_ppdus(frames, tsft_at=stamps_of(frames, tsft_at))
-    ppdus = ppdus.copy()
+    ppdus = to_capture_clock(frames, ppdus)
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
     det = detect(frames, ppdus, frame_ppdu)
     fair = fairness(frames, window_ns, step_ns, ppdus=ppdus)

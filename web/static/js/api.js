@@ -69,8 +69,8 @@ export function localSource(data) {
       }));
       const edges = Array.from({length: px + 1}, (_, k) => t0 + k * w);
       return {mode: "buckets", t0_ns: t0, t1_ns: t1, px, lanes: names, edges_ns: edges,
-              busy_ns: busy.map(Array.from), count: count.map(Array.from), kind,
-              severity: sev.map(Array.from), L};
+              busy_ns: busy.map((a) => Array.from(a)), count: count.map((a) => Array.from(a)), kind,
+              severity: sev.map((a) => Array.from(a)), L};
     },
   };
 }

@@ -1,0 +1,49 @@
+"""`serve`/`report` analyse once and cache Parquet beside a hash of the inputs: a second start is instant
+and serves the same data."""
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from sniffsync.commands.serve import build_view
+from sniffsync.pipeline import cache_dir
+
+CAP = Path(__file__).parent / "data" / "captures"
+PATHS = [str(CAP / f"ns3-11n-ht20-hidden-sniffer{s}.pcap") for s in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
+
+
+def _args(**kw):
+    base = dict(captures=PATHS, reference=0, allow_unsynced=False, tsft_at="auto", quiet=True, no_cache=False)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_second_start_comes_from_cache_with_identical_answers(tmp_path, monkeypatch):
+    monkeypatch.setenv("SNIFFSYNC_CACHE", str(tmp_path))
+    run1, view1, cached1 = build_view(_args())
+    run2, view2, cached2 = build_view(_args())
+    assert (cached1, cached2) == (False, True)
+    assert run2.frames is None                                  # nothing re-read
+    assert view2.meta() == view1.meta()
+    span = view1.meta()["span_ns"]
+    for lanes in ("station", "sniffer"):
+        assert view2.tile(0, span, 900, lanes) == view1.tile(0, span, 900, lanes)
+    assert json.dumps(view2.analysis(), default=str) == json.dumps(view1.analysis(), default=str)
+    pid = int(run1.events["ppdu"].iloc[0])
+    assert view2.ppdu_detail(pid) == view1.ppdu_detail(pid)
+
+
+def test_cache_key_changes_with_options_and_inputs(tmp_path, monkeypatch):
+    monkeypatch.setenv("SNIFFSYNC_CACHE", str(tmp_path))
+    a = cache_dir(PATHS, {"tsft_at": "auto"})
+    assert a == cache_dir(PATHS, {"tsft_at": "auto"})
+    assert a != cache_dir(PATHS, {"tsft_at": "end"})
+    assert a != cache_dir(PATHS[:2], {"tsft_at": "auto"})
+
+
+def test_no_cache_recomputes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SNIFFSYNC_CACHE", str(tmp_path))
+    build_view(_args(captures=PATHS[:1]))
+    _, _, cached = build_view(_args(captures=PATHS[:1], no_cache=True))
+    assert cached is False
