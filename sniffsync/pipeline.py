@@ -79,7 +79,8 @@ def to_capture_clock(frames: pd.DataFrame, ppdus: pd.DataFrame) -> pd.DataFrame:
     key = np.zeros(len(frames), np.int64) if merged else frames["sniffer"].to_numpy(np.int64)
     delta = pd.Series(ts - tsft).groupby(key).median()
     p_key = np.zeros(len(ppdus), np.int64) if merged else ppdus["sniffer"].to_numpy(np.int64)
-    shift = np.nan_to_num(delta.reindex(p_key).to_numpy(np.float64)).round().astype(np.int64)
+    # whole µs: the TSF's own resolution, so TSFT-placed PPDUs keep their µs grid
+    shift = (np.nan_to_num(delta.reindex(p_key).to_numpy(np.float64)) / 1000).round().astype(np.int64) * 1000
     out = ppdus.copy()
     for c in ("start_ns", "end_ns"):
         out[c] = ppdus[c].to_numpy(np.int64) + shift

@@ -15,9 +15,7 @@ __all__ = ["analysis_data", "MAX_POINTS"]
 MAX_POINTS = 2000
 
 
-def _mac(v) -> str:
-    v = int(v)
-    return ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+from sniffsync.macs import mac_text as _mac
 
 
 def _thin(idx: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:

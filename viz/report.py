@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .analysis import analysis_data
+from sniffsync.macs import mac_text, mac_texts
+
 from .tiles import KINDS, SEVERITY
 
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
@@ -22,12 +24,6 @@ __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
 STATIC = Path(__file__).resolve().parents[1] / "web" / "static"
 MODULE_ORDER = ["colors", "format", "api", "timeline", "lines", "bars", "table", "analysis", "main"]
 MAX_ITEMS = 30_000
-
-
-def _mac_col(s) -> list:
-    a = pd.array(s, dtype="UInt64")
-    return [None if pd.isna(v) else ":".join(f"{(int(v) >> k) & 0xFF:02x}" for k in range(40, -8, -8))
-            for v in a]
 
 
 def eventful_window(ppdus: pd.DataFrame, events: pd.DataFrame, width_ns: int = 2_000_000_000) -> tuple[int, int]:
@@ -74,13 +70,13 @@ def _timeline_data(view, w0: int, w1: int) -> dict:
         "start_ns": (sel["start_ns"].to_numpy(np.int64) - w0).tolist(),
         "end_ns": (sel["end_ns"].to_numpy(np.int64) - w0).tolist(),
         "kind": kind.tolist(), "severity": sev.tolist(), "ppdu": sel["ppdu"].astype(int).tolist(),
-        "ta": _mac_col(sel["ta"]), "ra": _mac_col(sel["ra"]), "phy": col("phy"), "mcs": col("mcs"),
+        "ta": mac_texts(sel["ta"]), "ra": mac_texts(sel["ra"]), "phy": col("phy"), "mcs": col("mcs"),
         "nss": col("nss"), "bw_mhz": col("bw_mhz"), "n_mpdus": col("n_mpdus"),
         "airtime_us": ((sel["end_ns"] - sel["start_ns"]) / 1000).round(1).tolist(),
         "failed_seqs": [failed.get(int(i), []) for i in sel["ppdu"]],
         "heard_by": [names[b.astype(bool)].tolist() for b in bits],
     }
-    labels = [":".join(f"{(int(u) >> k) & 0xFF:02x}" for k in range(40, -8, -8)) if u else "unknown" for u in uniq]
+    labels = [mac_text(u) if u else "unknown" for u in uniq]
     meta = {"title": view.title, "span_ns": int(w1 - w0), "t0_abs_ns": int(w0),
             "lanes": {"station": labels, "sniffer": list(view.sniffers)}, "n_ppdus": len(sel)}
     return {"meta": meta, "items": items}

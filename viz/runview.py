@@ -15,11 +15,7 @@ from .tiles import build_index, tile as make_tile
 __all__ = ["RunView"]
 
 
-def _mac(v) -> str | None:
-    if v is None or pd.isna(v):
-        return None
-    v = int(v)
-    return ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+from sniffsync.macs import mac_text as _mac
 
 
 def _py(v):

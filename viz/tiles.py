@@ -44,9 +44,7 @@ class TimelineIndex(NamedTuple):
     kbounds: np.ndarray        # block (lane, kind) is [kbounds[lane*K+kind], kbounds[lane*K+kind+1])
 
 
-def _fmt_mac(v) -> str:
-    v = int(v)
-    return ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+from sniffsync.macs import mac_text as _fmt_mac
 
 
 def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,

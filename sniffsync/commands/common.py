@@ -30,9 +30,7 @@ def progress_printer(quiet: bool):
     return show
 
 
-def mac(v) -> str:
-    v = int(v)
-    return ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+from ..macs import mac_text as mac  # noqa: E402,F401  (re-exported for the commands)
 
 
 def print_table(df, file=None, floatfmt="{:.2f}"):
