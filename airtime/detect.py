@@ -16,12 +16,15 @@ import numpy as np
 import pandas as pd
 
 from .match import match_in_window, overlapping_pairs
+from .phy import legacy_response_rate_kbps, ppdu_duration_ns
 
 __all__ = ["detect", "DetectResult", "EVENT_KINDS"]
 
 FATES = ["delivered", "retried_delivered", "retried_lost", "lost"]
 EVENT_KINDS = ["rts_unanswered", "rts_cts_collision", "overlap", "mpdu_failed", "ba_missing"]
 _HASH = np.uint64(0x9E3779B97F4A7C15)
+CTS_BYTES = 14                      # CTS/ACK: frame control, duration, RA, FCS
+BA_BYTES = 32                       # compressed Block-Ack, one TID
 
 
 def _u64(s) -> np.ndarray:
@@ -46,7 +49,8 @@ def _sifs_ns(frames) -> int:
 
 
 def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: int | None = None,
-           slack_ns: int = 6_000, chain_gap_ns: int = 200_000_000) -> DetectResult:
+           slack_ns: int = 6_000, chain_gap_ns: int = 200_000_000,
+           overlap_tol_ns: int = 2_000) -> DetectResult:
     """Find the events a Wi-Fi engineer hunts for by hand.
 
     Parameters
@@ -61,6 +65,9 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
         Default from the band: 16 µs at 5/6 GHz, 10 µs at 2.4 GHz.
     slack_ns : int
         Tolerance on response timing.
+    overlap_tol_ns : int
+        An unanswered RTS within this distance of a PPDU from/to its receiver collided
+        with it (the timeline cannot resolve shorter gaps).
 
     Returns
     -------
@@ -89,15 +96,22 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
     rts = np.flatnonzero(kind == "rts")
     cts = np.flatnonzero(kind == "cts")
     got = match_in_window(ta[rts], end[rts], ra[cts], start[cts], sifs - slack_ns, sifs + slack_ns)
+    # A CTS the sniffer did not decode (missed, or overlapped at the sniffer only) is implied
+    # when the RTS sender's next frame to the same receiver starts SIFS after that CTS's end.
+    got = np.where(got < 0, _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack_ns), got)
     unanswered = rts[got < 0]
 
     # overlapping PPDUs of different transmitters (visible once sniffers are merged)
     i, j = overlapping_pairs(start, end)
     diff = (tx[i] != tx[j]) | (tx[i] == 0)
     i, j = i[diff], j[diff]
-    # an unanswered RTS collided when it overlapped a transmission from/to its receiver
-    both_i = np.concatenate([i, j])
-    both_j = np.concatenate([j, i])
+    # an unanswered RTS collided when it overlapped a transmission from/to its receiver;
+    # overlaps shorter than the timeline's resolution (µs TSFT, sync error) still count
+    ci, cj = overlapping_pairs(start - overlap_tol_ns, end + overlap_tol_ns)
+    keep = (tx[ci] != tx[cj]) | (tx[ci] == 0)
+    ci, cj = ci[keep], cj[keep]
+    both_i = np.concatenate([ci, cj])
+    both_j = np.concatenate([cj, ci])
     is_un = np.zeros(len(p), bool)
     is_un[unanswered] = True
     hit = is_un[both_i] & ((tx[both_j] == ra[both_i]) | (ra[both_j] == ra[both_i]))
@@ -131,6 +145,40 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
     events.insert(1, "time_us", events["start_ns"] // 1000)
     return DetectResult(events=events, mpdus=mpdus,
                         stations=station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing))
+
+
+def _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack) -> np.ndarray:
+    """Row of a frame from an RTS's TA to its RA that implies a CTS the sniffer missed, or -1.
+
+    The CTS goes at the response rate of the RTS (802.11-2020 10.6.6.5), so its airtime is
+    known; a station sends that frame only after decoding the CTS.
+    """
+    if not len(rts):
+        return np.zeros(0, np.int64)
+    first = p["first_frame"].to_numpy(np.int64)[rts]
+    rate = frames["rate_kbps"].to_numpy(np.int64, na_value=-1)[first] if "rate_kbps" in frames \
+        else np.full(len(rts), -1, np.int64)
+    freq = frames["freq_mhz"].to_numpy(np.int64, na_value=5180)[first] if "freq_mhz" in frames \
+        else np.full(len(rts), 5180, np.int64)
+    phy = p["phy"].astype(object).fillna("ofdm").to_numpy()[rts] if "phy" in p else "ofdm"
+    cts_ns = ppdu_duration_ns(phy, np.full(len(rts), CTS_BYTES), rate_kbps=legacy_response_rate_kbps(rate),
+                              freq_mhz=freq)
+    nxt = np.flatnonzero(~np.isin(kind, ("rts", "cts", "ack")) & (ta != 0))
+    key_r, key_n = _pair(ta[rts], ra[rts]), _pair(ta[nxt], ra[nxt])
+    lo = 2 * sifs + cts_ns - slack
+    m = match_in_window(key_r, end[rts], key_n, start[nxt], lo, lo + 2 * slack)
+    # A missed A-MPDU subframe shortens the computed airtime (start too late) but not the
+    # end: the RTS Duration covers CTS + data + response, so the data ends Duration - SIFS
+    # - response airtime (a Block-Ack or an ACK) after the RTS.
+    nav = frames["duration_us"].to_numpy(np.int64, na_value=0)[first] * 1000 \
+        if "duration_us" in frames else np.zeros(len(rts), np.int64)
+    resp = legacy_response_rate_kbps(rate)
+    ba_ns = ppdu_duration_ns(phy, np.full(len(rts), BA_BYTES), rate_kbps=resp, freq_mhz=freq)
+    ack_ns = ppdu_duration_ns(phy, np.full(len(rts), CTS_BYTES), rate_kbps=resp, freq_mhz=freq)
+    by_end = match_in_window(key_r, end[rts], key_n, end[nxt], nav - sifs - ba_ns - slack,
+                             nav - sifs - ack_ns + slack)
+    m = np.where((m < 0) & (nav > 0) & (ba_ns > 0), by_end, m)
+    return np.where((cts_ns > 0) & (m >= 0), nxt[np.maximum(m, 0)], -1)
 
 
 def _na_int(values, valid, dtype="Int64"):

@@ -166,6 +166,10 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     n = len(frames)
     sniffer = _np(frames, "sniffer", 0)
     order = np.lexsort((np.arange(n), sniffer))
+    if "merged_id" in frames and "frame" in frames:
+        # A merged table is in common-time order and the subframes of one A-MPDU share
+        # that time: restore their capture order (the last-subframe flag ends a PPDU).
+        order = np.lexsort((_np(frames, "frame", 0), _np(frames, "ts_ns", 0), sniffer))
     start_mask = _group_starts(frames, order, sniffer)
     gid_sorted = np.cumsum(start_mask) - 1
     frame_ppdu = np.empty(n, np.int64)
