@@ -22,7 +22,8 @@ __all__ = ["FairnessResult", "fairness", "analyze_run", "window_starts", "window
            "mac_text", "DEFINITIONS"]
 
 DEFINITIONS = {
-    "goodput": "new payload bytes per flow direction: bytes above the highest sequence number sent "
+    "goodput": "new payload bytes per flow direction, dated when delivered in order (the last "
+               "transmission of each segment, running max in sequence order): bytes above the highest sequence number sent "
                "before (unwrapped cumulative max); UDP: every datagram's payload. MAC duplicates removed.",
     "throughput": "all payload bytes incl. TCP retransmissions (MAC duplicates removed)",
     "window": "[t0 + k*step, t0 + k*step + window), t0 = first data segment of the run",
@@ -162,7 +163,9 @@ def jain_series(seg, ft, starts, window_ns):
     s = seg[live]
     u = uidx.reindex(s["fd"].to_numpy()).to_numpy()
     ts = s["ts_ns"].to_numpy()
-    good = window_sums(u, ts, s["new_bytes"].to_numpy().astype(float), len(units), starts, window_ns)
+    # goodput is dated by in-order delivery (flows._in_order_delivery), throughput by sending
+    good = window_sums(u, s["deliver_ns"].to_numpy(), s["new_bytes"].to_numpy().astype(float), len(units),
+                       starts, window_ns)
     thr = window_sums(u, ts, s["payload_len"].to_numpy().astype(float), len(units), starts, window_ns)
     active = ((starts[None, :] <= units["last_ns"].to_numpy()[:, None]) &
               (starts[None, :] + window_ns > units["first_ns"].to_numpy()[:, None]))
@@ -251,12 +254,21 @@ def _why(jrow: pd.DataFrame, st: pd.DataFrame, units, good, active, below: float
 
 
 def _one_run(frames, window_ns, step_ns, ppdus, qdelay_threshold_ns, busy_fraction, below,
-             horizon_ns, dedup, min_rto_ns):
+             horizon_ns, dedup, min_rto_ns, t0_ns=None):
+    if (frames["linktype"].to_numpy() == 127).any() and frames.attrs.get("stamps") != "end":
+        # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
+        # sniffer's TSFT convention (an A-MPDU can last 5 ms)
+        try:
+            from airtime.ppdu import align_to_ppdu_end
+            frames = align_to_ppdu_end(frames)
+        except ImportError:
+            pass
     seg, ft, rtt = analyze_run(frames, dedup, min_rto_ns)
     data = ft[ft["goodput_bytes"] > 0]
     if data.empty:
         raise UsageError("no TCP/UDP data segments in the capture")
-    starts = window_starts(int(data["first_ns"].min()), int(data["last_ns"].max()), window_ns, step_ns)
+    t0 = int(data["first_ns"].min()) if t0_ns is None else int(t0_ns)
+    starts = window_starts(t0, int(data["last_ns"].max()), window_ns, step_ns)
     units, good, thr, active, j = jain_series(seg, ft, starts, window_ns)
     if ppdus is None and (frames["linktype"].to_numpy() == 127).any():
         try:
@@ -305,7 +317,7 @@ def _one_run(frames, window_ns, step_ns, ppdus, qdelay_threshold_ns, busy_fracti
 def fairness(frames_or_list, window_ns: int = 400_000_000, step_ns: int = 200_000_000, *,
              ppdus=None, qdelay_threshold_ns: int = 50_000_000, busy_fraction: float = 0.5,
              unfair_below: float = 0.8, min_rtt_horizon_ns: int = 10_000_000_000,
-             dedup: bool = True, min_rto_ns: int = MIN_RTO_NS) -> FairnessResult:
+             dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, t0_ns: int | None = None) -> FairnessResult:
     """TCP/UDP flows, windowed goodput, Jain's index, its CDF, bufferbloat and cross-layer view.
 
     Parameters
@@ -318,6 +330,8 @@ def fairness(frames_or_list, window_ns: int = 400_000_000, step_ns: int = 200_00
         PPDU table(s) with ``ta``, ``start_ns``, ``airtime_ns`` for the cross-layer view;
         by default ``airtime.ppdu.group_ppdus(frames)`` when that package is present.
     qdelay_threshold_ns, busy_fraction : bufferbloat flag (see :data:`DEFINITIONS`).
+    t0_ns : int, optional
+        Origin of the window grid (capture clock, ns); default: the run's first data segment.
     unfair_below : float
         Jain threshold for the summary share and the "why" strings.
 
@@ -328,7 +342,7 @@ def fairness(frames_or_list, window_ns: int = 400_000_000, step_ns: int = 200_00
     runs = frames_or_list if isinstance(frames_or_list, (list, tuple)) else [frames_or_list]
     pp = ppdus if isinstance(ppdus, (list, tuple)) else [ppdus] * len(runs)
     parts = [_one_run(f, int(window_ns), int(step_ns), p, qdelay_threshold_ns, busy_fraction,
-                      unfair_below, min_rtt_horizon_ns, dedup, min_rto_ns) for f, p in zip(runs, pp)]
+                      unfair_below, min_rtt_horizon_ns, dedup, min_rto_ns, t0_ns) for f, p in zip(runs, pp)]
 
     def cat(i):
         frames = [p[i].assign(run=r) for r, p in enumerate(parts) if len(p[i])]

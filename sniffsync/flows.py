@@ -178,6 +178,32 @@ def _unwrap32(fd: np.ndarray, raw: np.ndarray) -> np.ndarray:
     return cs - cs[start_idx]
 
 
+def _in_order_delivery(seg: pd.DataFrame, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """When each data segment's bytes reach the receiver's application, as seen on the air.
+
+    A segment arrives with its LAST transmission (MAC retry or TCP retransmission of the
+    same first byte: the ones before it failed), and the application gets its bytes once
+    every earlier byte has arrived: the running maximum of arrival times in sequence order.
+    So bytes sent past a lost MPDU are dated when the retry fills the hole (the receiver's
+    reorder buffer), not when first seen. Other rows keep their capture time.
+    """
+    ts = seg["ts_ns"].to_numpy(np.int64)
+    out = ts.copy()
+    fd = seg["fd"].to_numpy(np.int64)
+    plen = seg["payload_len"].to_numpy(np.int64)
+    data = (seg["proto"].to_numpy() == 6) & (plen > 0)
+    if not data.any():
+        return out
+    # last transmission of each (fd, raw first byte), MAC copies included
+    key = pd.MultiIndex.from_arrays([fd[data], seg["seq_raw"].to_numpy(np.int64)[data]])
+    last = pd.Series(ts[data], index=key).groupby(level=[0, 1]).max()
+    rows = np.flatnonzero(data & tcp)
+    arr = last.reindex(pd.MultiIndex.from_arrays([fd[rows], seg["seq_raw"].to_numpy(np.int64)[rows]])).to_numpy()
+    order = np.lexsort((rel[rows], fd[rows]))                 # sequence order within each fd
+    out[rows[order]] = grouped_cummax(fd[rows][order], arr[order].astype(np.int64))
+    return out
+
+
 def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     """Relative sequence numbers, new bytes and sequence class of every TCP segment.
 
@@ -245,6 +271,7 @@ def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     out["kind"][idx] = kind
     for c, v in out.items():
         seg[c] = v
+    seg["deliver_ns"] = _in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = (seg["proto"].to_numpy() == 17) & ~seg["mac_dup"].to_numpy()
     seg.loc[udp, "new_bytes"] = seg.loc[udp, "payload_len"]

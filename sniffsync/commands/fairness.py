@@ -9,6 +9,8 @@ def add_arguments(p):
     p.add_argument("--step", type=float, default=0.2, metavar="S", help="window step, seconds (0.2)")
     p.add_argument("--bloat-ms", type=float, default=50.0, metavar="MS",
                    help="queueing delay p95 that flags a busy window (50)")
+    p.add_argument("--origin", type=float, metavar="EPOCH_S",
+                   help="start of the window grid (Unix seconds; default: each run's first data segment)")
     p.add_argument("--no-dedup", action="store_true",
                    help="keep 802.11 MAC retries of one MPDU as separate segments (as Wireshark does)")
     p.add_argument("-o", "--output", metavar="report.json", help="write the JSON report")
@@ -53,8 +55,16 @@ def run(args) -> int:
 
     if args.window <= 0 or args.step <= 0:
         raise UsageError("--window and --step must be positive")
-    frames = [read_capture(p, sniffer=0) for p in args.captures]
+    frames = [read_capture(p, sniffer=0, columns=[   # what flows, RTT and PPDU grouping read
+        "sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad", "rt_len", "mpdu_len",
+        "tsft_us", "rt_flags", "fcs_bad", "short_preamble", "rate_kbps", "freq_mhz", "signal_dbm",
+        "phy", "mcs", "nss", "bw_mhz", "gi_ns", "ldpc", "stbc", "ness", "ht_format", "he_format",
+        "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype", "retry", "duration_us",
+        "ra", "ta", "seq", "ethertype", "ip_src", "ip_dst", "ip_proto", "ip_len", "sport", "dport",
+        "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_mss", "tcp_payload_len",
+        "tcp_tsval", "tcp_tsecr", "tcp_sack", "udp_len"]) for p in args.captures]
     res = fairness(frames, _ns(args.window), _ns(args.step),
+                   t0_ns=None if args.origin is None else int(round(args.origin * 1e9)),
                    qdelay_threshold_ns=_ns(args.bloat_ms / 1000), dedup=not args.no_dedup)
     print("\n".join(_flow_lines(res)))
     below = res.summary["unfair_below"]
