@@ -25,6 +25,9 @@ def write_report(run, view, path):
         raise CaptureError(f"{path}: cannot write: {exc.strerror or exc}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(html)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)          # mkstemp makes 0600; a report is a normal file
     os.replace(tmp, path)
     return len(html)
 
