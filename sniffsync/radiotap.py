@@ -55,22 +55,25 @@ EXT = 31
 # ---------------------------------------------------------------------------
 # Vectorised decoder.
 #
-# Algorithm: read version, it_len and the present-word chain of every frame at
-# once; group frames by their layout (all present words); walk the bits of each
-# distinct layout ONCE in Python to get each field's offset; gather that field's
-# bytes for the whole group. Field values are then decoded column-wise by
+# Algorithm: copy the first _HEAD bytes of every header once; read version, it_len
+# and the present-word chain of every frame at once; group frames by their layout
+# (all present words); walk the bits of each distinct layout ONCE in Python to get
+# each field's offset; then read each wanted field for all frames in one pass over
+# the compact header copy. Field values are decoded column-wise by
 # sniffsync.radiotap_values. Offsets are aligned relative to the header start
 # (radiotap.org "Alignment in radiotap").
 # ---------------------------------------------------------------------------
 import numpy as np  # noqa: E402
 
-from .bytecols import u16le, u32le  # noqa: E402
+from .bytecols import gather, u16le, u32le  # noqa: E402
+from .table import factorize  # noqa: E402
 
 __all__ += ["decode_radiotap", "layout_offsets", "MAX_PRESENT_WORDS"]
 
 MAX_PRESENT_WORDS = 32          # a longer bit-31 chain is treated as a corrupt header
 _CORRUPT = "radiotap: corrupt header"
 _VENDOR_HDR = 6                 # OUI(3), sub_namespace(1), skip_length(u16)
+_HEAD = 64                      # header bytes copied per frame (holds nearly every field)
 
 
 def _align(pos, a):
@@ -157,24 +160,37 @@ def layout_offsets(words):
 
 
 def _layout_groups(words):
-    """Distinct layouts and each frame's layout index.
+    """Distinct layouts, the rows sorted by layout and each layout's slice of that order.
 
-    The present words are folded two at a time into one uint64 key and factorised by
-    hashing (``pandas.factorize``, O(n)) — a 2-D ``np.unique`` sorted rows and cost
+    The present words are folded into one uint64 key per row: ``w0 | w1 << 32`` is exact
+    for chains of up to two words (then bit 31 of ``w1`` is clear); the rare longer
+    chains are numbered among themselves and keyed ``1 << 63 | number``. The keys are
+    numbered by :func:`sniffsync.table.factorize` (hashing, no sort) and the rows grouped
+    by a stable radix sort of those small numbers. A 2-D ``np.unique(axis=0)`` cost
     seconds on a million frames.
     """
-    import pandas as pd
     w = words.astype(np.uint64)
-    codes, _ = pd.factorize(w[:, 0] | (w[:, 1] << np.uint64(32)) if w.shape[1] > 1 else w[:, 0])
-    for j in range(2, w.shape[1]):
-        codes, _ = pd.factorize((codes.astype(np.uint64) << np.uint64(32)) | w[:, j])
-    first = np.zeros(codes.max() + 1 if len(codes) else 0, np.int64)
-    first[codes[::-1]] = np.arange(len(codes))[::-1]        # first row of each layout
-    return words[first], codes.astype(np.int64)
+    key = w[:, 0] | (w[:, 1] << np.uint64(32)) if w.shape[1] > 1 else w[:, 0].copy()
+    long_rows = np.flatnonzero(w[:, 1] >> np.uint64(EXT) & np.uint64(1)) if w.shape[1] > 2 else []
+    if len(long_rows):
+        sub = np.ascontiguousarray(words[long_rows]).view(np.dtype((np.void, 4 * w.shape[1])))[:, 0]
+        number = np.unique(sub, return_inverse=True)[1].ravel().astype(np.uint64)
+        key[long_rows] = np.uint64(1 << 63) | number
+    codes, uniq = factorize(key)
+    order = np.argsort(codes.astype(np.int16 if len(uniq) < 2**15 else np.int64), kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(uniq)))])
+    return words[order[bounds[:-1]]], order, bounds
 
 
-def _decode_group(buf, off, it_len, steps, raw, present, rows, marks):
-    """Gather the bytes of every field of one layout for the frames ``rows``."""
+def _decode_group(buf, off, it_len, steps, field_off, rows, marks):
+    """Record where each wanted field of one layout is, for the frames ``rows``.
+
+    Sets ``field_off[name][rows]`` to the field's byte offset in ``buf`` (left at -1
+    where absent or beyond the header); the bytes are gathered afterwards, one pass per
+    field in file order. Fields not in ``field_off`` (no requested column needs them)
+    are only stepped over, but still checked against ``it_len`` so marks do not depend
+    on the columns asked for.
+    """
     pos = None                                   # set by the caller through steps[0]
     seen = set()
     bad = np.zeros(len(rows), bool)
@@ -196,30 +212,27 @@ def _decode_group(buf, off, it_len, steps, raw, present, rows, marks):
         seen.add(field.name)
         inside = pos + field.size <= it_len
         _mark_new(rows, ~inside, bad, f"radiotap: field {field.name} beyond header", marks)
-        ok = inside & ~bad
-        sel = rows[ok]
-        at = (off + pos)[ok] if np.ndim(pos) else off[ok] + pos
-        _as_void(raw[field.name])[sel] = _void_rows(buf, at, field.size)
-        present[field.name][sel] = True
+        if field.name in field_off:
+            ok = inside & ~bad
+            field_off[field.name][rows[ok]] = (off + pos)[ok]
         pos = pos + field.size
 
 
-def _void_rows(buf, at, width):
-    """Bytes ``buf[at[i] : at[i] + width]`` as ``(m,)`` void items, one copy per row.
+def _field_bytes(head, base, buf, off, at, size):
+    """``(n, size)`` bytes at the offsets ``at`` (-1: absent -> zeros).
 
-    A strided view of ``buf`` with one ``width``-byte item starting at every byte lets
-    numpy copy each field with one fancy-index step instead of ``width`` byte gathers
-    (about 4x faster than :func:`sniffsync.bytecols.gather` here). Callers pass only
-    offsets whose field lies inside the header, hence inside ``buf``.
+    ``head`` is the flat copy of every frame's first ``_HEAD`` header bytes followed by
+    ``_HEAD`` zero bytes. Fields inside those bytes (nearly all) are read from it: far
+    fewer cache misses than reading the capture again for every field; absent fields
+    read the zero tail; ``base + at`` is the offset in ``head``. The rest come from ``buf``.
     """
-    items = np.ndarray(shape=(max(len(buf) - width + 1, 0),), dtype=np.dtype((np.void, width)),
-                       buffer=buf, strides=(1,))
-    return items[at]
-
-
-def _as_void(a2d):
-    """``(n, w)`` contiguous uint8 array viewed as ``(n,)`` w-byte void items."""
-    return a2d.view(np.dtype((np.void, a2d.shape[1])))[:, 0]
+    n = len(at)
+    fast = (at >= 0) & (at - off + size <= _HEAD)
+    out = gather(head, np.where(fast, base + at, n * _HEAD), size)
+    rows = np.flatnonzero((at >= 0) & ~fast)
+    if rows.size:
+        out[rows] = gather(buf, at[rows], size)
+    return out
 
 
 def _mark_new(rows, where, bad, reason, marks):
@@ -230,7 +243,7 @@ def _mark_new(rows, where, bad, reason, marks):
         bad |= new
 
 
-def decode_radiotap(buf, off, end):
+def decode_radiotap(buf, off, end, columns=None):
     """Decode the radiotap header of many frames at once.
 
     Parameters
@@ -241,11 +254,13 @@ def decode_radiotap(buf, off, end):
         Start of each frame's radiotap header in ``buf``.
     end : numpy.ndarray of int64
         End (exclusive) of each frame's captured bytes.
+    columns : iterable of str, optional
+        Radiotap columns wanted (default: all); only the fields they need are read.
 
     Returns
     -------
     cols : dict
-        ``{name: (values, valid)}`` for the radiotap columns of :mod:`sniffsync.schema`.
+        ``{name: (values, valid)}`` for the (requested) radiotap columns of :mod:`sniffsync.schema`.
     hdr_len : numpy.ndarray of int64
         ``it_len``, 0 where the header is unusable.
     fcs_at_end : numpy.ndarray of bool
@@ -261,7 +276,7 @@ def decode_radiotap(buf, off, end):
     >>> int(n[0]), bool(fcs[0]), int(cols["rt_flags"][0][0])
     (10, True, 16)
     """
-    from .radiotap_values import field_values
+    from .radiotap_values import field_values, fields_for
 
     buf = np.asarray(buf, np.uint8)
     off = np.asarray(off, np.int64)
@@ -269,8 +284,8 @@ def decode_radiotap(buf, off, end):
     n = len(off)
     caplen = end - off
     has8 = caplen >= 8
-    fixed = np.zeros((n, 8), np.uint8)          # version, pad, it_len, first present word
-    _as_void(fixed)[has8] = _void_rows(buf, off[has8], 8)
+    head = gather(buf, off, _HEAD)             # the header's first bytes, copied once
+    fixed = head[:, :8]                         # version, pad, it_len, first present word
     version = np.where(has8, fixed[:, 0], 255)
     it_len = fixed[:, 2:4].copy().view("<u2")[:, 0].astype(np.int64)
     good = has8 & (version == 0) & (it_len >= 8) & (it_len <= caplen)
@@ -280,21 +295,25 @@ def decode_radiotap(buf, off, end):
     if (~good).any():
         marks.append((np.flatnonzero(~good), _CORRUPT))
 
-    raw = {f.name: np.zeros((n, f.size), np.uint8) for f in FIELDS.values()}
-    present = {f.name: np.zeros(n, bool) for f in FIELDS.values()}
+    need = fields_for(columns)
+    field_off = {f.name: np.full(n, -1, np.int64) for f in FIELDS.values() if f.name in need}
     good_rows = np.flatnonzero(good)
     if good_rows.size:
-        layouts, inv = _layout_groups(words[good_rows])
-        order = np.argsort(inv, kind="stable")
-        bounds = np.searchsorted(inv[order], np.arange(len(layouts) + 1))
+        layouts, order, bounds = _layout_groups(words[good_rows])
         for g, layout in enumerate(layouts):
             rows = good_rows[order[bounds[g]:bounds[g + 1]]]
             steps, _stop, n_words = layout_offsets(layout)
             steps = [("start", None, None, 4 + 4 * n_words)] + steps
             # an undefined field ends decoding (its size is unknown) without marking the
             # frame, as Wireshark does: the 802.11 frame behind it_len is intact
-            _decode_group(buf, off[rows], it_len[rows], steps, raw, present, rows, marks)
-    cols = field_values(raw, present, good)
+            _decode_group(buf, off[rows], it_len[rows], steps, field_off, rows, marks)
+    head = np.concatenate([head.reshape(-1), np.zeros(_HEAD, np.uint8)])
+    base = np.arange(n) * _HEAD - off
+    raw = {f.name: _field_bytes(head, base, buf, off, field_off[f.name], f.size)
+           for f in FIELDS.values() if f.name in need}
+    present = {f.name: field_off[f.name] >= 0 if f.name in need else np.zeros(n, bool)
+               for f in FIELDS.values()}
+    cols = field_values(raw, present, good, columns)
     hdr_len = np.where(good, it_len, 0)
     flags = raw["flags"][:, 0]
     fcs_at_end = present["flags"] & (flags & 0x10).astype(bool)

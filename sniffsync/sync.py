@@ -18,9 +18,9 @@ Algorithm
    ``g_c`` is piecewise linear (hat basis, a knot per ``knot_s``). Every anchor pair
    gives ``g_a(t_i) - g_b(t_j) = (t_j + o_b) - (t_i + o_a)``; the reference clock has
    ``g = 0``. One weighted least-squares system over all pairs and all clocks (normal
-   equations, dense, numpy only), with a small second-difference penalty so knots
-   without anchors interpolate; errors do not add up along a chain. Residuals are
-   rejected by a MAD rule and the fit repeated.
+   equations summed per pair of knot intervals, dense, numpy only), with a small
+   second-difference penalty so knots without anchors interpolate; errors do not add
+   up along a chain. Residuals are rejected by a MAD rule and the fit repeated.
 5. Gates shrink (coarse -> linear -> piecewise) and anchors are re-matched each time.
    Every 5th anchor cluster is held out of the final fit and its residuals reported.
 
@@ -49,7 +49,6 @@ ANCHOR_KEYS: dict[str, tuple[tuple[int, ...] | None, tuple[str, ...]]] = {
     "unique": (None, ("type_subtype", "ta", "ra", "seq", "frag", "retry", "wirelen",
                       "duration_us", "fcs")),
 }
-UNIQUE_KINDS = {"beacon"}          # keys that never repeat: usable without any time gate
 
 TSFT_SIGMA_NS = 600.0      # 1 µs quantisation + jitter, per frame
 HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
@@ -92,14 +91,19 @@ def cluster(key: np.ndarray, t_ns: np.ndarray, clock: np.ndarray, gate_ns) -> np
     if gate_ns is not None:
         new[1:] |= np.diff(t) > gate_ns
     cid = np.cumsum(new) - 1
-    # rank of each row among rows of the same clock in its cluster
-    c = np.asarray(clock)[order]
-    o2 = np.lexsort((c, cid))            # stable: keeps time order inside (cid, clock)
+    # rank of each row among rows of the same clock in its cluster (cid is sorted here,
+    # so a stable sort by (cid, clock) is one nearly-sorted pass)
+    c = np.asarray(clock, np.int64)[order]
+    o2 = np.argsort(cid * (int(c.max()) + 1) + c, kind="stable")  # keeps time order inside
     g = np.r_[True, (cid[o2][1:] != cid[o2][:-1]) | (c[o2][1:] != c[o2][:-1])]
     start = np.maximum.accumulate(np.where(g, np.arange(n), 0))
     rank = np.empty(n, np.int64)
     rank[o2] = np.arange(n) - start
-    _, sub = np.unique(cid * (rank.max() + 1) + rank, return_inverse=True)
+    # sub-cluster ids in (cid, rank) order: a cluster whose busiest clock has R copies
+    # owns R consecutive ids (ranks 0..R-1 all occur)
+    first = np.flatnonzero(new)
+    width = np.maximum.reduceat(rank, first) + 1
+    sub = (np.cumsum(width) - width)[cid] + rank
     out = np.empty(n, np.int64)
     out[order] = sub
     return out
@@ -119,7 +123,9 @@ def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
     has = ~np.asarray(tsft.isna())
     tsft_ns = np.where(has, np.asarray(tsft.fillna(0).to_numpy(np.int64)) * 1000, 0)
     local = np.where(has, tsft_ns, ts)
-    order = np.lexsort((ts, ~has, sn))
+    k = sn * 2 + ~has                    # rows usually come sorted: skip the sort then
+    done = n < 2 or ((np.diff(k) >= 0).all() and ((np.diff(ts) >= 0) | (np.diff(k) > 0)).all())
+    order = np.arange(n) if done else np.lexsort((ts, ~has, sn))
     d = (tsft_ns - ts)[order]
     s_o, h_o = sn[order], has[order]
     boundary = np.r_[True, (s_o[1:] != s_o[:-1]) | (h_o[1:] != h_o[:-1])]
@@ -159,7 +165,7 @@ def anchor_candidates(df: pd.DataFrame, kinds) -> tuple[np.ndarray, np.ndarray, 
         taken[r] = True                  # a frame is an anchor of its first kind only
         rows.append(r)
         kind.append(np.full(len(r), k, np.int8))
-        keys.append(hash_key(df.iloc[r], cols) ^ np.uint64(k))
+        keys.append(hash_key(df[list(cols)].iloc[r], cols) ^ np.uint64(k))   # take key columns only
     return np.concatenate(rows), np.concatenate(kind), np.concatenate(keys)
 
 
@@ -207,11 +213,16 @@ def _interp(knots, values, x):
     return values[j] * (1 - f) + values[j + 1] * f
 
 
-def _basis(knots, x):
-    j = np.clip(np.searchsorted(knots, x, side="right") - 1, 0, max(len(knots) - 2, 0))
-    if len(knots) == 1:
-        return j, np.zeros(len(x))
-    return j, (x - knots[j]) / (knots[j + 1] - knots[j])
+def _global_basis(knots, base, cc, tt):
+    """Per row: global column of the knot left of ``tt`` on clock ``cc`` and the hat weight
+    of the knot right of it (0 on a one-knot clock)."""
+    jj, ff = np.zeros(len(cc), np.int64), np.zeros(len(cc))
+    for c in np.unique(cc):              # per clock
+        m, k = cc == c, knots[c]
+        jj[m] = np.clip(np.searchsorted(k, tt[m], side="right") - 1, 0, max(len(k) - 2, 0))
+        if len(k) > 1:
+            ff[m] = (tt[m] - k[jj[m]]) / (k[jj[m] + 1] - k[jj[m]])
+    return base[cc] + jj, ff
 
 
 def fit_clocks(ca, ta, cb, tb, y, w, knots, ref, reg_sigma_ns):
@@ -222,34 +233,42 @@ def fit_clocks(ca, ta, cb, tb, y, w, knots, ref, reg_sigma_ns):
     Returns per-clock value arrays.
     """
     base = np.cumsum([0] + [len(k) for k in knots])
-    col = lambda c: base[c]                                       # noqa: E731
+    (ja, fa), (jb, fb) = (_global_basis(knots, base, cc, tt) for cc, tt in ((ca, ta), (cb, tb)))
+    sol = _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns)
+    return [sol[base[c]:base[c + 1]] for c in range(len(knots))]
+
+
+def _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns):
+    """Flat knot values of all clocks from rows given by their hat-basis columns/weights."""
     u = base[-1]
-    idx, coef = [], []
-    for cc, tt, sign in ((ca, ta, 1.0), (cb, tb, -1.0)):
-        j = np.zeros(len(cc), np.int64)
-        f = np.zeros(len(cc))
-        for c in np.unique(cc):
-            m = cc == c
-            j[m], f[m] = _basis(knots[c], tt[m])
-        j = col(cc) + j
-        nxt = np.minimum(j + 1, u - 1)
-        idx += [j, nxt]
-        coef += [sign * (1 - f), sign * f]
-    idx = np.stack(idx, 1)
-    coef = np.stack(coef, 1)
+    # Rows sharing one (knot interval of a, knot interval of b) add to the same 4 x 4 block
+    # of the normal matrix: the row's coefficients are c = T v, v = (1, fa, fb), so the
+    # block is T (sum w v v') T'. Moments are summed per interval pair (bincount over
+    # u * u pairs), then blocks are built per pair, not per row.
+    cnt = np.bincount(ja * u + jb, minlength=u * u)
+    nz = np.flatnonzero(cnt)
+    gi = (np.cumsum(cnt > 0) - 1)[ja * u + jb]
+    v = (np.ones_like(fa), fa, fb)
+    mom = np.stack([np.bincount(gi, weights=w * v[i] * v[k], minlength=len(nz))
+                    for i in range(3) for k in range(3)], 1).reshape(-1, 3, 3)
+    T = np.array([[1.0, -1, 0], [0, 1, 0], [-1, 0, 1], [0, 0, -1]])
+    blk = np.einsum("ij,gjk,lk->gil", T, mom, T)
+    ia, ib = nz // u, nz % u
+    idx = np.stack([ia, np.minimum(ia + 1, u - 1), ib, np.minimum(ib + 1, u - 1)], 1)
+    p = (idx[:, :, None] * u + idx[:, None, :]).reshape(len(nz), 16)
+    normal = np.bincount(p.ravel(), weights=blk.ravel(), minlength=u * u).reshape(u, u)
+    cols = np.stack([ja, np.minimum(ja + 1, u - 1), jb, np.minimum(jb + 1, u - 1)], 1)
+    coef = np.stack([1 - fa, fa, fb - 1, -fb], 1) * (w * y)[:, None]
+    rhs = np.bincount(cols.ravel(), weights=coef.ravel(), minlength=u)
     fixed = np.zeros(u, bool)
     fixed[base[ref]:base[ref + 1]] = True
-    coef[fixed[idx]] = 0.0
-    p = (idx[:, :, None] * u + idx[:, None, :]).ravel()
-    wv = (w[:, None, None] * coef[:, :, None] * coef[:, None, :]).ravel()
-    normal = np.bincount(p, weights=wv, minlength=u * u).reshape(u, u)
-    rhs = np.bincount(idx.ravel(), weights=(w[:, None] * coef * y[:, None]).ravel(), minlength=u)
+    normal[fixed], normal[:, fixed], rhs[fixed] = 0.0, 0.0, 0.0   # the reference's g is 0
     normal += _smoothness(knots, base, ref, reg_sigma_ns)
     diag = np.diag(normal).copy()
     normal[np.diag_indices(u)] += 1e-9 * diag.max() + fixed * 1.0 + (diag == 0)
     sol = np.linalg.solve(normal, rhs)
     sol[fixed] = 0.0
-    return [sol[base[c]:base[c + 1]] for c in range(len(knots))]
+    return sol
 
 
 def _smoothness(knots, base, ref, reg_sigma_ns):
@@ -351,33 +370,27 @@ def _knots(clocks, n_per_clock, knot_ns, max_knots, linear):
 
 def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=8):
     """Fit on rows ``ok``; reject |residual| > max(5 robust sigma, floor) and refit."""
-    t0 = clocks.t0_ns.to_numpy(np.int64)
-    xa = (P.ta - t0[P.ca]).astype(np.float64)
-    xb = (P.tb - t0[P.cb]).astype(np.float64)
+    t0, base = clocks.t0_ns.to_numpy(np.int64), np.cumsum([0] + [len(k) for k in knots])
+    u = base[-1]
+    # hat-basis columns and weights of every pair, once: fits and residuals reuse them
+    (ja, fa), (jb, fb) = (_global_basis(knots, base, c, (t - t0[c]).astype(np.float64))
+                          for c, t in ((P.ca, P.ta), (P.cb, P.tb)))
+    ja1, jb1 = np.minimum(ja + 1, u - 1), np.minimum(jb + 1, u - 1)
     s_row = np.sqrt(sigma[P.ca] ** 2 + sigma[P.cb] ** 2)
-    w = 1.0 / s_row ** 2
-    vals = [np.zeros(len(k)) for k in knots]
+    w, sol = 1.0 / s_row ** 2, np.zeros(u)
+    residual = lambda: sol[ja] * (1 - fa) + sol[ja1] * fa - (sol[jb] * (1 - fb) + sol[jb1] * fb) - P.y  # noqa: E731
     for _ in range(iters):
         if not ok.any():
             break
-        vals = fit_clocks(P.ca[ok], xa[ok], P.cb[ok], xb[ok], P.y[ok], w[ok], knots, ref, reg_sigma_ns)
-        r = _residual(P, xa, xb, knots, vals)
+        sol = _solve(ja[ok], fa[ok], jb[ok], fb[ok], P.y[ok], w[ok], knots, base, ref, reg_sigma_ns)
+        r = residual()
         z = r / s_row
         scale = max(1.4826 * np.median(np.abs(z[ok])), 1.0)
         new = ok & (np.abs(r) <= np.maximum(5 * scale * s_row, floor_ns))
         if (new == ok).all():
             break
         ok = new
-    return vals, ok, _residual(P, xa, xb, knots, vals)
-
-
-def _residual(P, xa, xb, knots, vals):
-    ga, gb = np.zeros(len(xa)), np.zeros(len(xb))
-    for c in range(len(knots)):
-        ma, mb = P.ca == c, P.cb == c
-        ga[ma] = _interp(knots[c], vals[c], xa[ma])
-        gb[mb] = _interp(knots[c], vals[c], xb[mb])
-    return ga - gb - P.y
+    return [sol[base[c]:base[c + 1]] for c in range(len(knots))], ok, residual()
 
 
 class _Pairs:
@@ -479,7 +492,7 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
             + f": fewer than {min_anchors} shared anchors with the other sniffers "
               "(use --allow-unsynced to keep them on their own clock)")
     common = model.apply(local, clock)
-    pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb, "kind": np.asarray(anchors)[P.kind],
+    pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb, "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
                           "held_out": held, "used": ok, "residual_ns": r,
                           "ok": held & (np.abs(r) <= gate) | ok})
     return SyncResult(model, local, clock, common, pairs)

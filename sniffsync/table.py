@@ -1,49 +1,127 @@
 """Columns passed between decoding stages and their assembly into the frame table.
 
 A decoding stage returns ``Cols``: ``{name: (values, valid)}`` with plain numpy
-``values`` and a boolean ``valid`` mask (``None`` means all valid), plus ``Marks``:
-``[(row_indices, reason)]`` for frames it could not fully decode. :func:`frame_table`
-turns them into pandas nullable columns without copying per row.
+``values`` (or a :class:`Cat` for categorical columns) and a boolean ``valid`` mask
+(``None`` means all valid), plus ``Marks``: ``[(row_indices, reason)]`` for frames it
+could not fully decode. The stages never import pandas: only :func:`frame_table` and
+:func:`nullable` (the pandas edge) do, so the CLI can export through Arrow without it.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .schema import COLUMNS, PHY_NAMES
 
-__all__ = ["Cols", "Marks", "nullable", "frame_table", "scatter"]
+__all__ = ["Cols", "Marks", "Cat", "nullable", "frame_table", "scatter", "concat_cols",
+           "bad_column", "factorize"]
 
-Cols = dict  # name -> (np.ndarray values, np.ndarray | None valid)
+Cols = dict  # name -> (np.ndarray | Cat values, np.ndarray | None valid)
 Marks = list  # [(np.ndarray row indices, str reason)]
 
 _CATEGORIES = {"phy": PHY_NAMES}
 
 
-def nullable(values, valid, dtype: str):
-    """Pandas array of ``dtype`` from numpy ``values`` where ``valid`` is False -> null."""
-    values = np.asarray(values) if not isinstance(values, pd.Categorical) else values
-    n = len(values)
-    mask = np.zeros(n, bool) if valid is None else ~np.asarray(valid, bool)
-    if dtype == "boolean":
-        return pd.arrays.BooleanArray(np.asarray(values, bool), mask)
-    if dtype == "category":
-        if not isinstance(values, pd.Categorical):
-            return _category_of_strings(values, mask | pd.isna(np.asarray(values, dtype=object)))
-        cat = values
-        if mask.any():
-            codes = np.where(mask, -1, cat.codes)
-            cat = pd.Categorical.from_codes(codes, categories=cat.categories)
-        return cat
-    if dtype == "string":
-        obj = np.asarray(values, dtype=object).copy()
-        obj[mask] = None
-        return pd.array(obj, dtype="string")
-    if dtype[0] in "IU":   # pandas nullable integer
-        np_dtype = np.dtype(dtype.lower())
-        return pd.arrays.IntegerArray(np.asarray(values).astype(np_dtype, copy=False), mask)
-    out = np.asarray(values).astype(dtype, copy=False)
+class Cat:
+    """Categorical column without pandas: integer ``codes`` (-1 = null) into ``categories``.
+
+    ``np.asarray(cat)`` gives an object array of the category values (None for -1),
+    so tests and callers can treat it like any column.
+    """
+    __slots__ = ("codes", "categories")
+
+    def __init__(self, codes, categories):
+        self.codes = np.asarray(codes)
+        self.categories = list(categories)
+
+    def __len__(self):
+        return len(self.codes)
+
+    def __array__(self, dtype=None, copy=None):
+        lut = np.array(list(self.categories) + [None], dtype=object)
+        return lut[self.codes].astype(dtype) if dtype is not None else lut[self.codes]
+
+    def take(self, rows) -> "Cat":
+        return Cat(self.codes[rows], self.categories)
+
+
+_HASH_BITS = 16
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)   # Fibonacci hashing multiplier
+
+
+def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` of a 1-D integer array, as ``np.unique(keys, return_inverse=True)``
+    gives them (``uniques`` sorted, ``uniques[codes] == keys``), without pandas.
+
+    Fast path, no sort of the rows: hash every key into a 16-bit bucket table; if no
+    two distinct keys share a bucket (checked exactly), the occupied buckets are the
+    distinct keys. Otherwise (many distinct keys) fall back to :func:`numpy.unique`.
+    """
+    keys = np.asarray(keys)
+    if keys.size == 0 or keys.dtype.kind not in "iu":
+        uniq, codes = np.unique(keys, return_inverse=True)
+        return codes.ravel(), uniq
+    h = ((keys.astype(np.uint64) * _GOLDEN) >> np.uint64(64 - _HASH_BITS)).astype(np.intp)
+    table = np.zeros(1 << _HASH_BITS, keys.dtype)
+    table[h] = keys
+    if not np.array_equal(table[h], keys):            # two keys in one bucket
+        uniq, codes = np.unique(keys, return_inverse=True)
+        return codes.ravel(), uniq
+    used = np.zeros(1 << _HASH_BITS, bool)
+    used[h] = True
+    buckets = np.flatnonzero(used)
+    order = np.argsort(table[buckets], kind="stable")
+    rank = np.zeros(1 << _HASH_BITS, np.intp)
+    rank[buckets[order]] = np.arange(len(buckets))
+    return rank[h], table[buckets[order]]
+
+
+def _union_cats(cats: list) -> Cat:
+    """One :class:`Cat` from several (categories merged in first-seen order)."""
+    names, index, parts = [], {}, []
+    for c in cats:
+        remap = np.empty(len(c.categories) + 1, np.int32)
+        remap[-1] = -1
+        for i, v in enumerate(c.categories):
+            remap[i] = index.setdefault(v, len(names))
+            if remap[i] == len(names):
+                names.append(v)
+        parts.append(remap[c.codes])
+    return Cat(np.concatenate(parts) if parts else np.zeros(0, np.int32), names)
+
+
+def concat_cols(parts: list) -> Cols:
+    """Concatenate the ``Cols`` of consecutive row chunks.
+
+    A column missing from a chunk (no frame of it needed that stage) is null there.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    names = list(dict.fromkeys(name for p in parts for name in p))
+    lens = [_rows(p) for p in parts]
+    out = {}
+    for name in names:
+        like = next(p[name][0] for p in parts if name in p)
+        cells = [p[name] if name in p else _null_like(like, k) for p, k in zip(parts, lens)]
+        vs = [v for v, _ in cells]
+        oks = [o for _, o in cells]
+        v = _union_cats(vs) if isinstance(like, Cat) else np.concatenate([np.asarray(x) for x in vs])
+        ok = None if all(o is None for o in oks) else np.concatenate(
+            [np.ones(len(x), bool) if o is None else np.asarray(o, bool) for x, o in zip(vs, oks)])
+        out[name] = (v, ok)
     return out
+
+
+def _rows(cols: Cols) -> int:
+    return len(next(iter(cols.values()))[0]) if cols else 0
+
+
+def _null_like(like, n: int):
+    """``n`` null rows of the same kind as the column ``like``."""
+    if isinstance(like, Cat):
+        return Cat(np.full(n, -1, np.int32), []), None
+    like = np.asarray(like)
+    vals = np.full(n, None, object) if like.dtype == object else np.zeros(n, like.dtype)
+    return vals, np.zeros(n, bool)
 
 
 def scatter(n: int, rows: np.ndarray, cols: Cols) -> Cols:
@@ -58,10 +136,10 @@ def scatter(n: int, rows: np.ndarray, cols: Cols) -> Cols:
     for name, (vals, valid) in cols.items():
         ok = np.zeros(n, bool)
         ok[rows] = True if valid is None else valid
-        if isinstance(vals, pd.Categorical):
-            codes = np.full(n, -1, vals.codes.dtype)
+        if isinstance(vals, Cat) or type(vals).__name__ == "Categorical":
+            codes = np.full(n, -1, np.asarray(vals.codes).dtype)
             codes[rows] = vals.codes
-            out[name] = (pd.Categorical.from_codes(codes, dtype=vals.dtype), ok)
+            out[name] = (Cat(codes, vals.categories), ok)
             continue
         vals = np.asarray(vals)
         full = np.zeros(n, dtype=vals.dtype) if vals.dtype != object else np.full(n, None, object)
@@ -70,45 +148,95 @@ def scatter(n: int, rows: np.ndarray, cols: Cols) -> Cols:
     return out
 
 
-def _category_of_strings(values, mask) -> pd.Categorical:
-    """Categorical from a mostly-null object array, formatting each distinct value once."""
-    codes = np.full(len(values), -1, np.int64)
-    idx = np.flatnonzero(~mask)
+def bad_column(n: int, marks: Marks) -> Cat:
+    """The ``bad`` column: per row the first reason it was marked with (-1 = fine)."""
+    code = np.full(n, -1, np.int32)
+    reasons: list = []
+    for rows, why in marks:
+        rows = np.asarray(rows, np.int64)
+        rows = rows[code[rows] < 0]              # first reason wins
+        if rows.size:
+            if why not in reasons:
+                reasons.append(why)
+            code[rows] = reasons.index(why)
+    return Cat(code, reasons)
+
+
+def _strings_cat(values, mask) -> Cat:
+    """Cat from an object array of strings / None, formatting nothing (each value kept once)."""
+    obj = np.asarray(values, dtype=object)
+    keep = ~mask & np.array([v is not None for v in obj], bool) if obj.size else mask
+    codes = np.full(len(obj), -1, np.int32)
+    idx = np.flatnonzero(keep)
     if idx.size == 0:
-        return pd.Categorical.from_codes(codes, categories=pd.Index([], dtype=object))
-    c, uniq = pd.factorize(np.asarray(values, dtype=object)[idx])
-    codes[idx] = c
-    return pd.Categorical.from_codes(codes, categories=pd.Index(uniq, dtype=object))
+        return Cat(codes, [])
+    cats, inv = np.unique(obj[idx].astype(str), return_inverse=True)
+    codes[idx] = inv.ravel()
+    return Cat(codes, list(cats))
 
 
-def frame_table(n: int, cols: Cols, marks: Marks, columns: list[str] | None = None) -> pd.DataFrame:
-    """The frame table: every schema column (all-null when no stage produced it)."""
+def as_cat(vals, valid, name: str | None = None) -> Cat:
+    """Any categorical column representation (Cat, pandas Categorical, strings) as a Cat with nulls."""
+    mask = np.zeros(len(vals), bool) if valid is None else ~np.asarray(valid, bool)
+    if not isinstance(vals, Cat):
+        if type(vals).__name__ == "Categorical":
+            vals = Cat(vals.codes, list(vals.categories))
+        elif name in _CATEGORIES:
+            lut = {v: i for i, v in enumerate(_CATEGORIES[name])}
+            vals = Cat([lut.get(v, -1) for v in np.asarray(vals, object)], _CATEGORIES[name])
+        else:
+            vals = _strings_cat(vals, mask)
+    if mask.any():
+        vals = Cat(np.where(mask, -1, vals.codes), vals.categories)
+    return vals
+
+
+def nullable(values, valid, dtype: str):
+    """Pandas array of ``dtype`` from numpy ``values`` where ``valid`` is False -> null."""
+    import pandas as pd
+    if dtype == "category":
+        c = as_cat(values, valid)
+        return pd.Categorical.from_codes(c.codes, categories=pd.Index(c.categories, dtype=object))
+    if isinstance(values, Cat):
+        values = np.asarray(values)
+    values = np.asarray(values)
+    n = len(values)
+    mask = np.zeros(n, bool) if valid is None else ~np.asarray(valid, bool)
+    if dtype == "boolean":
+        return pd.arrays.BooleanArray(values.astype(bool, copy=False), mask)
+    if dtype == "string":
+        obj = np.asarray(values, dtype=object).copy()
+        obj[mask] = None
+        return pd.array(obj, dtype="string")
+    if dtype[0] in "IU":   # pandas nullable integer
+        np_dtype = np.dtype(dtype.lower())
+        return pd.arrays.IntegerArray(values.astype(np_dtype, copy=False), mask)
+    return values.astype(dtype, copy=False)
+
+
+def frame_table(n: int, cols: Cols, marks: Marks, columns: list[str] | None = None):
+    """The frame table (pandas DataFrame): every schema column, all-null when no stage produced it.
+
+    With ``columns``, only those columns, in schema order.
+    """
+    import pandas as pd
     data = {}
     wanted = set(columns) if columns else None
     for c in COLUMNS:
         if wanted is not None and c.name not in wanted:
             continue
-        if c.name == "bad":
-            code = np.full(n, -1, np.int64)
-            reasons = []
-            for rows, why in marks:
-                rows = np.asarray(rows, np.int64)
-                rows = rows[code[rows] < 0]              # first reason wins
-                if rows.size:
-                    if why not in reasons:
-                        reasons.append(why)
-                    code[rows] = reasons.index(why)
-            data["bad"] = pd.Categorical.from_codes(code, categories=pd.Index(reasons, dtype=object))
-            continue
-        if c.name in cols:
+        if c.name == "bad" and "bad" not in cols:
+            vals, valid = bad_column(n, marks), None
+        elif c.name in cols:
             vals, valid = cols[c.name]
         elif c.dtype in ("int16", "int32", "int64"):
             raise KeyError(f"required column {c.name} missing")
+        elif c.dtype in ("string", "category"):
+            vals, valid = Cat(np.full(n, -1, np.int32), []), None
         else:
             vals, valid = np.zeros(n, np.int64), np.zeros(n, bool)
-            if c.dtype in ("string", "category"):
-                vals = np.full(n, None, object)
-        if c.dtype == "category" and c.name in _CATEGORIES and not isinstance(vals, pd.Categorical):
-            vals = pd.Categorical(vals, categories=_CATEGORIES[c.name])
+        if c.dtype == "category":
+            vals = as_cat(vals, valid, c.name)
+            valid = None
         data[c.name] = nullable(vals, valid, c.dtype)
     return pd.DataFrame(data, copy=False)

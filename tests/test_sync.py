@@ -85,6 +85,60 @@ def test_cluster_matches_slow_oracle(seed):
     # same partition: the mapping got-label <-> oracle-label is a bijection
     pairs = set(zip(got.tolist(), want))
     assert len(pairs) == len(set(got.tolist())) == len(set(want))
+    # dense ids 0..m-1, numbered in (cluster, rank) order like the oracle's labels
+    assert sorted(set(got.tolist())) == list(range(len(set(want))))
+    first = {}
+    for g, w in zip(got.tolist(), want):
+        first.setdefault(g, w)
+    assert [first[g] for g in range(len(first))] == sorted(first.values())
+
+
+def _normal_oracle(ca, ta, cb, tb, y, w, knots, ref, reg):
+    """Slow oracle of fit_clocks: the dense design matrix built row by row in Python
+    (hat basis: weight 1-f on the knot left of t and f on the knot right of it), then
+    the textbook weighted normal equations with the same penalty and diagonal guard."""
+    from sniffsync.sync import _smoothness
+    base = np.cumsum([0] + [len(k) for k in knots])
+    u = int(base[-1])
+    A = np.zeros((len(y), u))
+    for r in range(len(y)):
+        for c, t, sign in ((ca[r], ta[r], 1.0), (cb[r], tb[r], -1.0)):
+            k = knots[c]
+            if c == ref:
+                continue
+            if len(k) == 1:
+                A[r, base[c]] += sign
+                continue
+            j = min(max(int(np.searchsorted(k, t, side="right")) - 1, 0), len(k) - 2)
+            f = (t - k[j]) / (k[j + 1] - k[j])
+            A[r, base[c] + j] += sign * (1 - f)
+            A[r, base[c] + j + 1] += sign * f
+    N = A.T @ (w[:, None] * A) + _smoothness(knots, base, ref, reg)
+    rhs = A.T @ (w * y)
+    fixed = np.zeros(u, bool)
+    fixed[base[ref]:base[ref + 1]] = True
+    d = np.diag(N).copy()
+    N[np.diag_indices(u)] += 1e-9 * d.max() + fixed + (d == 0)
+    return np.linalg.solve(N, rhs)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fit_clocks_equals_row_by_row_normal_equations(seed):
+    from sniffsync.sync import fit_clocks
+    rng = np.random.default_rng(seed)
+    knots = [np.linspace(0, 1e9, 5), np.linspace(0, 2e9, 4), np.linspace(0, 1e9, 2)]
+    n = 300
+    ca, cb = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    keep = ca != cb
+    ca, cb = ca[keep], cb[keep]
+    span = np.array([1e9, 2e9, 1e9])
+    ta, tb = rng.random(len(ca)) * span[ca] * 1.1, rng.random(len(ca)) * span[cb] * 1.1  # some extrapolate
+    y, w = rng.normal(0, 5e3, len(ca)), rng.random(len(ca)) + 0.5
+    got = np.concatenate(fit_clocks(ca, ta, cb, tb, y, w, knots, 0, 100.0))
+    want = _normal_oracle(ca, ta, cb, tb, y, w, knots, 0, 100.0)
+    want[:5] = 0.0                                               # the reference's g is 0
+    assert np.allclose(got, want, rtol=1e-7, atol=1e-6)
+    assert np.abs(got[5:]).max() > 100                           # not a trivial all-zero fit
 
 
 def test_local_clocks_split_on_tsf_wrap_not_on_unsorted_rows():

@@ -68,9 +68,6 @@ def test_common_clock_error(merged, sim):
                                                                          np.percentile(err, 99))
 
 
-@pytest.mark.xfail(strict=True, reason="merge._epoch_map fits ts - local (~1.7e18 ns) in float64 "
-                   "with np.polyfit: the slope comes out ~-2.7 ppm off (epoch ts_ns drifts "
-                   "~5 µs over 2 s); centre d before fitting (merge.py, not ours)")
 def test_merged_ts_ns_error(merged, sim):
     """Merged ``ts_ns`` (epoch, capture clock of the reference) vs true time, ns resolution."""
     _, clk, cap = sim
