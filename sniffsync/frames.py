@@ -107,7 +107,8 @@ def decode_records(rec, sniffer: int = 0, columns=None):
 
 def _decode_chunk(rec, lo: int, hi: int, wanted):
     """Columns and marks (rows relative to ``lo``) of the frames ``lo:hi``."""
-    need_payload = wanted is None or bool(wanted & _PAYLOAD)
+    # every stage can mark a frame: "bad" needs them all
+    need_payload = wanted is None or "bad" in wanted or bool(wanted & _PAYLOAD)
     need_dot11 = need_payload or wanted is None or bool(wanted - _RECORD - _RADIOTAP)
     buf = rec.buf
     n = hi - lo
