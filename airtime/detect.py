@@ -81,7 +81,8 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
     pid = p["ppdu"].to_numpy(np.int64)
     start, end = p["start_ns"].to_numpy(np.int64), p["end_ns"].to_numpy(np.int64)
     ta, ra = _u64(p["ta"]), _u64(p["ra"])
-    kind = p["kind"].astype(str).to_numpy()
+    kc = p["kind"].astype("category").cat
+    kind = np.append(np.asarray(kc.categories, object), "nan")[kc.codes]   # take, no str()
     unicast = (ra >> np.uint64(40)) & np.uint64(1) == 0
 
     # transmitter of CTS/ACK: the RA of the frame one SIFS before
@@ -282,11 +283,11 @@ def _fates(mp: pd.DataFrame, chain_gap: int) -> np.ndarray:
     upto = np.cumsum(acks) - np.repeat(np.cumsum(acks)[heads] - acks[heads], np.diff(np.r_[heads, n]))
     later = (total[chain] - upto) > 0                          # acked after this row
     later_any = np.r_[chain[1:] == chain[:-1], False]          # retransmitted after this row
-    fate = np.where(ack, "delivered", np.where(later, "retried_delivered",
-                                                np.where(later_any, "retried_lost", "lost")))
-    out = np.empty(n, object)
+    # codes into FATES (integers, not per-row strings)
+    fate = np.where(ack, 0, np.where(later, 1, np.where(later_any, 2, 3)))
+    out = np.empty(n, np.int64)
     out[o] = fate
-    return pd.Categorical(out, categories=FATES)
+    return pd.Categorical.from_codes(out, categories=FATES)
 
 
 def station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing) -> pd.DataFrame:

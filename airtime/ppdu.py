@@ -42,6 +42,25 @@ def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
     return col.to_numpy(dtype=dtype, na_value=fill)
 
 
+def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
+    """Text column as a Categorical (no per-row string objects; null/missing -> ``fill``)."""
+    if name not in frames:
+        return pd.Categorical.from_codes(np.zeros(len(frames), np.int64), [fill])
+    col = frames[name]
+    cat = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
+    if cat.isna().any():
+        if fill not in cat.categories:
+            cat = cat.add_categories([fill])
+        cat = cat.fillna(fill)
+    return cat
+
+
+def _cat_in(cat: pd.Categorical, labels) -> np.ndarray:
+    """``np.isin(cat, labels)`` on the integer codes."""
+    hit = np.flatnonzero(np.isin(np.asarray(cat.categories, object), list(labels)))
+    return np.isin(cat.codes, hit)
+
+
 def kind_codes(type_subtype) -> np.ndarray:
     """Index into :data:`KIND_NAMES` for each type_subtype (null/out of range -> other)."""
     ts = np.asarray(type_subtype, np.int64)
@@ -68,7 +87,7 @@ def _group_starts(frames, order, sniffer):
     ref = _np(frames, "ampdu_ref", -1)[order]
     tsft = _np(frames, "tsft_us", -2)[order]
     last = _np(frames, "ampdu_last", 0, bool)[order]
-    phy = _np(frames, "phy", "", object)[order]
+    phy_modern = _cat_in(_cat(frames, "phy", ""), ("ht", "vht", "he"))[order]
     ts = _np(frames, "type_subtype", -1)[order]
     ta, ra = _np(frames, "ta", -1)[order], _np(frames, "ra", -1)[order]
     n = len(order)
@@ -80,7 +99,7 @@ def _group_starts(frames, order, sniffer):
     # Fallback for HT/VHT/HE data frames without a reference (Wireshark's patterns):
     # all share TSFT (Broadcom), first has TSFT and the rest 0 (Intel), or TSFT -1
     # until the last (QCA).
-    modern = np.isin(phy, ("ht", "vht", "he")) & ((ts >> 4) == 2) & (ref < 0)
+    modern = phy_modern & ((ts >> 4) == 2) & (ref < 0)
     pair = modern[1:] & modern[:-1] & (ta[1:] == ta[:-1]) & (ra[1:] == ra[:-1])
     pattern = (((tsft[1:] == tsft[:-1]) & (tsft[1:] > 0))
                | ((tsft[1:] == 0) & (tsft[:-1] > 0))
@@ -182,8 +201,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
 
     # PSDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except the last.
     L = mpdu_bytes(frames)
-    phy = _np(frames, "phy", "unknown", object)
-    aggregated_row = (_np(frames, "ampdu_ref", -1) >= 0) | np.isin(phy, ("vht", "he"))
+    phy = _cat(frames, "phy", "unknown")
+    aggregated_row = (_np(frames, "ampdu_ref", -1) >= 0) | _cat_in(phy, ("vht", "he"))
     sub = 4 + L
     padded = (sub + 3) // 4 * 4
     psdu_agg = (np.add.reduceat(padded[order], starts) - padded[last] + sub[last]
@@ -200,8 +219,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
         phy[first], psdu, rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1),
         nss=at("nss", 1), bw_mhz=at("bw_mhz", -1), gi_ns=at("gi_ns", 800),
         ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0), short_preamble=at("short_preamble", 0, bool),
-        ht_format=at("ht_format", "mf", object), ness=at("ness", 0), freq_mhz=freq,
-        he_format=at("he_format", "su", object), he_ltf_size=at("he_ltf_size", 2),
+        ht_format=_cat(frames, "ht_format", "mf")[first], ness=at("ness", 0), freq_mhz=freq,
+        he_format=_cat(frames, "he_format", "su")[first], he_ltf_size=at("he_ltf_size", 2),
         he_n_ltf=at("he_n_ltf", 0))
 
     tsft = _np(frames, "tsft_us", -2)
@@ -248,16 +267,18 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     return ppdus, frame_ppdu
 
 
-def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto") -> pd.DataFrame:
+def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None) -> pd.DataFrame:
     """Copy of ``frames`` whose ``ts_ns``/``tsft_us`` mark the END of each frame's PPDU.
 
     Sniffers disagree on what TSFT marks (radiotap says the first bit; ns-3 and many
     drivers stamp the end). Before the copies of one transmission heard by several
     sniffers can be matched in time, every sniffer must mean the same instant: this
     moves start-stamping sniffers forward by each PPDU's computed airtime. The decision
-    per sniffer is kept in ``attrs["tsft_at"]``.
+    per sniffer is kept in ``attrs["tsft_at"]``. ``grouped`` is an already computed
+    ``group_ppdus(frames, tsft_at)`` result (callers that also need the PPDU table
+    pass it to avoid grouping twice).
     """
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=tsft_at)
+    ppdus, frame_ppdu = grouped if grouped is not None else group_ppdus(frames, tsft_at=tsft_at)
     conv = ppdus.attrs["tsft_at"]
     air = ppdus["airtime_ns"].to_numpy(np.int64)
     starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)

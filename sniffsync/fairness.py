@@ -259,8 +259,11 @@ def _one_run(frames, window_ns, step_ns, ppdus, qdelay_threshold_ns, busy_fracti
         # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
         # sniffer's TSFT convention (an A-MPDU can last 5 ms)
         try:
-            from airtime.ppdu import align_to_ppdu_end
-            frames = align_to_ppdu_end(frames)
+            from airtime.ppdu import align_to_ppdu_end, group_ppdus
+            grouped = group_ppdus(frames)
+            frames = align_to_ppdu_end(frames, grouped=grouped)
+            if ppdus is None:       # one grouping serves alignment and the cross-layer view
+                ppdus = grouped[0]
         except ImportError:
             pass
     seg, ft, rtt = analyze_run(frames, dedup, min_rto_ns)

@@ -117,19 +117,20 @@ def segments(frames: pd.DataFrame, dedup: bool = True) -> pd.DataFrame:
     proto = _np(frames, "ip_proto", 0, np.int64)
     sport = _np(frames, "sport", -1, np.int64)
     rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0))
-    need = ["sniffer", "frame", "ts_ns", "ip_src", "ip_dst", "sport", "dport", "tcp_flags", "udp_len",
-            "tcp_payload_len", "tcp_seq", "tcp_ack", "tcp_win", "tcp_wscale", "tcp_tsval", "tcp_tsecr",
-            "ta", "seq", "retry", "mcs"]
-    f = frames[[c for c in need if c in frames]].iloc[rows]      # only the columns used
-    s_code, d_code, cats = _ip_codes(f)
-    sp, dp = _np(f, "sport", 0, np.int64), _np(f, "dport", 0, np.int64)
+    s_code, d_code, cats = _ip_codes(frames[["ip_src", "ip_dst"]].iloc[rows])
+
+    def col(name, fill, dtype=np.int64):
+        # numpy column of the selected rows (no DataFrame copy of the frame table)
+        return _np(frames, name, fill, dtype)[rows]
+
+    sp, dp = col("sport", 0), col("dport", 0)
     pr = proto[rows]
     ep_s, ep_d = (s_code << 16) | sp, (d_code << 16) | dp
     lo, hi = np.minimum(ep_s, ep_d), np.maximum(ep_s, ep_d)
-    ts = _np(f, "ts_ns", 0, np.int64)
-    flags = _np(f, "tcp_flags", 0, np.int64)
-    udp_pl = _np(f, "udp_len", 8, np.int64) - 8
-    payload = np.where(pr == 6, _np(f, "tcp_payload_len", 0, np.int64), udp_pl)
+    ts = col("ts_ns", 0)
+    flags = col("tcp_flags", 0)
+    udp_pl = col("udp_len", 8) - 8
+    payload = np.where(pr == 6, col("tcp_payload_len", 0), udp_pl)
 
     # flows numbered by first appearance in time
     t_order = np.lexsort((np.arange(len(rows)), ts))
@@ -146,26 +147,35 @@ def segments(frames: pd.DataFrame, dedup: bool = True) -> pd.DataFrame:
     syn_first = pd.Series(syn_rows).groupby(flow[syn_rows]).first()
     init_ep[syn_first.index.to_numpy()] = ep_s[syn_first.to_numpy()]
     direction = (ep_s != init_ep[flow]).astype(np.int64)
+    fd = flow * 2 + direction
 
-    seg = pd.DataFrame({
+    # sort the columns once, before building the table (no DataFrame take afterwards)
+    o = np.lexsort((rows, ts, fd))
+    cols = {
         "row": rows.astype(np.int64),
-        "sniffer": _np(f, "sniffer", 0, np.int64),
-        "frame": _np(f, "frame", 0, np.int64),
-        "ts_ns": ts, "flow": flow, "dir": direction, "fd": flow * 2 + direction,
+        "sniffer": col("sniffer", 0),
+        "frame": col("frame", 0),
+        "ts_ns": ts, "flow": flow, "dir": direction, "fd": fd,
         "proto": pr, "sport": sp, "dport": dp,
-        # text endpoints as one shared categorical: no per-row Python strings
-        "src": pd.Categorical.from_codes(s_code, categories=cats) if len(cats) else None,
-        "dst": pd.Categorical.from_codes(d_code, categories=cats) if len(cats) else None,
         "payload_len": payload, "flags": flags,
-        "seq_raw": _np(f, "tcp_seq", -1, np.int64), "ack_raw": _np(f, "tcp_ack", -1, np.int64),
-        "win": _np(f, "tcp_win", -1, np.int64), "wscale": _np(f, "tcp_wscale", -1, np.int64),
-        "tsval": _np(f, "tcp_tsval", -1, np.int64), "tsecr": _np(f, "tcp_tsecr", -1, np.int64),
-        "ta": _np(f, "ta", -1, np.int64), "wlan_seq": _np(f, "seq", -1, np.int64),
-        "retry": _np(f, "retry", False, bool), "mcs": _np(f, "mcs", -1, np.int64),
-    })
+        "seq_raw": col("tcp_seq", -1), "ack_raw": col("tcp_ack", -1),
+        "win": col("tcp_win", -1), "wscale": col("tcp_wscale", -1),
+        "tsval": col("tcp_tsval", -1), "tsecr": col("tcp_tsecr", -1),
+        "ta": col("ta", -1), "wlan_seq": col("seq", -1),
+        "retry": col("retry", False, bool), "mcs": col("mcs", -1),
+    }
+    cols = {k: v[o] for k, v in cols.items()}
+    # text endpoints as one shared categorical: no per-row Python strings
+    for name, code in (("src", s_code), ("dst", d_code)):
+        cols[name] = pd.Categorical.from_codes(code[o], categories=cats) if len(cats) else None
+    names = ["row", "sniffer", "frame", "ts_ns", "flow", "dir", "fd", "proto", "sport", "dport",
+             "src", "dst", "payload_len", "flags", "seq_raw", "ack_raw", "win", "wscale", "tsval",
+             "tsecr", "ta", "wlan_seq", "retry", "mcs"]
+    seg = pd.DataFrame({k: cols[k] for k in names})
+    # rows of one MAC identity share fd and keep their input order among equal times,
+    # so marking duplicates after the sort gives the same rows as before it
     seg["mac_dup"] = _dedup_mac(seg) if dedup else False
-    order = np.lexsort((seg["row"].to_numpy(), ts, seg["fd"].to_numpy()))
-    return seg.iloc[order].reset_index(drop=True)
+    return seg
 
 
 def _unwrap32(fd: np.ndarray, raw: np.ndarray) -> np.ndarray:
@@ -195,10 +205,19 @@ def _in_order_delivery(seg: pd.DataFrame, tcp: np.ndarray, rel: np.ndarray) -> n
     if not data.any():
         return out
     # last transmission of each (fd, raw first byte), MAC copies included
-    key = pd.MultiIndex.from_arrays([fd[data], seg["seq_raw"].to_numpy(np.int64)[data]])
-    last = pd.Series(ts[data], index=key).groupby(level=[0, 1]).max()
+    # (fd, seq_raw) packed in one int64 (seq_raw is 32-bit, -1 = null), grouped by sorting
+    di = np.flatnonzero(data)
+    key = fd[di] * (np.int64(1) << 33) + seg["seq_raw"].to_numpy(np.int64)[di] + 1
+    o = np.argsort(key, kind="stable")
+    k = key[o]
+    head = group_starts(k)
+    last = np.maximum.reduceat(ts[di][o], np.flatnonzero(head))
+    gid = np.empty(len(di), np.int64)
+    gid[o] = np.cumsum(head) - 1
+    pos = np.full(len(ts), -1, np.int64)
+    pos[di] = gid
     rows = np.flatnonzero(data & tcp)
-    arr = last.reindex(pd.MultiIndex.from_arrays([fd[rows], seg["seq_raw"].to_numpy(np.int64)[rows]])).to_numpy()
+    arr = last[pos[rows]]
     order = np.lexsort((rel[rows], fd[rows]))                 # sequence order within each fd
     out[rows[order]] = grouped_cummax(fd[rows][order], arr[order].astype(np.int64))
     return out
@@ -219,7 +238,7 @@ def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     * ``out_of_order``: below it but inside a hole never sent before;
     * ``keepalive``: zero/one byte at frontier - 1.
     """
-    seg = seg.copy()
+    seg = seg.copy(deep=False)    # new columns only; copy-on-write keeps the input intact
     n = len(seg)
     tcp = (seg["proto"].to_numpy() == 6) & ~seg["mac_dup"].to_numpy()
     fd_all = seg["fd"].to_numpy()
@@ -274,9 +293,12 @@ def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     seg["deliver_ns"] = _in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = (seg["proto"].to_numpy() == 17) & ~seg["mac_dup"].to_numpy()
-    seg.loc[udp, "new_bytes"] = seg.loc[udp, "payload_len"]
-    seg.loc[udp, "is_data"] = seg.loc[udp, "payload_len"] > 0
-    seg.loc[udp & seg["is_data"].to_numpy(), "kind"] = KIND["new"]
+    plen = seg["payload_len"].to_numpy()
+    out["new_bytes"][udp] = plen[udp]
+    out["is_data"][udp] = plen[udp] > 0
+    out["kind"][udp & out["is_data"]] = KIND["new"]
+    for c in ("new_bytes", "is_data", "kind"):
+        seg[c] = out[c]
     return seg
 
 

@@ -61,7 +61,7 @@ def analyze_acks(seg: pd.DataFrame, min_rto_ns: int = MIN_RTO_NS,
     already ACKed before it was retransmitted, or the first ACK covering it echoes a
     TSval older than the retransmission's: Eifel, RFC 3522).
     """
-    seg = seg.copy()
+    seg = seg.copy(deep=False)    # new columns only; copy-on-write keeps the input intact
     n = len(seg)
     fd = seg["fd"].to_numpy()
     tr = _time_rank(seg)
@@ -108,8 +108,9 @@ def analyze_acks(seg: pd.DataFrame, min_rto_ns: int = MIN_RTO_NS,
     cd = np.cumsum(dup)
     run_pos = np.maximum.accumulate(np.where(run_start, np.arange(len(ai)), 0))
     dup_num = cd - cd[run_pos] + dup[run_pos]
-    seg["dup_ack"] = np.zeros(n, bool)
-    seg.loc[ai, "dup_ack"] = dup
+    dup_all = np.zeros(n, bool)
+    dup_all[ai] = dup
+    seg["dup_ack"] = dup_all
     dup_num_all = np.zeros(n, np.int64)
     dup_num_all[ai] = np.where(dup, dup_num, 0)
     seg["dup_ack_num"] = dup_num_all
