@@ -12,9 +12,7 @@ __all__ = ["station_airtime", "detect_summary", "histogram"]
 BIN_10S_NS = 10_000_000_000
 
 
-def _mac(v) -> str:
-    v = int(v)
-    return ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+from sniffsync.macs import mac_text as _mac  # noqa: E402
 
 
 def station_airtime(ppdus: pd.DataFrame) -> pd.DataFrame:

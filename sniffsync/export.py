@@ -26,8 +26,7 @@ MAC_COLUMNS = ("ra", "ta", "bssid", "sa", "da")
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}
 
 
-def _mac_name(u: int) -> str:
-    return ":".join(f"{(u >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+from .macs import mac_text as _mac_name  # noqa: E402
 
 
 def mac_strings(values):

@@ -55,9 +55,7 @@ class FairnessResult:
     summary: dict = field(default_factory=dict)
 
 
-def mac_text(v: int) -> str:
-    """48-bit integer MAC (first byte on the air most significant) as colon hex."""
-    return ":".join(f"{(int(v) >> s) & 0xFF:02x}" for s in range(40, -1, -8))
+from .macs import mac_text  # noqa: E402,F401  (re-exported: callers import it from here)
 
 
 def window_starts(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> np.ndarray:
