@@ -182,6 +182,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     """
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
+    if tsft_at == "auto" and frames.attrs.get("stamps") == "end":
+        tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
     n = len(frames)
     sniffer = _np(frames, "sniffer", 0)
     order = np.lexsort((np.arange(n), sniffer))

@@ -55,3 +55,18 @@ def test_without_alignment_mixed_stamps_lose_microsecond_accuracy(tables):
     a, b = tables
     _, rep = merge([a, _as_start_stamping(b)], tsft_at=None, allow_unsynced=True)
     assert _p99(rep, 1) > 10.0
+
+
+def test_group_ppdus_honours_merged_stamps():
+    # the README's API path (group_ppdus(merged) with the default tsft_at) must place PPDUs as the
+    # pipeline does: merged stamps are PPDU ends whatever the best copy's sniffer
+    from airtime.detect import detect
+    from sniffsync.pipeline import analyse
+    C = CAP / "ns3-11n-ht20-hidden-snifferC-nearSTA2.pcap"
+    merged, _ = merge([str(A), str(B), str(C)])
+    p, fp = group_ppdus(merged)
+    assert set(p.attrs["tsft_at"].values()) == {"end"}
+    ev = detect(merged, p, fp)["events"]
+    run = analyse([str(A), str(B), str(C)])
+    assert ev["kind"].value_counts().to_dict() == run.events["kind"].value_counts().to_dict()
+    assert (ev["kind"] == "mpdu_failed").sum() > 50
