@@ -97,6 +97,7 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     from airtime.detect import detect
     from airtime.ppdu import group_ppdus
     from airtime.summary import detect_summary
+    from .errors import UsageError
     from .fairness import fairness
 
     frames, sync_report = load_frames(paths, reference=reference, allow_unsynced=allow_unsynced,
@@ -105,7 +106,10 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     ppdus = to_capture_clock(frames, ppdus)
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
     det = detect(frames, ppdus, frame_ppdu)
-    fair = fairness(frames, window_ns, step_ns, ppdus=ppdus)
+    try:
+        fair = fairness(frames, window_ns, step_ns, ppdus=ppdus)
+    except UsageError:
+        fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
     names = [Path(p).stem for p in paths]
     return Run([str(p) for p in paths], names, frames, ppdus, det["events"], det["mpdus"],
                det["stations"], fair, sync_report, detect_summary(ppdus, det))

@@ -47,3 +47,17 @@ def test_no_cache_recomputes(tmp_path, monkeypatch):
     build_view(_args(captures=PATHS[:1]))
     _, _, cached = build_view(_args(captures=PATHS[:1], no_cache=True))
     assert cached is False
+
+
+def test_report_for_a_capture_without_tcp(tmp_path, monkeypatch):
+    # wltrace: real driver radiotap, encrypted data, no TCP visible: timeline and detection still go
+    # into the report; the fairness views are simply empty
+    from sniffsync.cli import main
+    monkeypatch.setenv("SNIFFSYNC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "r.html"
+    assert main(["report", "-q", str(CAP / "wltrace_trace.pcap"), "-o", str(out)]) == 0
+    html = out.read_text()
+    blob = html.split('id="sniffsync-data">', 1)[1].split("</script>", 1)[0]
+    data = json.loads(blob)
+    assert data["timeline"]["meta"]["n_ppdus"] > 100            # the air is there
+    assert "goodput" not in data["analysis"] and data["analysis"]["hist"]["mcs"] is not None
