@@ -59,5 +59,6 @@ def test_report_for_a_capture_without_tcp(tmp_path, monkeypatch):
     html = out.read_text()
     blob = html.split('id="sniffsync-data">', 1)[1].split("</script>", 1)[0]
     data = json.loads(blob)
-    assert data["timeline"]["meta"]["n_ppdus"] > 100            # the air is there
+    assert data["timeline"]["meta"]["n_ppdus"] > 50             # the air is there
+    assert len(data["analysis"]["airtime_share"]) >= 2
     assert "goodput" not in data["analysis"] and data["analysis"]["hist"]["mcs"] is not None
