@@ -292,7 +292,6 @@ def _fates(mp: pd.DataFrame, chain_gap: int) -> np.ndarray:
 
 def station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing) -> pd.DataFrame:
     """Per transmitter: PPDUs, RTS sent / CTS received, MPDUs, retries, failed, BA missing."""
-    ta = p["ta"]
     df = pd.DataFrame({"ta": pd.array(tx, dtype="UInt64"), "kind": kind})
     g = df.groupby("ta", observed=True)
     out = pd.DataFrame({"ppdus": g.size()})

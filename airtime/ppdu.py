@@ -170,7 +170,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
         Frame table (``sniffsync.schema`` columns), frames of each sniffer in capture order.
     tsft_at : {"auto", "start", "end"} or dict
         What the sniffers' timestamps mark; ``"auto"`` decides per sniffer from
-        response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer.
+        response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer. Ignored
+        for a merged table (``attrs["stamps"] == "end"``): its stamps already mark ends.
 
     Returns
     -------
@@ -182,7 +183,7 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     """
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
-    if tsft_at == "auto" and frames.attrs.get("stamps") == "end":
+    if frames.attrs.get("stamps") == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
     n = len(frames)
     sniffer = _np(frames, "sniffer", 0)

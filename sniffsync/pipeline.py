@@ -45,11 +45,6 @@ def load_frames(paths, *, reference=0, allow_unsynced=False, progress=None, tsft
                  tsft_at=tsft_at)
 
 
-def stamps_of(frames: pd.DataFrame, tsft_at="auto"):
-    """What the table's stamps mark: merged tables are aligned to PPDU ends by the merge."""
-    return frames.attrs.get("stamps", tsft_at)
-
-
 def _heard_mask(frames: pd.DataFrame, frame_ppdu: np.ndarray, n_ppdus: int) -> np.ndarray:
     """Bitmask of sniffers that heard each PPDU (OR over its frames)."""
     if "sniffers_heard" in frames and pd.api.types.is_integer_dtype(frames["sniffers_heard"].dtype):
@@ -102,7 +97,7 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
 
     frames, sync_report = load_frames(paths, reference=reference, allow_unsynced=allow_unsynced,
                                       progress=progress, tsft_at=tsft_at)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=stamps_of(frames, tsft_at))
+    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=tsft_at)
     ppdus = to_capture_clock(frames, ppdus)
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
     det = detect(frames, ppdus, frame_ppdu)

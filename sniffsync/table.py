@@ -40,9 +40,6 @@ class Cat:
         lut = np.array(list(self.categories) + [None], dtype=object)
         return lut[self.codes].astype(dtype) if dtype is not None else lut[self.codes]
 
-    def take(self, rows) -> "Cat":
-        return Cat(self.codes[rows], self.categories)
-
 
 _HASH_BITS = 16
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)   # Fibonacci hashing multiplier

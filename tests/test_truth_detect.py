@@ -28,7 +28,6 @@ from sniffsync.merge import merge
 from airtime.detect import detect
 from airtime.ppdu import group_ppdus
 from sniffsync.frames import read_capture
-from sniffsync.pipeline import stamps_of
 from sniffsync.sim import scenario, simulate
 
 NAMES = ["snifA", "snifB", "snifC"]
@@ -58,7 +57,7 @@ def run(request, tmp_path_factory):
 
 def analyse(frames, names):
     """Detect on ``frames``; return truth ids of each frame row and the detection result."""
-    ppdus, fp = group_ppdus(frames, tsft_at=stamps_of(frames, "auto"))
+    ppdus, fp = group_ppdus(frames)
     det = detect(frames, ppdus, fp)
     return ppdus, det
 

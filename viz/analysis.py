@@ -64,7 +64,7 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
                        "airtime": [_f(v) for v in j["jain_airtime"].to_numpy(float)]
                        if "jain_airtime" in j else [],
                        "why": [w if isinstance(w, str) else "" for w in j.get("why", pd.Series([""] * len(j)))]}
-        out["cdf"] = [{"run": getattr(run, "run_labels", None) and run.run_labels[r] or f"run {r}",
+        out["cdf"] = [{"run": f"run {r}",
                        "x": [_f(v) for v in g["jain"]], "p": [_f(v) for v in g["frac"]]}
                       for r, g in fair.cdf.groupby("run")] if len(fair.cdf) else []
     if fair is not None and len(fair.rtt):

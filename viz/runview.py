@@ -5,8 +5,6 @@ so a tile is a few ``searchsorted`` calls whatever the run's size.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 import pandas as pd
 

@@ -18,12 +18,12 @@ def run(args) -> int:
     from airtime.summary import station_airtime
 
     from ..export import write_table
-    from ..pipeline import load_frames, stamps_of
+    from ..pipeline import load_frames
     from .common import mac, print_table, progress_printer
 
     frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    ppdus, _ = group_ppdus(frames, tsft_at=stamps_of(frames, args.tsft_at))
+    ppdus, _ = group_ppdus(frames, tsft_at=args.tsft_at)
     if args.output:
         write_table(ppdus if args.all_columns else ppdus[[c for c in COLUMNS if c in ppdus]], args.output)
     st = station_airtime(ppdus)

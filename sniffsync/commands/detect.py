@@ -20,12 +20,12 @@ def run(args) -> int:
     from airtime.summary import detect_summary
 
     from ..export import write_table
-    from ..pipeline import load_frames, stamps_of
+    from ..pipeline import load_frames
     from .common import mac, print_table, progress_printer
 
     frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=stamps_of(frames, args.tsft_at))
+    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=args.tsft_at)
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
     if args.output:
