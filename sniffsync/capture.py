@@ -22,7 +22,7 @@ import numpy as np
 from .bytecols import gather
 from .errors import CaptureError
 
-__all__ = ["Records", "read_records", "release", "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB"]
+__all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB"]
 
 MAX_RECORD = 16 << 20          # a record longer than 16 MiB is corruption, not a frame
 PCAPNG_SHB = 0x0A0D0D0A        # palindromic: reads the same in both byte orders
@@ -57,15 +57,18 @@ class Records(NamedTuple):
     interfaces: list       # [{linktype, snaplen, tsresol (ticks/s), tsresol_base, tsresol_exp,
                            #   tsoffset_s, name, description}]
     mapping: object = None  # the mmap behind buf (None: buf is in memory, e.g. inflated gzip)
+    row0: int = 0           # index of the first record in its file (batches of iter_records)
 
 
-def release(rec: Records, upto: int) -> None:
-    """Drop the mapped pages of ``rec.buf`` before byte ``upto`` from this process's memory.
+def release(rec: Records, upto: int, start: int = 0) -> None:
+    """Drop the mapped pages of ``rec.buf[start:upto]`` from this process's memory (whole
+    pages inside the range only, so a neighbouring batch decoded at the same time keeps
+    its pages).
 
     Only for a file mapping (``rec.mapping``): the bytes stay readable (a later access
     maps them again from the page cache), so this never changes results.
     """
-    _release(rec.mapping, upto)
+    _release(rec.mapping, upto, start)
 
 
 def prefetch(rec: Records, start: int, stop: int) -> None:
@@ -73,9 +76,14 @@ def prefetch(rec: Records, start: int, stop: int) -> None:
     _prefetch(rec.mapping, start, stop)
 
 
-def _release(mapping, upto: int) -> None:
-    if mapping is not None and upto >= mmap.PAGESIZE:
-        mapping.madvise(mmap.MADV_DONTNEED, 0, upto - upto % mmap.PAGESIZE)
+def _release(mapping, upto: int, start: int = 0) -> None:
+    if mapping is None:
+        return
+    start = -(-max(start, 0) // mmap.PAGESIZE) * mmap.PAGESIZE
+    upto = min(upto, len(mapping))
+    upto -= upto % mmap.PAGESIZE
+    if upto > start:
+        mapping.madvise(mmap.MADV_DONTNEED, start, upto - start)
 
 
 def _prefetch(mapping, start: int, stop: int) -> None:
@@ -122,74 +130,121 @@ def _load(path) -> tuple[np.ndarray, list, object]:
     return np.frombuffer(raw, dtype=np.uint8), problems, None
 
 
-def _walk_pcap(buf, n: int, order: str, mapping):
-    """Offsets and 16-byte headers of the records of a classic pcap; where the walk stopped.
-
-    The file is walked in windows of ``_WINDOW`` bytes: each window is mapped in one
-    call, walked, its records' headers copied, then unmapped, so memory holds one window
-    of the file, not all of it.
+def _walk_window(mv, pos: int, stop: int, step):
+    """Record offsets from ``pos`` while ``pos <= stop`` (overshooting by up to 3 records),
+    and the next position. Stops silently at a header the buffer cannot hold; the caller
+    checks the last offset against the file's end and every length against ``MAX_RECORD``.
     """
-    mv = memoryview(buf)
-    unpack = struct.Struct(order + "I").unpack_from
     offs = array("q")
     app = offs.append
-    heads, done = [], 0
-    pos, last, limit = 24, n - 16, MAX_RECORD
-    corrupt = False
-    while pos <= last and not corrupt:
-        stop = min(pos + _WINDOW, last)
-        _prefetch(mapping, pos, stop + 16)
-        while pos <= stop:
-            incl = unpack(mv, pos + 8)[0]
-            if incl > limit:
-                corrupt = True
-                break
+    try:
+        while pos <= stop:              # unrolled: one bounds test per four records
             app(pos)
-            pos += 16 + incl
-        if len(offs) > done:
-            heads.append(gather(buf, np.frombuffer(offs[done:], np.int64), 16))
-        done = len(offs)
-        _release(mapping, min(pos, n) - 16)
-    hdr_off = np.frombuffer(offs, dtype=np.int64) if len(offs) else np.zeros(0, np.int64)
-    head = np.concatenate(heads) if heads else np.zeros((0, 16), np.uint8)
-    return hdr_off, head, pos
+            pos += 16 + step(mv, pos)[0]
+            app(pos)
+            pos += 16 + step(mv, pos)[0]
+            app(pos)
+            pos += 16 + step(mv, pos)[0]
+            app(pos)
+            pos += 16 + step(mv, pos)[0]
+    except struct.error:                # the length field of the last offset is past the end
+        pos = offs.pop()
+    return offs, pos
 
 
-def _read_pcap(buf, path, mapping=None):
+def _pcap_batches(buf, n: int, order: str, mapping, drop: bool):
+    """Walk a classic pcap in windows of ``_WINDOW`` bytes: yields ``(offsets, headers)`` per
+    window, then returns where the walk stopped and whether a corrupt length stopped it.
+
+    Each window is mapped in one call, walked, its headers copied, then unmapped, so memory
+    holds one window of the file. Lengths are checked after each window, vectorised: the
+    first record longer than ``MAX_RECORD`` ends the walk there (what follows it was
+    walked with a garbage length and is dropped).
+    """
+    mv = memoryview(buf)
+    step = struct.Struct(order + "8xI").unpack_from
+    length = np.dtype(order + "u4")
+    pos, last = 24, n - 16
+    while pos <= last:
+        _prefetch(mapping, pos, min(pos + _WINDOW, n))
+        offs, pos = _walk_window(mv, pos, min(pos + _WINDOW, last), step)
+        if len(offs) and offs[-1] > last:      # a header cut by the end of the file
+            pos = offs.pop()
+        hdr_off = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
+        head = gather(buf, hdr_off, 16)
+        over = np.flatnonzero(head[:, 8:12].copy().view(length)[:, 0] > MAX_RECORD)
+        if over.size:
+            pos = int(hdr_off[over[0]])
+            hdr_off, head = hdr_off[:over[0]], head[:over[0]]
+        if drop:
+            _release(mapping, min(pos, n) - 16)
+        if hdr_off.size:
+            yield hdr_off, head
+        if over.size:
+            return pos, True
+    return pos, False
+
+
+def _pcap_records(buf, path, mapping, drop):
+    """Records of a classic pcap, one batch per walked window (see :func:`iter_records`)."""
     n = buf.size
     if n < 24:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (header cut at {n} bytes)")
     order, tsresol = PCAP_MAGICS[int(buf[:4].view("<u4")[0])]
     snaplen, network = struct.unpack_from(order + "II", buf, 16)
-    linktype = network & _LINKTYPE_MASK
-    marks, problems = [], []
-    hdr_off, head, pos = _walk_pcap(buf, n, order, mapping)
-    if pos <= n - 16:
+    iface = {"linktype": int(network & _LINKTYPE_MASK), "snaplen": int(snaplen), "tsresol": tsresol,
+             "tsresol_base": 10, "tsresol_exp": 6 if tsresol == 1_000_000 else 9, "tsoffset_s": 0,
+             "name": "", "description": ""}
+    walk = _pcap_batches(buf, n, order, mapping, drop)
+    pending, row0, over = None, 0, [None, 0]     # over: first offset, count of caplen > snaplen
+    while True:
+        try:
+            batch = next(walk)
+        except StopIteration as stop:
+            pos, corrupt = stop.value
+            break
+        if pending is not None:          # held back one window: the last one gets the tail checks
+            yield _pcap_batch(buf, path, *pending, order, tsresol, iface, row0, over, [])
+            row0 += pending[0].size
+        pending = batch
+    hdr_off, head = pending if pending is not None else (np.zeros(0, np.int64), np.zeros((0, 16), np.uint8))
+    count = row0 + hdr_off.size
+    problems = []
+    if corrupt or pos <= n - 16:
         incl = struct.unpack_from(order + "I", buf, pos + 8)[0]
         problems.append(f"{path}: offset {pos}: corrupt record length {incl}; "
-                        f"stopped after {hdr_off.size} records")
+                        f"stopped after {count} records")
     elif n - 16 < pos < n:
         problems.append(f"{path}: offset {pos}: record header cut short "
-                        f"({n - pos} of 16 bytes); stopped after {hdr_off.size} records")
+                        f"({n - pos} of 16 bytes); stopped after {count} records")
+    if pos > n and hdr_off.size and snaplen:
+        incl = int(head[-1, 8:12].copy().view(order + "u4")[0])
+        if incl > snaplen:
+            # runs past the end AND is longer than the snaplen: a corrupt length, not a cut frame
+            problems.append(f"{path}: offset {int(hdr_off[-1])}: corrupt record length "
+                            f"{incl} (snaplen {snaplen}, beyond end of file); dropped")
+            hdr_off, head = hdr_off[:-1], head[:-1]
+    yield _pcap_batch(buf, path, hdr_off, head, order, tsresol, iface, row0, over, problems, last=True)
+
+
+def _pcap_batch(buf, path, hdr_off, head, order, tsresol, iface, row0, over, problems, last=False):
+    """:class:`Records` of one walked window of a classic pcap."""
     h = head.view(np.dtype(order + "u4")).reshape(-1, 4)
     incl, orig = h[:, 2], h[:, 3]            # uint32 views: no int64 copies of the index
-    if pos > n and hdr_off.size and snaplen and incl[-1] > snaplen:
-        # runs past the end AND is longer than the snaplen: a corrupt length, not a cut frame
-        problems.append(f"{path}: offset {int(hdr_off[-1])}: corrupt record length "
-                        f"{int(incl[-1])} (snaplen {snaplen}, beyond end of file); dropped")
-        hdr_off, h, incl, orig = hdr_off[:-1], h[:-1], incl[:-1], orig[:-1]
     ts_ns = h[:, 0].astype(np.int64) * 1_000_000_000
     ts_ns += h[:, 1] * np.int64(1_000_000_000 // tsresol)
-    data_off = hdr_off + 16
-    iface = {"linktype": int(linktype), "snaplen": int(snaplen), "tsresol": tsresol,
-             "tsresol_base": 10, "tsresol_exp": 6 if tsresol == 1_000_000 else 9, "tsoffset_s": 0, "name": "", "description": ""}
-    over = np.flatnonzero(incl > snaplen) if snaplen else np.zeros(0, np.int64)
-    if over.size:
-        marks.append((over, "caplen > snaplen"))
-        problems.append(f"{path}: offset {int(hdr_off[over[0]])}: {over.size} record(s) "
+    marks, snaplen = [], iface["snaplen"]
+    rows = np.flatnonzero(incl > snaplen) if snaplen else np.zeros(0, np.int64)
+    if rows.size:
+        marks.append((rows, "caplen > snaplen"))
+        over[0] = int(hdr_off[rows[0]]) if over[0] is None else over[0]
+        over[1] += rows.size
+    if last and over[1]:
+        problems.append(f"{path}: offset {over[0]}: {over[1]} record(s) "
                         f"with caplen > snaplen {snaplen}")
-    return _finish(buf, path, data_off, incl, orig, ts_ns,
-                   np.zeros(data_off.size, np.int16), [iface], marks, problems)
+    rec = _finish(buf, path, hdr_off + 16, incl, orig, ts_ns,
+                  np.zeros(hdr_off.size, np.int16), [iface], marks, problems)
+    return rec._replace(row0=row0)
 
 
 def _options(buf, start: int, end: int, order: str) -> dict:
@@ -378,6 +433,52 @@ def _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, interfaces, mark
                    iface.astype(np.int16, copy=False), marks, problems, interfaces)
 
 
+def iter_records(path, drop_walked: bool = True):
+    """Index the records of a capture batch by batch, as the walk goes.
+
+    A plain pcap yields one :class:`Records` per walked window (``row0`` numbers its first
+    record in the file; ``marks`` rows are relative to the batch; the problems found at
+    the end of the file come with the last batch), so decoding can start while the rest
+    of the file is walked. pcapng and gzip inputs yield one batch. Every batch shares
+    ``buf`` and ``mapping``. With ``drop_walked`` the walk drops the file pages it has
+    read (memory holds one window); a consumer that decodes each batch as it comes and
+    drops its pages itself passes False, so the walk does not unmap pages being decoded.
+
+    Raises
+    ------
+    CaptureError
+        As :func:`read_records`, before the first batch.
+    """
+    buf, gz_problems, mapping = _load(path)
+    if buf.size < 4:
+        raise CaptureError(f"{path}: not a pcap or pcapng capture "
+                           f"({'empty file' if buf.size == 0 else f'only {buf.size} bytes'})")
+    magic = int(buf[:4].view("<u4")[0])
+    if magic in PCAP_MAGICS:
+        batches = _pcap_records(buf, path, mapping, drop_walked)
+    elif magic == PCAPNG_SHB:
+        batches = iter([_read_pcapng(buf, path)])
+    else:
+        raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with 0x{bytes(buf[:4]).hex()})")
+    first = next(batches)              # header errors raise here, before anything is yielded
+    first.problems[:0] = gz_problems
+    yield first._replace(mapping=mapping)
+    for rec in batches:
+        yield rec._replace(mapping=mapping)
+
+
+def concat_records(batches) -> Records:
+    """One :class:`Records` of consecutive batches of one file (as :func:`iter_records` yields)."""
+    batches = list(batches)
+    if len(batches) == 1:
+        return batches[0]
+    first = batches[0]
+    marks = [(np.asarray(rows, np.int64) + b.row0 - first.row0, why) for b in batches for rows, why in b.marks]
+    cat = {f: np.concatenate([getattr(b, f) for b in batches])
+           for f in ("data_off", "caplen", "wirelen", "ts_ns", "linktype", "iface")}
+    return first._replace(marks=marks, problems=[p for b in batches for p in b.problems], **cat)
+
+
 def read_records(path) -> Records:
     """Index every record of a pcap or pcapng capture (gzip-compressed or not).
 
@@ -398,16 +499,4 @@ def read_records(path) -> Records:
     CaptureError
         The file cannot be read, is empty, is not pcap/pcapng/gzip, or does not inflate.
     """
-    buf, gz_problems, mapping = _load(path)
-    if buf.size < 4:
-        raise CaptureError(f"{path}: not a pcap or pcapng capture "
-                           f"({'empty file' if buf.size == 0 else f'only {buf.size} bytes'})")
-    magic = int(buf[:4].view("<u4")[0])
-    if magic in PCAP_MAGICS:
-        rec = _read_pcap(buf, path, mapping)
-    elif magic == PCAPNG_SHB:
-        rec = _read_pcapng(buf, path)
-    else:
-        raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with 0x{bytes(buf[:4]).hex()})")
-    rec.problems[:0] = gz_problems
-    return rec._replace(mapping=mapping)
+    return concat_records(iter_records(path))

@@ -10,11 +10,12 @@ decoded. :func:`decode_columns` is pandas-free; the DataFrame is built at the en
 from __future__ import annotations
 
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .capture import prefetch, read_records, release
+from .capture import concat_records, iter_records, prefetch, release
 from .dot11 import decode_dot11
 from .linklayer import decode_link
 from .payload import decode_l3, decode_llc
@@ -22,10 +23,12 @@ from .radiotap import decode_radiotap
 from .schema import COLUMNS
 from .table import concat_cols, frame_table, scatter
 
-__all__ = ["read_capture", "read_captures", "decode_columns", "decode_records", "concat_tables",
-           "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES", "CHUNK_ROWS"]
+__all__ = ["read_capture", "read_captures", "read_columns", "iter_columns", "decode_columns",
+           "decode_records", "concat_tables", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES", "CHUNK_ROWS"]
 
 CHUNK_ROWS = 1 << 15      # frames per decoding chunk: temporaries stay in the tens of MB
+BATCH_ROWS = 1 << 16      # frames per streamed batch (a Parquet row group)
+THREADS = min(2, os.cpu_count() or 1)
 
 LINK_RADIOTAP = 127
 LINK_DOT11 = 105
@@ -44,7 +47,7 @@ _RECORD = {"sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad"}
 _PAYLOAD = {c.name for c in COLUMNS[COLUMNS.index(next(c for c in COLUMNS if c.name == "ethertype")):]}
 
 
-def decode_columns(rec, sniffer: int = 0, columns=None):
+def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
     """Decode the records of :func:`sniffsync.capture.read_records` into numpy columns.
 
     Parameters
@@ -57,6 +60,8 @@ def decode_columns(rec, sniffer: int = 0, columns=None):
         Columns wanted (default: all). Stages and fields no requested column needs are
         skipped (e.g. no IP/TCP decoding for a radiotap-only export); ``bad`` is always
         computable from the returned marks.
+    threads : int
+        Decoding threads over the chunks of ``rec``.
 
     Returns
     -------
@@ -71,7 +76,7 @@ def decode_columns(rec, sniffer: int = 0, columns=None):
     n = len(rec.data_off)
     cols = {
         "sniffer": (np.full(n, sniffer, np.int16), None),
-        "frame": (np.arange(1, n + 1, dtype=np.int64), None),
+        "frame": (np.arange(rec.row0 + 1, rec.row0 + n + 1, dtype=np.int64), None),
         "ts_ns": (np.asarray(rec.ts_ns, np.int64), None),
         "caplen": (np.asarray(rec.caplen, np.int32), None),
         "wirelen": (np.asarray(rec.wirelen, np.int32), None),
@@ -81,13 +86,14 @@ def decode_columns(rec, sniffer: int = 0, columns=None):
     parts = []
     bounds = [(lo, min(lo + CHUNK_ROWS, n)) for lo in range(0, n, CHUNK_ROWS)]
     # chunks are independent and numpy releases the GIL: decode them on two threads
-    with ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
+    with ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else _Serial() as pool:
         done = pool.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
         for (lo, hi), (chunk_cols, chunk_marks) in zip(bounds, done):
             parts.append(chunk_cols)
             marks.extend((rows + lo, why) for rows, why in chunk_marks)
-            # the chunk's bytes are decoded: drop its file pages (records are in file order)
-            release(rec, int(rec.data_off[hi]) - 64 if hi < n else rec.buf.size)
+            # the chunk's bytes are decoded: drop its file pages
+            release(rec, int(rec.data_off[hi]) - 64 if hi < n else int(rec.data_off[-1]) + int(rec.caplen[-1]),
+                    int(rec.data_off[lo]) - 16)
     if parts:
         cols.update(concat_cols(parts))
     else:
@@ -95,6 +101,96 @@ def decode_columns(rec, sniffer: int = 0, columns=None):
     if wanted is not None:
         cols = {k: v for k, v in cols.items() if k in wanted}
     return n, cols, marks
+
+
+class _Serial:
+    """Stands in for a thread pool: maps in the calling thread."""
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @staticmethod
+    def map(fn, items):
+        return map(fn, items)
+
+
+def split_records(rec, rows: int = BATCH_ROWS):
+    """Consecutive slices of ``rec`` of at most ``rows`` records (``row0`` and marks adjusted)."""
+    n = len(rec.data_off)
+    if n <= rows:
+        yield rec
+        return
+    for lo in range(0, n, rows):
+        hi = min(lo + rows, n)
+        marks = []
+        for r, why in rec.marks:
+            r = np.asarray(r, np.int64)
+            r = r[(r >= lo) & (r < hi)] - lo
+            if r.size:
+                marks.append((r, why))
+        yield rec._replace(
+            data_off=rec.data_off[lo:hi], caplen=rec.caplen[lo:hi], wirelen=rec.wirelen[lo:hi],
+            ts_ns=rec.ts_ns[lo:hi], linktype=rec.linktype[lo:hi], iface=rec.iface[lo:hi],
+            marks=marks, problems=rec.problems if lo == 0 else [], row0=rec.row0 + lo)
+
+
+def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int = 4):
+    """Walk and decode one capture at once: yields, in file order, one result per batch.
+
+    The main thread walks the record headers (the one per-record Python loop) while
+    batches of at most ``BATCH_ROWS`` frames are decoded on ``THREADS`` worker threads
+    (numpy releases the GIL), so the walk costs almost nothing on two cores.
+
+    Parameters
+    ----------
+    path, sniffer, columns
+        As :func:`read_capture`.
+    post : callable, optional
+        ``post(rec, n, cols, marks)`` run on the worker right after a batch is decoded
+        (e.g. conversion to Arrow); its result is yielded instead of the tuple.
+    ahead : int
+        Batches decoded ahead of the consumer at most: bounds the memory of a stream.
+
+    Yields
+    ------
+    tuple
+        ``(rec, n, cols, marks)`` per batch (``rec`` the batch's :class:`Records`, marks
+        relative to it), or ``post``'s result.
+    """
+    def work(rec):
+        out = (rec, *decode_columns(rec, sniffer, columns, threads=1))
+        return post(*out) if post is not None else out
+
+    pending = deque()
+    with ThreadPoolExecutor(THREADS) as pool:
+        for batch in iter_records(path, drop_walked=False):
+            for rec in split_records(batch):
+                pending.append(pool.submit(work, rec))
+                while pending and (len(pending) > ahead or pending[0].done()):
+                    yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def read_columns(path, sniffer: int = 0, columns=None):
+    """Records and decoded numpy columns of one capture, walked and decoded at once.
+
+    Returns
+    -------
+    rec : Records
+        The whole file's record index (as :func:`sniffsync.capture.read_records`).
+    n, cols, marks
+        As :func:`decode_columns`.
+    """
+    recs, parts, marks = [], [], []
+    for rec, n, cols, batch_marks in iter_columns(path, sniffer, columns):
+        marks.extend((np.asarray(r, np.int64) + rec.row0, why) for r, why in batch_marks)
+        recs.append(rec)
+        parts.append(cols)
+    rec = concat_records(recs)
+    return rec, len(rec.data_off), concat_cols(parts), marks
 
 
 def decode_records(rec, sniffer: int = 0, columns=None):
@@ -196,7 +292,8 @@ def read_capture(path, *, sniffer: int = 0, columns=None):
     pandas.DataFrame
         One row per record, columns per :mod:`sniffsync.schema`.
     """
-    return decode_records(read_records(path), sniffer, columns)
+    _, n, cols, marks = read_columns(path, sniffer, columns)
+    return frame_table(n, cols, marks, columns)
 
 
 def concat_tables(tables: list):

@@ -19,12 +19,9 @@ def run(args) -> int:
 
     import numpy as np
 
-    from ..capture import read_records
     from ..errors import UsageError
-    from ..export import write_columns
-    from ..frames import decode_columns
+    from ..export import FORMATS
     from ..schema import COLUMNS, DTYPES
-    from ..table import bad_column, concat_cols
 
     names = [c.name for c in COLUMNS]
     if args.columns:
@@ -32,25 +29,69 @@ def run(args) -> int:
         unknown = [c for c in names if c not in DTYPES]
         if unknown:
             raise UsageError(f"unknown column(s): {', '.join(unknown)} (see docs/columns.md)")
-    parts, n_total, n_bad = [], 0, 0
-    for i, path in enumerate(args.captures):
-        rec = read_records(path)
-        if not args.quiet:
-            for line in rec.problems:
-                print(f"sniffsync: warning: {line}", file=sys.stderr)
-        n, cols, marks = decode_columns(rec, i, names)
-        del rec                      # unmap the file before the next file / export
-        bad = bad_column(n, marks)
-        n_bad += int(np.count_nonzero(bad.codes >= 0))
-        cols["bad"] = (bad, None)
-        # every file contributes every requested column (all-null where it has none)
-        parts.append({k: cols.get(k, _null(n, k)) for k in names})
-        n_total += n
-    write_columns(n_total, concat_cols(parts), names, args.output)
+    out = args.output
+    fmt = "csv" if out in (None, "-") else FORMATS.get(__import__("os").path.splitext(out)[1].lower())
+    if fmt is None:
+        raise UsageError(f"{out}: unknown output format (use .csv, .parquet or .jsonl)")
+    n_bad = _stream(args, names, out) if fmt in ("csv", "parquet") else _at_once(args, names, out, fmt)
     if n_bad and not args.quiet:
         print(f"sniffsync: {n_bad} frame(s) could not be fully decoded (see the 'bad' column)",
               file=sys.stderr)
     return 0
+
+
+def _batch_cols(n, cols, marks, names):
+    """Every requested column of one batch (all-null where the file has none), with ``bad``."""
+    import numpy as np
+
+    from ..table import bad_column
+    bad = bad_column(n, marks)
+    cols["bad"] = (bad, None)
+    return {k: cols.get(k, _null(n, k)) for k in names}, int(np.count_nonzero(bad.codes >= 0))
+
+
+def _stream(args, names, out) -> int:
+    """CSV / Parquet: each batch converted on its decoding thread, written in order."""
+    from ..export_stream import BatchWriter
+    from ..frames import iter_columns
+
+    n_bad = 0
+    with BatchWriter(out, names) as writer:
+        def post(rec, n, cols, marks):
+            cols, bad = _batch_cols(n, cols, marks, names)
+            return rec.problems, bad, writer.convert(n, cols)
+        for i, path in enumerate(args.captures):
+            for problems, bad, converted in iter_columns(path, i, names, post=post):
+                _warn(args, problems)
+                n_bad += bad
+                writer.write(converted)
+    return n_bad
+
+
+def _at_once(args, names, out, fmt) -> int:
+    """JSON lines: through one DataFrame."""
+    from ..export import write_columns
+    from ..frames import read_columns
+    from ..table import concat_cols
+
+    parts, n_total, n_bad = [], 0, 0
+    for i, path in enumerate(args.captures):
+        rec, n, cols, marks = read_columns(path, i, names)
+        _warn(args, rec.problems)
+        del rec                      # unmap the file before the next file / export
+        cols, bad = _batch_cols(n, cols, marks, names)
+        parts.append(cols)
+        n_total += n
+        n_bad += bad
+    write_columns(n_total, concat_cols(parts), names, out, fmt)
+    return n_bad
+
+
+def _warn(args, problems) -> None:
+    import sys
+    if not args.quiet:
+        for line in problems:
+            print(f"sniffsync: warning: {line}", file=sys.stderr)
 
 
 def _null(n: int, name: str):

@@ -1,0 +1,213 @@
+"""The streamed reader: the record walk, batches decoded while the walk goes, streamed exports.
+
+Oracles: a plain one-record-at-a-time Python walk written here (no windows, no unrolling),
+the reader with streaming switched off (one batch), and pandas reading the exports back.
+"""
+import struct
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from sniffsync import capture, frames
+from sniffsync.capture import iter_records, read_records
+from sniffsync.cli import main
+from sniffsync.frames import iter_columns, read_capture, read_columns
+from sniffsync.writers import write_pcap
+
+CAPTURES = Path(__file__).parent / "data" / "captures"
+HT20_A = CAPTURES / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
+HT20_B = CAPTURES / "ns3-11n-ht20-hidden-snifferB-nearSTA1.pcap"
+
+
+def reference_walk(raw: bytes):
+    """Record offsets of a little-endian classic pcap, one record at a time, and where it stopped."""
+    offs, pos = [], 24
+    while pos + 16 <= len(raw):
+        incl = struct.unpack_from("<I", raw, pos + 8)[0]
+        if incl > capture.MAX_RECORD:
+            break
+        offs.append(pos)
+        pos += 16 + incl
+    return offs, pos
+
+
+def norm(df):
+    out = df.copy()
+    for c in out.columns:
+        if isinstance(out[c].dtype, pd.CategoricalDtype):
+            s = out[c].astype(object)
+            out[c] = s.where(s.notna(), None)
+    return out.reset_index(drop=True)
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Windows of 3000 bytes and batches of 37 frames: many batches, boundaries everywhere."""
+    monkeypatch.setattr(capture, "_WINDOW", 3000)
+    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
+
+
+def _with_bad_length(tmp_path, at: int, incl: int, cut_tail: int = 0) -> Path:
+    raw = bytearray(HT20_A.read_bytes())
+    offs, _ = reference_walk(bytes(raw))
+    struct.pack_into("<I", raw, offs[at] + 8, incl)
+    p = tmp_path / f"bad{at}_{incl}_{cut_tail}.pcap"
+    p.write_bytes(bytes(raw[:len(raw) - cut_tail]))
+    return p
+
+
+@pytest.mark.parametrize("window", [10, 3000, 1 << 40])
+def test_walk_matches_reference_walk(window, monkeypatch):
+    raw = HT20_A.read_bytes()
+    want, pos = reference_walk(raw)
+    monkeypatch.setattr(capture, "_WINDOW", window)
+    rec = read_records(HT20_A)
+    np.testing.assert_array_equal(rec.data_off - 16, want)
+    assert pos == len(raw) and rec.problems == []
+
+
+@pytest.mark.parametrize("window", [10, 3000, 1 << 40])
+def test_corrupt_length_mid_file_stops_there(tmp_path, window, monkeypatch):
+    # the record after a corrupt length is never trusted: its garbage successors are dropped
+    at = len(reference_walk(HT20_A.read_bytes())[0]) // 2
+    p = _with_bad_length(tmp_path, at, 0x7FFF_FFF0)
+    want, pos = reference_walk(p.read_bytes())
+    assert len(want) == at > 1000
+    monkeypatch.setattr(capture, "_WINDOW", window)
+    rec = read_records(p)
+    np.testing.assert_array_equal(rec.data_off - 16, want)
+    assert rec.problems == [f"{p}: offset {pos}: corrupt record length {0x7FFF_FFF0}; stopped after {at} records"]
+
+
+@pytest.mark.parametrize("present", [9, 12, 13, 15])
+@pytest.mark.parametrize("window", [10, 1 << 40])
+def test_header_cut_at_every_length(tmp_path, present, window, monkeypatch):
+    # 12..15 header bytes hold the length field: the unrolled walk reads it, then must still stop
+    raw = HT20_A.read_bytes()
+    offs, _ = reference_walk(raw)
+    p = tmp_path / f"cut{present}.pcap"
+    p.write_bytes(raw[:offs[700] + present])
+    monkeypatch.setattr(capture, "_WINDOW", window)
+    rec = read_records(p)
+    assert len(rec.data_off) == 700
+    assert rec.problems == [f"{p}: offset {offs[700]}: record header cut short ({present} of 16 bytes); "
+                            f"stopped after 700 records"]
+
+
+def test_batches_partition_the_file(small_batches):
+    whole = read_records(HT20_A)
+    batches = list(iter_records(HT20_A))
+    assert len(batches) > 50
+    assert [b.row0 for b in batches] == list(np.cumsum([0] + [len(b.data_off) for b in batches[:-1]]))
+    np.testing.assert_array_equal(np.concatenate([b.data_off for b in batches]), whole.data_off)
+
+
+def test_streamed_decode_equals_one_batch(monkeypatch):
+    want = read_capture(HT20_B)                  # one window, one batch
+    monkeypatch.setattr(capture, "_WINDOW", 3000)
+    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
+    got = read_capture(HT20_B)
+    pd.testing.assert_frame_equal(norm(got), norm(want), check_exact=True)
+    parts = list(iter_columns(HT20_B, 3, ["frame", "sniffer"], ahead=1))
+    assert len(parts) > 50
+    frame = np.concatenate([c["frame"][0] for _, _, c, _ in parts])
+    np.testing.assert_array_equal(frame, np.arange(1, len(want) + 1))
+    assert {int(s) for _, _, c, _ in parts for s in np.unique(c["sniffer"][0])} == {3}
+
+
+def test_marks_of_cut_records_land_on_the_right_rows(tmp_path, monkeypatch):
+    # a record longer than the snaplen in a late batch: its mark must stay on its own row
+    raw = bytearray(HT20_A.read_bytes())
+    offs, _ = reference_walk(bytes(raw))
+    snaplen = struct.unpack_from("<I", raw, 16)[0]
+    struct.pack_into("<I", raw, 16, 60)         # snaplen 60: every longer record is marked
+    p = tmp_path / "snap.pcap"
+    p.write_bytes(bytes(raw))
+    incl = np.array([struct.unpack_from("<I", raw, o + 8)[0] for o in offs])
+    want = np.flatnonzero(incl > 60)
+    assert 0 < want.size < len(offs) and snaplen != 60
+    monkeypatch.setattr(capture, "_WINDOW", 3000)
+    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
+    rec, n, cols, marks = read_columns(p, 0, ["bad"])
+    rows = np.concatenate([r for r, why in marks if why == "caplen > snaplen"])
+    np.testing.assert_array_equal(np.sort(rows), want)
+    assert rec.problems == [f"{p}: offset {offs[want[0]]}: {want.size} record(s) with caplen > snaplen 60"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_streamed_export_equals_table(tmp_path, small_batches, suffix):
+    out = tmp_path / f"x{suffix}"
+    inputs = [HT20_A, CAPTURES / "wltrace_trace.pcap"]
+    assert main(["frames", "-q", *map(str, inputs), "-o", str(out)]) == 0
+    want = pd.concat([read_capture(p, sniffer=i) for i, p in enumerate(inputs)], ignore_index=True)
+    if suffix == ".parquet":
+        assert pq.ParquetFile(out).metadata.num_row_groups > 50     # really streamed
+        back = pd.read_parquet(out)
+        one = read_capture(HT20_A)                  # (concat turns differing categoricals to object)
+        for c in want.columns:
+            want_dtype = "category" if c in ("ra", "ta", "bssid", "sa", "da") else str(one[c].dtype)
+            assert str(back[c].dtype) == want_dtype, c
+        assert back["ra"].dropna().iloc[0].count(":") == 5
+        back["ra"] = back["ra"].astype(object)
+        want["ra"] = [None if pd.isna(v) else ":".join(f"{b:02x}" for b in int(v).to_bytes(6, "big"))
+                      for v in want["ra"]]
+        for c in want.columns:
+            a, b = norm(back[[c]])[c], norm(want[[c]])[c]
+            if c in ("ta", "bssid", "sa", "da"):
+                continue                            # MAC text: checked on 'ra'
+            assert a.astype(object).where(a.notna(), None).tolist() == \
+                b.astype(object).where(b.notna(), None).tolist(), c
+    else:
+        back = pd.read_csv(out, dtype=str, keep_default_na=False)
+        assert len(back) == len(want)
+        assert back["frame"].tolist() == [str(v) for v in want["frame"]]
+        assert back["ts_ns"].tolist() == [str(v) for v in want["ts_ns"]]
+        assert back["sniffer"].tolist() == [str(v) for v in want["sniffer"]]
+
+
+def test_streamed_csv_is_byte_identical_to_one_batch(tmp_path, monkeypatch):
+    big, small = tmp_path / "big.csv", tmp_path / "small.csv"
+    assert main(["frames", "-q", str(HT20_B), "-o", str(big)]) == 0
+    monkeypatch.setattr(capture, "_WINDOW", 3000)
+    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
+    assert main(["frames", "-q", str(HT20_B), "-o", str(small)]) == 0
+    assert big.read_bytes() == small.read_bytes()
+
+
+def test_parquet_bad_column_is_categorical_without_bad_frames(tmp_path):
+    out = tmp_path / "x.parquet"
+    assert main(["frames", "-q", str(HT20_A), "-o", str(out), "--columns", "frame,bad"]) == 0
+    back = pd.read_parquet(out)
+    assert isinstance(back["bad"].dtype, pd.CategoricalDtype) and back["bad"].isna().all()
+
+
+def test_failed_stream_leaves_no_file(tmp_path, monkeypatch):
+    out = tmp_path / "x.parquet"
+    calls = {"n": 0}
+    real = frames.decode_columns
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 20:
+            raise MemoryError("simulated")
+        return real(*a, **k)
+    monkeypatch.setattr(capture, "_WINDOW", 3000)
+    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
+    monkeypatch.setattr(frames, "decode_columns", flaky)
+    assert main(["frames", "-q", str(HT20_A), "-o", str(out)]) != 0
+    assert calls["n"] >= 20 and not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_empty_pcap_streams_header_only(tmp_path):
+    p = tmp_path / "empty.pcap"
+    write_pcap(p, 127, np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(1, np.int64))
+    out = tmp_path / "e.parquet"
+    assert main(["frames", "-q", str(p), "-o", str(out), "--columns", "frame,ra"]) == 0
+    back = pd.read_parquet(out)
+    assert list(back.columns) == ["frame", "ra"] and len(back) == 0
+    csv = tmp_path / "e.csv"
+    assert main(["frames", "-q", str(p), "-o", str(csv), "--columns", "frame,ra"]) == 0
+    assert csv.read_text() == '"frame","ra"\n'
