@@ -26,7 +26,7 @@ from .table import concat_cols, frame_table, scatter
 __all__ = ["read_capture", "read_captures", "read_columns", "iter_columns", "decode_columns",
            "decode_records", "concat_tables", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES", "CHUNK_ROWS"]
 
-CHUNK_ROWS = 1 << 15      # frames per decoding chunk: temporaries stay in the tens of MB
+CHUNK_ROWS = 1 << 16      # frames per decoding chunk: temporaries stay in the tens of MB
 BATCH_ROWS = 1 << 16      # frames per streamed batch (a Parquet row group)
 THREADS = min(2, os.cpu_count() or 1)
 
