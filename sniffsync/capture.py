@@ -3,10 +3,13 @@
 :func:`read_records` maps the whole file as one ``uint8`` buffer (``mmap``: pages
 come from the page cache and can be dropped again with :func:`release` once decoded,
 so memory stays near the size of the decoded columns), walks the record
-headers in one lean Python loop (the only per-record loop of the reader: a record's
-position depends on the previous record's length) and reads every header field
-afterwards with numpy. Bad records are kept and marked; corruption stops the walk but
-keeps everything read so far and reports the byte offset.
+headers in one lean, unrolled Python loop (the only per-record loop of the reader: a
+record's position depends on the previous record's length), window by window, and
+reads every header field afterwards with numpy; lengths are checked vectorised per
+window. :func:`iter_records` hands out each window's records as soon as it is walked,
+so decoding overlaps the walk. pcapng is walked the same way in :mod:`sniffsync.pcapng`.
+Bad records are kept and marked; corruption stops the walk but keeps everything read
+so far and reports the byte offset.
 """
 from __future__ import annotations
 
@@ -247,173 +250,6 @@ def _pcap_batch(buf, path, hdr_off, head, order, tsresol, iface, row0, over, pro
     return rec._replace(row0=row0)
 
 
-def _options(buf, start: int, end: int, order: str) -> dict:
-    """pcapng options ``{code: value bytes}`` between ``start`` and ``end`` (rare blocks only)."""
-    opts = {}
-    while start + 4 <= end:
-        code, length = struct.unpack_from(order + "HH", buf, start)
-        if code == 0 or start + 4 + length > end:
-            break
-        opts.setdefault(code, bytes(buf[start + 4:start + 4 + length]))
-        start += 4 + (length + 3) // 4 * 4
-    return opts
-
-
-def _tsresol(opt: bytes | None) -> tuple[int, int]:
-    """if_tsresol as (base, exponent): ticks per second = base ** exponent (default 10**6)."""
-    if not opt:
-        return 10, 6
-    v = opt[0]
-    return (2, v & 0x7F) if v & 0x80 else (10, v)
-
-
-def _idb(buf, pos: int, blen: int, order: str) -> dict:
-    linktype, _, snaplen = struct.unpack_from(order + "HHI", buf, pos + 8)
-    opts = _options(buf, pos + 16, pos + blen - 4, order)
-    base, exp = _tsresol(opts.get(9))
-    off = opts.get(14)
-    return {"linktype": linktype, "snaplen": snaplen, "tsresol": base ** exp,
-            "tsresol_base": base, "tsresol_exp": exp,
-            "tsoffset_s": struct.unpack(order + "q", off)[0] if off and len(off) == 8 else 0,
-            "name": opts.get(2, b"").decode("utf-8", "replace").rstrip("\0"),
-            "description": opts.get(3, b"").decode("utf-8", "replace").rstrip("\0")}
-
-
-def _walk_pcapng(buf, path, problems):
-    """Packet block offsets, kinds and sections; IDBs and sections parsed on the way."""
-    mv, n = memoryview(buf), buf.size
-    offs = array("q")
-    app = offs.append
-    rare = {}                     # offset -> kind, for the rare non-EPB packet blocks
-    sections, idbs = [], []       # section: (byte order, index of its first IDB, offset)
-    head = struct.Struct("<II").unpack_from
-    order, pos, limit = "<", 0, MAX_RECORD
-    while pos + 12 <= n:
-        btype, blen = head(mv, pos)
-        # fast path: a whole, sane EPB (nearly every block of a capture)
-        if btype == 6 and 32 <= blen <= limit and not blen & 3 and pos + blen <= n:
-            app(pos)
-            pos += blen
-            continue
-        if btype == PCAPNG_SHB:
-            bom = struct.unpack_from("<I", mv, pos + 8)[0]
-            if bom not in (_BOM, 0x4D3C2B1A):
-                problems.append(f"{path}: offset {pos}: section header with bad byte-order "
-                                f"magic 0x{bom:08x}; stopped")
-                break
-            order = "<" if bom == _BOM else ">"
-            head = struct.Struct(order + "II").unpack_from
-            btype, blen = head(mv, pos)
-            sections.append((order, len(idbs), pos))
-        if blen < 12 or blen & 3 or blen > limit:
-            problems.append(f"{path}: offset {pos}: corrupt block length {blen} "
-                            f"(block type 0x{btype:x}); stopped")
-            break
-        if not sections:
-            problems.append(f"{path}: offset {pos}: block before any section header; stopped")
-            break
-        kind = _PACKET_BLOCKS.get(btype)
-        if pos + blen > n:
-            if kind is not None and pos + (12 if kind == _SPB else 28) <= n:
-                app(pos)                          # keep the cut packet; clipped later
-                rare[pos] = kind
-            problems.append(f"{path}: offset {pos}: block of {blen} bytes cut at end of file "
-                            f"({n - pos} present)")
-            pos = n
-            break
-        if kind is not None:
-            app(pos)
-            rare[pos] = kind
-        elif btype == _IDB:
-            idbs.append(_idb(buf, pos, blen, order))
-        pos += blen
-    if 0 < n - pos < 12:
-        problems.append(f"{path}: offset {pos}: {n - pos} trailing bytes (block header cut)")
-    boff = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
-    kind = np.zeros(boff.size, np.int8)           # _EPB unless listed in rare
-    if rare:
-        at = np.fromiter(rare.keys(), np.int64, len(rare))
-        kind[np.searchsorted(boff, at)] = np.fromiter(rare.values(), np.int8, len(rare))
-    starts = np.array([p for _, _, p in sections], np.int64)
-    sec = (np.searchsorted(starts, boff, side="right") - 1).astype(np.int64)
-    return boff, kind, sec, [(o, b) for o, b, _ in sections], idbs
-
-
-def _ticks_to_ns(ticks: np.ndarray, base: int, exp: int) -> np.ndarray:
-    """Integer ns from ticks of 1/base**exp s, rounding down, without int64 overflow."""
-    t = ticks.astype(np.uint64)
-    if base == 10:
-        if exp <= 9:
-            return (t * np.uint64(10 ** (9 - exp))).astype(np.int64)
-        return (t // np.uint64(10 ** (exp - 9))).astype(np.int64)
-    if exp > 33:                    # keep frac * 1e9 inside 64 bits
-        t, exp = t >> np.uint64(exp - 33), 33
-    sec = t >> np.uint64(exp)
-    frac = t & np.uint64((1 << exp) - 1)
-    return (sec * np.uint64(10 ** 9) + ((frac * np.uint64(10 ** 9)) >> np.uint64(exp))).astype(np.int64)
-
-
-def _read_pcapng(buf, path):
-    problems, marks = [], []
-    boff, kind, sec, sections, idbs = _walk_pcapng(buf, path, problems)
-    n = boff.size
-    raw = gather(buf, boff, 28)
-    w = np.zeros((n, 7), np.int64)
-    iface_local = np.zeros(n, np.int64)
-    sec_order = np.array([o == ">" for o, _ in sections], bool)
-    big = sec_order[sec] if n else np.zeros(0, bool)
-    for is_big, order in ((False, "<"), (True, ">")):
-        rows = np.flatnonzero(big == is_big)
-        if rows.size:
-            w[rows] = raw[rows].view(np.dtype(order + "u4")).reshape(-1, 7)
-            pb = rows[kind[rows] == _PB]       # obsolete PB: u16 interface id, u16 drops
-            iface_local[pb] = raw[pb, 8:10].copy().view(np.dtype(order + "u2"))[:, 0]
-    blen = w[:, 1]
-    is_spb = kind == _SPB
-    iface_local = np.where(kind == _EPB, w[:, 2], iface_local)
-    iface_local[is_spb] = 0
-    data_off = boff + np.where(is_spb, 12, 28)
-    room = blen - np.where(is_spb, 16, 32)            # bytes the block can hold
-    wirelen = np.where(is_spb, w[:, 2], w[:, 6])
-    caplen = np.where(is_spb, wirelen, w[:, 5])
-    ticks = (w[:, 3] << 32) | w[:, 4]
-    ticks[is_spb] = 0
-    # global interface number = first IDB of the record's section + local id
-    sec_base = np.array([b for _, b in sections] + [len(idbs)], np.int64)
-    base = sec_base[sec] if n else np.zeros(0, np.int64)
-    known = (iface_local >= 0) & (iface_local < sec_base[sec + 1] - base) if n else np.zeros(0, bool)
-    iface = np.where(known, base + iface_local, -1).astype(np.int16)
-    if is_spb.any():
-        marks.append((np.flatnonzero(is_spb), "no timestamp (simple packet block)"))
-        snap = np.array([i["snaplen"] for i in idbs] + [0], np.int64)[np.where(known, iface, -1)]
-        caplen = np.where(is_spb & (snap > 0), np.minimum(caplen, snap), caplen)
-        room = np.where(is_spb, np.maximum(room, 0), room)
-        caplen = np.where(is_spb, np.minimum(caplen, room), caplen)
-    if (~known).any():
-        bad = np.flatnonzero(~known)
-        marks.append((bad, "unknown interface"))
-        problems.append(f"{path}: offset {int(boff[bad[0]])}: {bad.size} packet(s) refer to "
-                        f"an interface with no IDB")
-    over = np.flatnonzero(caplen > np.maximum(room, 0))
-    if over.size:
-        marks.append((over, "caplen beyond block"))
-        caplen = np.minimum(caplen, np.maximum(room, 0))
-    ts_ns = np.zeros(n, np.int64)
-    snaplens = np.array([i["snaplen"] for i in idbs] + [0], np.int64)
-    for g, i in enumerate(idbs):
-        rows = np.flatnonzero((iface == g) & ~is_spb)
-        if rows.size:
-            ts_ns[rows] = _ticks_to_ns(ticks[rows], i["tsresol_base"], i["tsresol_exp"])
-            ts_ns[rows] += i["tsoffset_s"] * 1_000_000_000
-    snap = snaplens[np.where(known, iface, -1)]
-    over = np.flatnonzero((snap > 0) & (caplen > snap))
-    if over.size:
-        marks.append((over, "caplen > snaplen"))
-        problems.append(f"{path}: offset {int(boff[over[0]])}: {over.size} record(s) "
-                        f"with caplen > snaplen")
-    return _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, idbs, marks, problems)
-
-
 def _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, interfaces, marks, problems):
     """Clip lengths to the file, mark cut records and assemble :class:`Records`."""
     present = np.maximum(buf.size - data_off, 0)
@@ -457,7 +293,8 @@ def iter_records(path, drop_walked: bool = True):
     if magic in PCAP_MAGICS:
         batches = _pcap_records(buf, path, mapping, drop_walked)
     elif magic == PCAPNG_SHB:
-        batches = iter([_read_pcapng(buf, path)])
+        from .pcapng import pcapng_records
+        batches = pcapng_records(buf, path, mapping, drop_walked)
     else:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with 0x{bytes(buf[:4]).hex()})")
     first = next(batches)              # header errors raise here, before anything is yielded

@@ -211,3 +211,88 @@ def test_empty_pcap_streams_header_only(tmp_path):
     csv = tmp_path / "e.csv"
     assert main(["frames", "-q", str(p), "-o", str(csv), "--columns", "frame,ra"]) == 0
     assert csv.read_text() == '"frame","ra"\n'
+
+
+# --- pcapng ----------------------------------------------------------------------------------
+def _block(order, btype, body):
+    body += b"\0" * (-len(body) % 4)
+    blen = 12 + len(body)
+    return struct.pack(order + "II", btype, blen) + body + struct.pack(order + "I", blen)
+
+
+def _shb(order):
+    return _block(order, 0x0A0D0D0A, struct.pack(order + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+
+
+def _idb(order, linktype=127, snaplen=65535):
+    return _block(order, 1, struct.pack(order + "HHI", linktype, 0, snaplen))
+
+
+def _epb(order, iface, ts_us, data, wire):
+    return _block(order, 6, struct.pack(order + "IIIII", iface, ts_us >> 32, ts_us & 0xFFFFFFFF,
+                                         len(data), wire) + data)
+
+
+@pytest.fixture(scope="module")
+def mixed_pcapng(tmp_path_factory):
+    """Two sections (little- then big-endian), an IDB in mid-section, SPB / PB / statistics blocks
+    between EPBs, a trailing cut header: everything the careful path handles, in long EPB runs."""
+    rec = read_records(HT20_A)
+    pkts = [bytes(rec.buf[o:o + c]) for o, c in zip(rec.data_off.tolist(), rec.caplen.tolist())]
+    ts = (rec.ts_ns // 1000).tolist()
+    out, want = [_shb("<"), _idb("<")], []           # want: (wirelen, ts_us or None)
+    for i, (p, t) in enumerate(zip(pkts, ts)):
+        order = "<" if i < len(pkts) // 2 else ">"
+        if i == len(pkts) // 2:
+            out += [_shb(">"), _idb(">", 105), _idb(">")]
+        if i == 300:
+            out.append(_idb("<", 1))                 # a new interface mid-section
+        if i % 97 == 5:
+            out.append(_block(order, 3, struct.pack(order + "I", len(p)) + p))   # SPB
+            want.append((len(p), None))
+            continue
+        if i % 89 == 7:
+            out.append(_block(order, 5, struct.pack(order + "III", 0, 0, 0)))    # ISB: skipped
+        if i % 131 == 11:
+            out.append(_block(order, 2, struct.pack(order + "HHIIII", 0, 0, t >> 32, t & 0xFFFFFFFF,
+                                                     len(p), len(p)) + p))        # obsolete PB
+            want.append((len(p), t))
+            continue
+        out.append(_epb(order, 0 if order == "<" else 1, t, p, len(p)))
+        want.append((len(p), t))
+    path = tmp_path_factory.mktemp("ng") / "mixed.pcapng"
+    path.write_bytes(b"".join(out) + b"\x06\0\0\0\x40")          # 5 bytes of a cut block header
+    return path, want
+
+
+@pytest.mark.parametrize("window", [10, 3000, 1 << 40])
+def test_pcapng_walk_against_construction(mixed_pcapng, window, monkeypatch):
+    path, want = mixed_pcapng
+    monkeypatch.setattr(capture, "_WINDOW", window)
+    rec = read_records(path)
+    assert rec.wirelen.tolist() == [w for w, _ in want]
+    has_ts = np.array([t is not None for _, t in want])
+    assert (rec.ts_ns[has_ts] // 1000).tolist() == [t for _, t in want if t is not None]
+    assert set(rec.iface.tolist()) == {0, 2, 3}        # section 2: local 0 -> global 2, local 1 -> 3
+    assert rec.problems == [f"{path}: offset {path.stat().st_size - 5}: 5 trailing bytes (block header cut)"]
+    assert sum(len(r) for r, why in rec.marks if why.startswith("no timestamp")) == int((~has_ts).sum())
+
+
+def test_pcapng_streamed_decode_equals_one_batch(mixed_pcapng, monkeypatch):
+    path, _ = mixed_pcapng
+    want = read_capture(path)
+    monkeypatch.setattr(capture, "_WINDOW", 3000)
+    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
+    assert len(list(iter_records(path))) > 20
+    pd.testing.assert_frame_equal(norm(read_capture(path)), norm(want), check_exact=True)
+
+
+def test_pcapng_walk_agrees_with_tshark(mixed_pcapng):
+    import shutil
+    import subprocess
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed (.ci/run installs it)")
+    path, want = mixed_pcapng
+    text = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e", "frame.len"],
+                          capture_output=True, text=True).stdout.split()
+    assert [int(v) for v in text] == [w for w, _ in want]
