@@ -5,11 +5,12 @@ as Ethernet/IPv4/TCP frames (headers + TCP timestamp option, payload not capture
 caplen 66, original length kept): tile k is shifted by k x the capture's span in time
 and by k x each direction's sequence span in seq/ack/TSval, so the flows continue.
 
-    python bench/bench_fairness.py [--packets 1000000] [--repeat 3]
+    python bench/bench_fairness.py [--packets 1000000] [--repeat 3] [--phases] [--keep PATH]
 
-Both sides are whole processes, timed in the same run: tshark with the tcp.analysis
-fields the fairness report needs, and ``python -m sniffsync fairness`` (read + analyse
-+ report).
+Both sides are whole processes, timed in the same run (ours, then tshark, then ours
+again): tshark with the tcp.analysis fields the fairness report needs, and
+``python -m sniffsync fairness`` (read + analyse + report). ``--phases`` adds in-process
+phase timers (minimum over the repeats) of the command's stages.
 """
 from __future__ import annotations
 
@@ -104,27 +105,63 @@ def timed(cmd) -> float:
     return time.perf_counter() - t
 
 
+def phases(path: str, repeat: int) -> list[tuple[str, float]]:
+    """Minimum wall time of each stage of ``sniffsync fairness`` in this process."""
+    import io
+
+    from sniffsync.capture import read_records
+    from sniffsync.commands.fairness import COLUMNS
+    from sniffsync.fairness_core import Capture, fairness_tables
+    from sniffsync.fairness_report import write_json
+    best: dict = {}
+
+    def tick(name, t0):
+        best[name] = min(best.get(name, float("inf")), time.perf_counter() - t0)
+        return time.perf_counter()
+
+    from sniffsync.frames import decode_columns
+    for _ in range(repeat):
+        t = time.perf_counter()
+        rec = read_records(path)
+        t = tick("read_records (record walk)", t)
+        cols = decode_columns(rec, 0, COLUMNS)
+        t = tick("decode_columns", t)
+        runs, summary = fairness_tables([Capture.from_columns(*cols, COLUMNS)])
+        t = tick("analysis (fairness_tables)", t)
+        write_json(io.StringIO(), runs, summary)
+        tick("JSON report", t)
+    return list(best.items())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="write the capture here and keep it")
+    ap.add_argument("--phases", action="store_true", help="also time the stages in this process")
     args = ap.parse_args(argv)
     tshark = shutil.which("tshark")
     tmp = tempfile.mkdtemp()
     path = args.keep or os.path.join(tmp, "tiled_tcp.pcap")
     n = build_capture(path, args.packets)
     print(f"capture: {n} packets, {os.path.getsize(path) / 1e6:.0f} MB ({path})")
-    ours = [timed([sys.executable, "-m", "sniffsync", "fairness", path, "-o", os.path.join(tmp, "r.json")])
-            for _ in range(args.repeat)]
-    t_ours = statistics.median(ours)
-    print(f"sniffsync fairness: {t_ours:.2f} s  ({n / t_ours:,.0f} packets/s, median of {len(ours)})")
+    ours_cmd = [sys.executable, "-m", "sniffsync", "fairness", path, "-o", os.path.join(tmp, "r.json")]
+    ours = [timed(ours_cmd)]
+    t_ts = None
     if tshark:
         t_ts = timed([tshark, "-r", path, "-T", "fields", "-e", "frame.number",
                       "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
                       "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.bytes_in_flight"])
+    ours += [timed(ours_cmd) for _ in range(args.repeat - 1)]
+    t_ours = statistics.median(ours)
+    print(f"sniffsync fairness: {t_ours:.2f} s  ({n / t_ours:,.0f} packets/s, median of {len(ours)}: "
+          + ", ".join(f"{t:.2f}" for t in ours) + ")")
+    if t_ts is not None:
         print(f"tshark tcp.analysis: {t_ts:.2f} s  ({n / t_ts:,.0f} packets/s)")
         print(f"speed-up: {t_ts / t_ours:.1f}x")
+    if args.phases:
+        for name, sec in phases(path, args.repeat):
+            print(f"  {name:28s} {sec * 1e3:7.0f} ms")
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -155,9 +155,20 @@ def _walk_window(mv, pos: int, stop: int, step):
     return offs, pos
 
 
-def _pcap_batches(buf, n: int, order: str, mapping, drop: bool):
-    """Walk a classic pcap in windows of ``_WINDOW`` bytes: yields ``(offsets, headers)`` per
-    window, then returns where the walk stopped and whether a corrupt length stopped it.
+def window_bytes(walked_bytes: int, walked: int, rows: int | None) -> int:
+    """Bytes to walk next: ``_WINDOW``, or about ``rows`` records at the size seen so far
+    (a small first window), so a stream's batches are even and the first comes early."""
+    if rows is None:
+        return _WINDOW
+    if not walked:
+        return min(_WINDOW, 1 << 20)
+    return int(min(_WINDOW, max(walked_bytes / walked * rows, 1 << 16)))
+
+
+def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None = None):
+    """Walk a classic pcap in windows of ``_WINDOW`` bytes (or of about ``rows`` records):
+    yields ``(offsets, headers)`` per window, then returns where the walk stopped and
+    whether a corrupt length stopped it.
 
     Each window is mapped in one call, walked, its headers copied, then unmapped, so memory
     holds one window of the file. Lengths are checked after each window, vectorised: the
@@ -167,10 +178,12 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool):
     mv = memoryview(buf)
     step = struct.Struct(order + "8xI").unpack_from
     length = np.dtype(order + "u4")
-    pos, last = 24, n - 16
+    pos, last, walked = 24, n - 16, 0
     while pos <= last:
-        _prefetch(mapping, pos, min(pos + _WINDOW, n))
-        offs, pos = _walk_window(mv, pos, min(pos + _WINDOW, last), step)
+        size = window_bytes(pos - 24, walked, rows)
+        _prefetch(mapping, pos, min(pos + size, n))
+        offs, pos = _walk_window(mv, pos, min(pos + size, last), step)
+        walked += len(offs)
         if len(offs) and offs[-1] > last:      # a header cut by the end of the file
             pos = offs.pop()
         hdr_off = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
@@ -188,7 +201,7 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool):
     return pos, False
 
 
-def _pcap_records(buf, path, mapping, drop):
+def _pcap_records(buf, path, mapping, drop, rows=None):
     """Records of a classic pcap, one batch per walked window (see :func:`iter_records`)."""
     n = buf.size
     if n < 24:
@@ -198,7 +211,7 @@ def _pcap_records(buf, path, mapping, drop):
     iface = {"linktype": int(network & _LINKTYPE_MASK), "snaplen": int(snaplen), "tsresol": tsresol,
              "tsresol_base": 10, "tsresol_exp": 6 if tsresol == 1_000_000 else 9, "tsoffset_s": 0,
              "name": "", "description": ""}
-    walk = _pcap_batches(buf, n, order, mapping, drop)
+    walk = _pcap_batches(buf, n, order, mapping, drop, rows)
     pending, row0, over = None, 0, [None, 0]     # over: first offset, count of caplen > snaplen
     while True:
         try:
@@ -269,7 +282,7 @@ def _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, interfaces, mark
                    iface.astype(np.int16, copy=False), marks, problems, interfaces)
 
 
-def iter_records(path, drop_walked: bool = True):
+def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None):
     """Index the records of a capture batch by batch, as the walk goes.
 
     A plain pcap yields one :class:`Records` per walked window (``row0`` numbers its first
@@ -291,10 +304,10 @@ def iter_records(path, drop_walked: bool = True):
                            f"({'empty file' if buf.size == 0 else f'only {buf.size} bytes'})")
     magic = int(buf[:4].view("<u4")[0])
     if magic in PCAP_MAGICS:
-        batches = _pcap_records(buf, path, mapping, drop_walked)
+        batches = _pcap_records(buf, path, mapping, drop_walked, batch_rows)
     elif magic == PCAPNG_SHB:
         from .pcapng import pcapng_records
-        batches = pcapng_records(buf, path, mapping, drop_walked)
+        batches = pcapng_records(buf, path, mapping, drop_walked, batch_rows)
     else:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with 0x{bytes(buf[:4]).hex()})")
     first = next(batches)              # header errors raise here, before anything is yielded

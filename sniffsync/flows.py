@@ -20,17 +20,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .flows_core import (DEDUP_MAX_GAP_NS, KIND, KIND_NAMES, SEG_COLUMNS, SEQ_SPAN, TH_ACK,  # noqa: F401
+                         TH_FIN, TH_PSH, TH_RST, TH_SYN, Lazy, flow_arrays, group_starts,
+                         grouped_cummax, segment_arrays)
+from .flows_seq import CLASSIFY_COLUMNS, classify_arrays
+
 __all__ = ["KIND_NAMES", "KIND", "segments", "classify_segments", "flow_table", "grouped_cummax",
-           "TH_FIN", "TH_SYN", "TH_RST", "TH_ACK"]
-
-TH_FIN, TH_SYN, TH_RST, TH_PSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
-
-# per-segment sequence class, indexed by code (a declarative table, not an if-chain)
-KIND_NAMES = np.array(["none", "new", "retransmission", "out_of_order", "keepalive"])
-KIND = {name: i for i, name in enumerate(KIND_NAMES)}
-
-SEQ_SPAN = np.int64(1) << 40     # composite key (fd, seq) = fd * SEQ_SPAN + seq; 1 TB per flow
-DEDUP_MAX_GAP_NS = 1_000_000_000  # MAC copies of one MPDU are never a second apart
+           "TH_FIN", "TH_SYN", "TH_RST", "TH_ACK", "frame_source", "seg_view", "seg_frame", "flow_frame"]
 
 
 def _np(frames: pd.DataFrame, name: str, fill, dtype) -> np.ndarray:
@@ -53,46 +49,34 @@ def _ip_codes(frames: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:
     return s_map[src.cat.codes.to_numpy()], d_map[dst.cat.codes.to_numpy()], cats
 
 
-def group_starts(key: np.ndarray) -> np.ndarray:
-    """Boolean mask of rows whose ``key`` differs from the previous row's (sorted input)."""
-    start = np.ones(len(key), bool)
-    start[1:] = key[1:] != key[:-1]
-    return start
+def frame_source(frames: pd.DataFrame):
+    """``(get, ip_codes)`` of a frame table for :func:`sniffsync.flows_core.segment_arrays`."""
+    def get(name, fill, dtype, rows=None):
+        v = _np(frames, name, fill, dtype)
+        return v if rows is None else v[rows]
+
+    def ip_codes(rows):
+        return _ip_codes(frames[["ip_src", "ip_dst"]].iloc[rows])
+    return get, ip_codes
 
 
-def grouped_cummax(key: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` restarting at each new ``key`` (rows sorted by key)."""
-    if len(values) == 0:
-        return values.copy()
-    lo = values.min()
-    # shift every group onto its own non-overlapping band, then one global cummax
-    span = np.int64(values.max() - lo + 1)
-    band = np.cumsum(group_starts(key)) - 1
-    return np.maximum.accumulate((values - lo) + band * span) - band * span + lo
+def seg_view(seg: pd.DataFrame) -> Lazy:
+    """The columns of a segment DataFrame as numpy arrays (read on first use); src/dst as codes."""
+    def col(c):
+        v = seg[c]
+        return v.cat.codes.to_numpy().astype(np.int64) if isinstance(v.dtype, pd.CategoricalDtype) \
+            else v.to_numpy()
+    return Lazy(thunks={c: (lambda c=c: col(c)) for c in seg.columns})
 
 
-def _dedup_mac(seg: pd.DataFrame) -> np.ndarray:
-    """Mask of MAC duplicates among 802.11 rows (see module docstring)."""
-    ident = ["ta", "wlan_seq", "flow", "dir", "seq_raw", "ack_raw", "payload_len", "flags"]
-    wifi = seg["ta"].to_numpy() >= 0
-    sub = seg.loc[wifi, ident + ["ts_ns", "sniffer", "retry"]]
-    order = np.lexsort([sub["ts_ns"].to_numpy()] + [sub[c].to_numpy() for c in reversed(ident)])
-    s = sub.iloc[order]
-    same = np.ones(len(s), bool)
-    for c in ident:
-        v = s[c].to_numpy()
-        same[1:] &= v[1:] == v[:-1]
-    same[:1] = False
-    ts = s["ts_ns"].to_numpy()
-    gap_ok = np.zeros(len(s), bool)
-    gap_ok[1:] = (ts[1:] - ts[:-1]) <= DEDUP_MAX_GAP_NS
-    sn = s["sniffer"].to_numpy()
-    other_sniffer = np.zeros(len(s), bool)
-    other_sniffer[1:] = sn[1:] != sn[:-1]
-    dup_sorted = same & gap_ok & (s["retry"].to_numpy() | other_sniffer)
-    dup = np.zeros(len(seg), bool)
-    dup[np.flatnonzero(wifi)[order]] = dup_sorted
-    return dup
+def seg_frame(seg, names) -> pd.DataFrame:
+    """The segment DataFrame of :func:`segments` from core columns and endpoint names."""
+    cats = pd.Index(names, dtype=object) if not isinstance(names, pd.Index) else names
+    data = {k: (pd.Categorical.from_codes(seg[k], categories=cats) if len(cats) else None)
+            if k in ("src", "dst") else seg[k] for k in SEG_COLUMNS}
+    out = pd.DataFrame(data)
+    out["mac_dup"] = seg["mac_dup"]
+    return out
 
 
 def segments(frames: pd.DataFrame, dedup: bool = True) -> pd.DataFrame:
@@ -114,113 +98,8 @@ def segments(frames: pd.DataFrame, dedup: bool = True) -> pd.DataFrame:
         ``seq_raw``, ``ack_raw`` (int64, -1 = null), ``win``, ``wscale``, ``tsval``, ``tsecr``,
         ``ta`` (-1 = wired), ``wlan_seq``, ``retry``, ``mcs``, ``mac_dup``.
     """
-    proto = _np(frames, "ip_proto", 0, np.int64)
-    sport = _np(frames, "sport", -1, np.int64)
-    rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0))
-    s_code, d_code, cats = _ip_codes(frames[["ip_src", "ip_dst"]].iloc[rows])
-
-    def col(name, fill, dtype=np.int64):
-        # numpy column of the selected rows (no DataFrame copy of the frame table)
-        return _np(frames, name, fill, dtype)[rows]
-
-    sp, dp = col("sport", 0), col("dport", 0)
-    pr = proto[rows]
-    ep_s, ep_d = (s_code << 16) | sp, (d_code << 16) | dp
-    lo, hi = np.minimum(ep_s, ep_d), np.maximum(ep_s, ep_d)
-    ts = col("ts_ns", 0)
-    flags = col("tcp_flags", 0)
-    udp_pl = col("udp_len", 8) - 8
-    payload = np.where(pr == 6, col("tcp_payload_len", 0), udp_pl)
-
-    # flows numbered by first appearance in time
-    t_order = np.lexsort((np.arange(len(rows)), ts))
-    key = pd.DataFrame({"lo": lo[t_order], "hi": hi[t_order], "p": pr[t_order]})
-    flow = np.empty(len(rows), np.int64)
-    flow[t_order] = key.groupby(["lo", "hi", "p"], sort=False).ngroup().to_numpy()
-    # initiator: sender of the first pure SYN, else of the first packet
-    is_syn = (pr == 6) & ((flags & (TH_SYN | TH_ACK)) == TH_SYN)
-    nflows = int(flow.max()) + 1 if len(flow) else 0
-    init_ep = np.full(nflows, -1, np.int64)
-    first = pd.Series(t_order).groupby(flow[t_order], sort=True).first().to_numpy()
-    init_ep[:] = ep_s[first]
-    syn_rows = t_order[is_syn[t_order]]
-    syn_first = pd.Series(syn_rows).groupby(flow[syn_rows]).first()
-    init_ep[syn_first.index.to_numpy()] = ep_s[syn_first.to_numpy()]
-    direction = (ep_s != init_ep[flow]).astype(np.int64)
-    fd = flow * 2 + direction
-
-    # sort the columns once, before building the table (no DataFrame take afterwards)
-    o = np.lexsort((rows, ts, fd))
-    cols = {
-        "row": rows.astype(np.int64),
-        "sniffer": col("sniffer", 0),
-        "frame": col("frame", 0),
-        "ts_ns": ts, "flow": flow, "dir": direction, "fd": fd,
-        "proto": pr, "sport": sp, "dport": dp,
-        "payload_len": payload, "flags": flags,
-        "seq_raw": col("tcp_seq", -1), "ack_raw": col("tcp_ack", -1),
-        "win": col("tcp_win", -1), "wscale": col("tcp_wscale", -1),
-        "tsval": col("tcp_tsval", -1), "tsecr": col("tcp_tsecr", -1),
-        "ta": col("ta", -1), "wlan_seq": col("seq", -1),
-        "retry": col("retry", False, bool), "mcs": col("mcs", -1),
-    }
-    cols = {k: v[o] for k, v in cols.items()}
-    # text endpoints as one shared categorical: no per-row Python strings
-    for name, code in (("src", s_code), ("dst", d_code)):
-        cols[name] = pd.Categorical.from_codes(code[o], categories=cats) if len(cats) else None
-    names = ["row", "sniffer", "frame", "ts_ns", "flow", "dir", "fd", "proto", "sport", "dport",
-             "src", "dst", "payload_len", "flags", "seq_raw", "ack_raw", "win", "wscale", "tsval",
-             "tsecr", "ta", "wlan_seq", "retry", "mcs"]
-    seg = pd.DataFrame({k: cols[k] for k in names})
-    # rows of one MAC identity share fd and keep their input order among equal times,
-    # so marking duplicates after the sort gives the same rows as before it
-    seg["mac_dup"] = _dedup_mac(seg) if dedup else False
-    return seg
-
-
-def _unwrap32(fd: np.ndarray, raw: np.ndarray) -> np.ndarray:
-    """Unwrap 32-bit sequence numbers per fd: successive values differ by < 2**31."""
-    d = np.zeros(len(raw), np.int64)
-    d[1:] = ((raw[1:] - raw[:-1] + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-    d[group_starts(fd)] = 0
-    cs = np.cumsum(d)
-    start_idx = np.maximum.accumulate(np.where(group_starts(fd), np.arange(len(fd)), 0))
-    return cs - cs[start_idx]
-
-
-def _in_order_delivery(seg: pd.DataFrame, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
-    """When each data segment's bytes reach the receiver's application, as seen on the air.
-
-    A segment arrives with its LAST transmission (MAC retry or TCP retransmission of the
-    same first byte: the ones before it failed), and the application gets its bytes once
-    every earlier byte has arrived: the running maximum of arrival times in sequence order.
-    So bytes sent past a lost MPDU are dated when the retry fills the hole (the receiver's
-    reorder buffer), not when first seen. Other rows keep their capture time.
-    """
-    ts = seg["ts_ns"].to_numpy(np.int64)
-    out = ts.copy()
-    fd = seg["fd"].to_numpy(np.int64)
-    plen = seg["payload_len"].to_numpy(np.int64)
-    data = (seg["proto"].to_numpy() == 6) & (plen > 0)
-    if not data.any():
-        return out
-    # last transmission of each (fd, raw first byte), MAC copies included
-    # (fd, seq_raw) packed in one int64 (seq_raw is 32-bit, -1 = null), grouped by sorting
-    di = np.flatnonzero(data)
-    key = fd[di] * (np.int64(1) << 33) + seg["seq_raw"].to_numpy(np.int64)[di] + 1
-    o = np.argsort(key, kind="stable")
-    k = key[o]
-    head = group_starts(k)
-    last = np.maximum.reduceat(ts[di][o], np.flatnonzero(head))
-    gid = np.empty(len(di), np.int64)
-    gid[o] = np.cumsum(head) - 1
-    pos = np.full(len(ts), -1, np.int64)
-    pos[di] = gid
-    rows = np.flatnonzero(data & tcp)
-    arr = last[pos[rows]]
-    order = np.lexsort((rel[rows], fd[rows]))                 # sequence order within each fd
-    out[rows[order]] = grouped_cummax(fd[rows][order], arr[order].astype(np.int64))
-    return out
+    seg, cats = segment_arrays(*frame_source(frames), dedup=dedup)
+    return seg_frame(seg, cats)
 
 
 def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
@@ -229,8 +108,9 @@ def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     Works on the non-duplicate TCP rows of :func:`segments` (MAC duplicates get kind
     ``none``). Adds ``rel_seq`` (unwrapped, 0 = first sequence number seen in the fd),
     ``seg_end`` (rel_seq + payload + SYN + FIN), ``is_data``, ``frontier`` (highest
-    seg_end sent before this row), ``new_bytes`` (bytes above that frontier: goodput) and
-    ``kind`` (code into :data:`KIND_NAMES`):
+    seg_end sent before this row), ``new_bytes`` (bytes above that frontier: goodput),
+    ``kind`` (code into :data:`KIND_NAMES`) and ``deliver_ns``
+    (:func:`sniffsync.flows_core.in_order_delivery`):
 
     * ``new``: advances the highest sequence number sent;
     * ``retransmission``: below it and its first byte was sent before (same start seen
@@ -238,68 +118,12 @@ def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     * ``out_of_order``: below it but inside a hole never sent before;
     * ``keepalive``: zero/one byte at frontier - 1.
     """
-    seg = seg.copy(deep=False)    # new columns only; copy-on-write keeps the input intact
-    n = len(seg)
-    tcp = (seg["proto"].to_numpy() == 6) & ~seg["mac_dup"].to_numpy()
-    fd_all = seg["fd"].to_numpy()
-    rel = np.full(n, -1, np.int64)
-    idx = np.flatnonzero(tcp)
-    fd = fd_all[idx]
-    raw = seg["seq_raw"].to_numpy()[idx]
-    r = _unwrap32(fd, raw)
-    rel[idx] = r
-    flags = seg["flags"].to_numpy()[idx]
-    plen = seg["payload_len"].to_numpy()[idx]
-    end = r + plen + ((flags & TH_SYN) > 0) + ((flags & TH_FIN) > 0)
-    data = end > r
-    # frontier: highest seg_end of earlier data rows in the same fd
-    vals = np.where(data, end, np.iinfo(np.int64).min // 4)
-    cm = grouped_cummax(fd, vals)
-    prev = np.empty_like(cm)
-    prev[1:] = cm[:-1]
-    starts = group_starts(fd)
-    prev[starts] = np.iinfo(np.int64).min // 4
-    # goodput counts payload only: bytes [r + SYN, r + SYN + payload) above the frontier
-    p0 = r + ((flags & TH_SYN) > 0)
-    new_bytes = np.clip(p0 + plen - np.maximum(prev, p0), 0, plen)
-
-    kind = np.where(data, KIND["new"], KIND["none"])
-    below = data & (end <= prev)
-    # same first byte sent earlier in this fd -> retransmission
-    d_idx = np.flatnonzero(data)
-    seen = np.zeros(len(r), bool)
-    seen[d_idx] = pd.DataFrame({"fd": fd[d_idx], "s": r[d_idx]}).duplicated().to_numpy()
-    # hole test: first earlier row whose cummax passed rel_seq; a hole if it started above us
-    comp = fd * SEQ_SPAN + np.clip(cm, -SEQ_SPAN // 2, None)
-    k = np.searchsorted(comp, fd * SEQ_SPAN + r, side="right")
-    k = np.minimum(k, len(r) - 1)
-    in_hole = (fd[k] == fd) & (k < np.arange(len(r))) & (r < r[k]) & data[k]
-    keepalive = data & (plen <= 1) & (r == prev - 1) & ((flags & (TH_SYN | TH_FIN)) == 0)
-    kind = np.where(below, np.where(~seen & in_hole, KIND["out_of_order"], KIND["retransmission"]), kind)
-    kind = np.where(keepalive, KIND["keepalive"], kind)
-    # the frontier jumped over the hole without counting it: its first sending is goodput
-    new_bytes = np.where(kind == KIND["out_of_order"], plen, new_bytes)
-
-    out = {"rel_seq": rel, "seg_end": np.full(n, -1, np.int64), "is_data": np.zeros(n, bool),
-           "frontier": np.full(n, -1, np.int64), "new_bytes": np.zeros(n, np.int64),
-           "kind": np.zeros(n, np.int64)}
-    out["seg_end"][idx] = end
-    out["is_data"][idx] = data
-    out["frontier"][idx] = np.maximum(prev, -1)
-    out["new_bytes"][idx] = new_bytes
-    out["kind"][idx] = kind
-    for c, v in out.items():
-        seg[c] = v
-    seg["deliver_ns"] = _in_order_delivery(seg, tcp, rel)
-    # UDP: every datagram is new payload (no sequence numbers to judge by)
-    udp = (seg["proto"].to_numpy() == 17) & ~seg["mac_dup"].to_numpy()
-    plen = seg["payload_len"].to_numpy()
-    out["new_bytes"][udp] = plen[udp]
-    out["is_data"][udp] = plen[udp] > 0
-    out["kind"][udp & out["is_data"]] = KIND["new"]
-    for c in ("new_bytes", "is_data", "kind"):
-        seg[c] = out[c]
-    return seg
+    out = seg.copy(deep=False)    # new columns only; copy-on-write keeps the input intact
+    view = seg_view(seg)
+    classify_arrays(view)
+    for c in CLASSIFY_COLUMNS:
+        out[c] = view[c]
+    return out
 
 
 def flow_table(seg: pd.DataFrame) -> pd.DataFrame:
@@ -311,37 +135,19 @@ def flow_table(seg: pd.DataFrame) -> pd.DataFrame:
     ``mac_retries`` (frames with the retry bit), ``mac_duplicates`` (copies removed),
     ``first_ns``/``last_ns`` of data, ``ta`` (most frequent transmitter, -1 when wired).
     """
-    keep = ~seg["mac_dup"].to_numpy()
-    s = seg.assign(
-        seg1=keep.astype(np.int64),
-        data1=(seg["is_data"].to_numpy() & keep).astype(np.int64),
-        bytes1=np.where(keep, seg["payload_len"].to_numpy(), 0),
-        retx=(seg["kind"].to_numpy() == KIND["retransmission"]).astype(np.int64),
-        ooo=(seg["kind"].to_numpy() == KIND["out_of_order"]).astype(np.int64),
-        zw=(keep & (seg["proto"].to_numpy() == 6) & (seg["win"].to_numpy() == 0) &
-            ((seg["flags"].to_numpy() & (TH_RST | TH_SYN)) == 0)).astype(np.int64),
-        mretry=seg["retry"].to_numpy().astype(np.int64),
-        mdup=seg["mac_dup"].to_numpy().astype(np.int64),
-        dts=np.where(seg["is_data"].to_numpy() & keep, seg["ts_ns"].to_numpy(), -1),
-    )
-    g = s.groupby("fd", sort=True)
-    ft = pd.DataFrame({
-        "flow": g["flow"].first(), "dir": g["dir"].first(),
-        "proto": g["proto"].first().map({6: "tcp", 17: "udp"}),
-        "src": g["src"].first(), "sport": g["sport"].first(),
-        "dst": g["dst"].first(), "dport": g["dport"].first(),
-        "segments": g["seg1"].sum(), "data_segments": g["data1"].sum(),
-        "bytes": g["bytes1"].sum(), "goodput_bytes": g["new_bytes"].sum(),
-        "retransmissions": g["retx"].sum(), "out_of_order": g["ooo"].sum(),
-        "zero_windows": g["zw"].sum(), "mac_retries": g["mretry"].sum(),
-        "mac_duplicates": g["mdup"].sum(),
-        "first_ns": s[s["dts"] >= 0].groupby("fd")["dts"].min(),
-        "last_ns": s[s["dts"] >= 0].groupby("fd")["dts"].max(),
-    })
-    counts = s[s["ta"] >= 0].groupby(["fd", "ta"]).size().sort_values(kind="stable")
-    ta = counts.reset_index().drop_duplicates("fd", keep="last").set_index("fd")["ta"]
-    ft["ta"] = ta.reindex(ft.index).fillna(-1).astype(np.int64)
-    ft["first_ns"] = ft["first_ns"].fillna(-1).astype(np.int64)
-    ft["last_ns"] = ft["last_ns"].fillna(-1).astype(np.int64)
-    ft.index.name = "fd"
-    return ft.reset_index()
+    return flow_frame(flow_arrays(seg_view(seg)), seg["src"].dtype)
+
+
+def flow_frame(ft: dict, endpoints) -> pd.DataFrame:
+    """DataFrame of :func:`sniffsync.flows_core.flow_arrays` columns: ``proto`` as text,
+    ``src``/``dst`` categorical (``endpoints``: their CategoricalDtype or the names)."""
+    data = dict(ft)
+    data["proto"] = pd.Series(np.asarray(ft["proto"], np.int64)).map({6: "tcp", 17: "udp"}).array
+    if isinstance(endpoints, (list, pd.Index)):
+        endpoints = pd.CategoricalDtype(endpoints if isinstance(endpoints, pd.Index)
+                                        else pd.Index(endpoints, dtype=object))
+    elif not isinstance(endpoints, pd.CategoricalDtype):
+        endpoints = None
+    for c in ("src", "dst"):
+        data[c] = pd.Categorical.from_codes(ft[c], dtype=endpoints) if endpoints is not None else ft[c]
+    return pd.DataFrame(data)

@@ -165,7 +165,7 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
 
     pending = deque()
     with ThreadPoolExecutor(THREADS) as pool:
-        for batch in iter_records(path, drop_walked=False):
+        for batch in iter_records(path, drop_walked=False, batch_rows=BATCH_ROWS):
             for rec in split_records(batch):
                 pending.append(pool.submit(work, rec))
                 while pending and (len(pending) > ahead or pending[0].done()):

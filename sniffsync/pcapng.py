@@ -101,13 +101,13 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
     return pos + blen, False, False
 
 
-def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool):
+def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows=None):
     """Yields ``(block offsets, kinds)`` of the packet blocks, one window at a time."""
     mv, n = memoryview(buf), buf.size
     steps = {o: struct.Struct(o + "4xI").unpack_from for o in "<>"}
-    pos, stopped = 0, False
+    pos, stopped, walked = 0, False, 0
     while pos + 12 <= n and not stopped:
-        stop = min(pos + capture._WINDOW, n)
+        stop = min(pos + capture.window_bytes(pos, walked, rows), n)
         _prefetch(mapping, pos, stop)
         parts, rare = [], {}
         while pos <= stop and pos + 12 <= n and not stopped:
@@ -128,6 +128,7 @@ def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool):
         if drop:
             _release(mapping, min(pos, n) - 12)
         boff = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        walked += boff.size
         kind = np.zeros(boff.size, np.int8)       # _EPB unless listed in rare
         if rare:
             at = np.fromiter(rare.keys(), np.int64, len(rare))
@@ -138,7 +139,7 @@ def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool):
         st.problems.append(f"{path}: offset {pos}: {n - pos} trailing bytes (block header cut)")
 
 
-def pcapng_records(buf, path, mapping=None, drop: bool = True):
+def pcapng_records(buf, path, mapping=None, drop: bool = True, rows=None):
     """:class:`sniffsync.capture.Records` of a pcapng, one batch per walked window.
 
     Problems of the whole file (the walk's, and the tallies of unknown interfaces and
@@ -146,7 +147,7 @@ def pcapng_records(buf, path, mapping=None, drop: bool = True):
     """
     st = _Walk()
     pending, row0 = None, 0
-    for batch in _pcapng_windows(buf, path, st, mapping, drop):
+    for batch in _pcapng_windows(buf, path, st, mapping, drop, rows):
         if pending is not None:          # held back: the last batch gets the file's problems
             yield _batch(buf, path, *pending, st, row0, last=False)
             row0 += pending[0].size

@@ -1,0 +1,378 @@
+"""Pandas-free core of :mod:`sniffsync.flows`: numpy columns in, numpy columns out.
+
+A segment table here is a :class:`Lazy` dict of equal-length numpy arrays whose columns
+are computed on first use, so the CLI pays only for what its report reads. The pandas
+API (:mod:`sniffsync.flows`) wraps these functions and builds its DataFrames from them.
+Algorithms: sort once by (flow direction, time) -- usually a 16-bit radix sort, or no
+sort at all when the input is already ordered -- then diffs, cumulative maxima,
+``reduceat`` and ``searchsorted``; no per-packet Python.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["KIND_NAMES", "KIND", "SEQ_SPAN", "DEDUP_MAX_GAP_NS", "TH_FIN", "TH_SYN", "TH_RST",
+           "TH_PSH", "TH_ACK", "Lazy", "group_starts", "grouped_cummax", "lex_order", "is_sorted",
+           "frame_getter", "cat_codes", "segment_arrays", "dedup_mac", "flow_arrays", "SEG_COLUMNS",
+           "sorted_within", "restart_cumsum"]
+
+TH_FIN, TH_SYN, TH_RST, TH_PSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+# per-segment sequence class, indexed by code (a declarative table, not an if-chain)
+KIND_NAMES = np.array(["none", "new", "retransmission", "out_of_order", "keepalive"])
+KIND = {name: i for i, name in enumerate(KIND_NAMES)}
+
+SEQ_SPAN = np.int64(1) << 40     # composite key (fd, seq) = fd * SEQ_SPAN + seq; 1 TB per flow
+DEDUP_MAX_GAP_NS = 1_000_000_000  # MAC copies of one MPDU are never a second apart
+
+# segment columns in table order; src/dst are codes into the run's endpoint names
+SEG_COLUMNS = ["row", "sniffer", "frame", "ts_ns", "flow", "dir", "fd", "proto", "sport", "dport",
+               "src", "dst", "payload_len", "flags", "seq_raw", "ack_raw", "win", "wscale", "tsval",
+               "tsecr", "ta", "wlan_seq", "retry", "mcs"]
+# frame-table column, null fill and dtype of each plain segment column
+_FROM_FRAME = {"sniffer": ("sniffer", 0, np.int64), "frame": ("frame", 0, np.int64),
+               "seq_raw": ("tcp_seq", -1, np.int64), "ack_raw": ("tcp_ack", -1, np.int64),
+               "win": ("tcp_win", -1, np.int64), "wscale": ("tcp_wscale", -1, np.int64),
+               "tsval": ("tcp_tsval", -1, np.int64), "tsecr": ("tcp_tsecr", -1, np.int64),
+               "ta": ("ta", -1, np.int64), "wlan_seq": ("seq", -1, np.int64),
+               "retry": ("retry", False, bool), "mcs": ("mcs", -1, np.int64)}
+
+
+class Lazy(dict):
+    """Columns by name; those in ``thunks`` are computed on first access and kept."""
+
+    def __init__(self, cols=(), thunks=None):
+        super().__init__(cols)
+        self.thunks = dict(thunks or {})
+
+    def __missing__(self, name):
+        if name not in self.thunks:
+            raise KeyError(name)
+        value = self[name] = self.thunks.pop(name)()
+        return value
+
+
+def group_starts(key: np.ndarray) -> np.ndarray:
+    """Boolean mask of rows whose ``key`` differs from the previous row's (sorted input)."""
+    start = np.ones(len(key), bool)
+    start[1:] = key[1:] != key[:-1]
+    return start
+
+
+def sorted_within(starts: np.ndarray, v: np.ndarray) -> bool:
+    """True when ``v`` is non-decreasing within each group (``starts``: group start mask)."""
+    return bool(len(v) < 2 or ((v[1:] >= v[:-1]) | starts[1:]).all())
+
+
+def grouped_cummax(key: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting at each new ``key`` (rows sorted by key)."""
+    if len(values) == 0:
+        return values.copy()
+    starts = group_starts(key)
+    if sorted_within(starts, values):          # already running maxima (e.g. ACK numbers)
+        return values.copy()
+    lo = values.min()
+    # shift every group onto its own non-overlapping band, then one global cummax
+    band = np.cumsum(starts) - 1
+    span = int(values.max()) - int(lo) + 1
+    if span * (int(band[-1]) + 1) >= 1 << 62:
+        # the bands would overflow int64 (e.g. -inf sentinels): run on dense ranks instead
+        uniq, rank = np.unique(values, return_inverse=True)
+        return uniq[grouped_cummax(key, rank.ravel().astype(np.int64))]
+    span = np.int64(span)
+    return np.maximum.accumulate((values - lo) + band * span) - band * span + lo
+
+
+def is_sorted(a: np.ndarray) -> bool:
+    """True when ``a`` is non-decreasing."""
+    return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
+
+
+def _lex_sorted(keys) -> bool:
+    bad = np.zeros(max(len(keys[0]) - 1, 0), bool)
+    eq = np.ones_like(bad)
+    for k in keys:
+        bad |= eq & (k[1:] < k[:-1])
+        eq &= k[1:] == k[:-1]
+    return not bad.any()
+
+
+def lex_order(*keys) -> np.ndarray:
+    """Stable order by ``keys`` (most significant first): ``np.lexsort(keys[::-1])``.
+
+    Fast paths: already in order (no sort); first key small and non-negative (one
+    16-bit radix sort, when the other keys are then in order within its groups).
+    """
+    keys = [np.asarray(k) for k in keys]
+    n = len(keys[0])
+    if _lex_sorted(keys):
+        return np.arange(n)
+    k0 = keys[0]
+    if k0.dtype.kind in "iub" and k0.min() >= 0 and k0.max() < 1 << 16:
+        o = np.argsort(k0.astype(np.uint16), kind="stable")
+        if len(keys) == 1 or _lex_sorted([k0[o]] + [k[o] for k in keys[1:]]):
+            return o
+    return np.lexsort(keys[::-1])
+
+
+def frame_getter(n: int, cols: dict):
+    """``get(name, fill, dtype, rows=None)`` over decoded columns (:func:`sniffsync.frames.decode_columns`).
+
+    Values are cast through the schema dtype and nulls replaced by ``fill``, exactly as
+    the frame table's nullable column ``.to_numpy(dtype, na_value=fill)`` gives them.
+    """
+    from .schema import COLUMNS
+    schema = {c.name: c.dtype for c in COLUMNS}
+
+    all_valid = {}
+
+    def get(name, fill, dtype, rows=None):
+        if rows is not None and len(rows) == n and (n == 0 or rows[-1] == n - 1):
+            rows = None                   # every frame, in order: no gather
+        size = n if rows is None else len(rows)
+        if name not in cols:
+            return np.full(size, fill, dtype)
+        v, ok = cols[name]
+        if ok is not None and all_valid.setdefault(name, bool(ok.all())):
+            ok = None
+        v = np.asarray(v) if rows is None else np.asarray(v)[rows]
+        sd = schema.get(name, "")
+        sd = "bool" if sd == "boolean" else sd.lower()
+        v = v.astype(sd or dtype, copy=False).astype(dtype, copy=False)
+        if ok is None:
+            return v
+        ok = ok if rows is None else ok[rows]
+        return v if ok.all() else np.where(ok, v, np.asarray(fill, dtype))
+    return get
+
+
+def cat_codes(n: int, cols: dict, rows: np.ndarray):
+    """Codes of ``ip_src``/``ip_dst`` on ``rows`` in one shared list of names (-1 = null)."""
+    from .table import as_cat
+    names, index, out = [], {}, []
+    for name in ("ip_src", "ip_dst"):
+        if name not in cols:
+            out.append(np.full(len(rows), -1, np.int64))
+            continue
+        cat = as_cat(*cols[name])
+        remap = np.full(len(cat.categories) + 1, -1, np.int64)
+        for i, v in enumerate(cat.categories):
+            remap[i] = index.setdefault(v, len(names))
+            if remap[i] == len(names):
+                names.append(v)
+        codes = np.asarray(cat.codes)
+        out.append(remap[codes if len(rows) == n else codes[rows]])
+    return out[0], out[1], names
+
+
+def _first_of_group(codes: np.ndarray, k: int) -> np.ndarray:
+    """Index of the first row of each code ``0..k-1`` (``len(codes)`` when absent)."""
+    first = np.full(k, len(codes), np.int64)
+    np.minimum.at(first, codes, np.arange(len(codes)))
+    return first
+
+
+def _flow_codes(lo: np.ndarray, hi: np.ndarray, udp: np.ndarray) -> np.ndarray:
+    """Dense codes of the (lo, hi, udp) triples (any order of codes)."""
+    from .table import factorize
+    m = len(lo)
+    if not m:
+        return np.zeros(0, np.int64)
+    if lo.min() >= -(1 << 16) and hi.max() < (1 << 30) - (1 << 16):
+        # endpoints are (address code << 16 | port): both fit 30 bits, one key per row
+        key = (((lo + (1 << 16)) << 31) | (hi + (1 << 16))) << 1 | udp
+        return np.asarray(factorize(key)[0], np.int64)
+    ep = np.asarray(factorize(np.concatenate([lo, hi]))[0], np.int64)
+    n_ep = int(ep.max()) + 1
+    return np.asarray(factorize((ep[:m] * n_ep + ep[m:]) * 2 + udp)[0], np.int64)
+
+
+def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
+    """TCP and UDP rows of a frame table: flow ids, direction, MAC duplicates.
+
+    Parameters
+    ----------
+    get : callable
+        ``get(name, fill, dtype, rows=None)``: a frame column (nulls -> ``fill``).
+    ip_codes : callable
+        ``ip_codes(rows)`` -> ``(src_codes, dst_codes, names)`` of the rows' IP addresses.
+    dedup : bool
+        Mark MAC duplicates (``mac_dup``).
+
+    Returns
+    -------
+    seg : Lazy
+        Columns :data:`SEG_COLUMNS` + ``mac_dup``, rows sorted by (fd, ts_ns, input row).
+    names : list
+        Endpoint text of the ``src``/``dst`` codes.
+    """
+    proto = get("ip_proto", 0, np.int64)
+    sport = get("sport", -1, np.int64)
+    rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0))
+    m = len(rows)
+    s_code, d_code, names = ip_codes(rows)
+    s_code, d_code = np.asarray(s_code, np.int64), np.asarray(d_code, np.int64)
+    every = m == len(proto)                   # usually: every frame is TCP/UDP
+    sp, pr = (sport, proto) if every else (sport[rows], proto[rows])
+    dp = get("dport", 0, np.int64, rows)
+    ep_s, ep_d = (s_code << 16) | sp, (d_code << 16) | dp
+    lo, hi = np.minimum(ep_s, ep_d), np.maximum(ep_s, ep_d)
+    ts = get("ts_ns", 0, np.int64, rows)
+    flags = get("tcp_flags", 0, np.int64, rows)
+    udp = pr == 17
+
+    # flows numbered by first appearance in time (stable: input order among equal times)
+    t_sorted = is_sorted(ts)
+    t_order = np.arange(m) if t_sorted else np.argsort(ts, kind="stable")
+    code = _flow_codes(lo, hi, udp)
+    k = int(code.max()) + 1 if m else 0
+    first_t = _first_of_group(code[t_order], k)           # position in time order
+    by_first = np.argsort(first_t, kind="stable")
+    renum = np.empty(k, np.int64)
+    renum[by_first] = np.arange(k)
+    flow = renum[code]
+    # initiator: sender of the first pure SYN, else of the first packet
+    init_ep = ep_s[t_order[first_t[by_first]]] if k else np.zeros(0, np.int64)
+    is_syn = ~udp & ((flags & (TH_SYN | TH_ACK)) == TH_SYN)
+    syn_t = t_order[is_syn[t_order]]
+    if len(syn_t):
+        fs = _first_of_group(flow[syn_t], k)
+        has = fs < len(syn_t)
+        init_ep[has] = ep_s[syn_t[fs[has]]]
+    fd = flow * 2 + (ep_s != init_ep[flow])
+
+    # one order (fd, ts, input row); each column is gathered when first read
+    o = lex_order(fd) if t_sorted else t_order[lex_order(fd[t_order])]
+    counts = np.bincount(fd, minlength=2 * k)
+    fd_s = np.repeat(np.arange(2 * k, dtype=np.int64), counts)
+    # endpoints, ports and protocol are the same on every row of a flow direction
+    one = o[(np.cumsum(counts) - counts)[counts > 0]]
+
+    def per_fd(v):
+        return np.repeat(v[one], counts[counts > 0])
+    idx = o if every else rows[o]
+    seg = Lazy({"ts_ns": ts[o], "flow": fd_s >> 1, "dir": fd_s & 1, "fd": fd_s,
+                "proto": per_fd(pr), "sport": per_fd(sp), "dport": per_fd(dp), "flags": flags[o]})
+    seg["payload_len"] = np.where(seg["proto"] == 6, get("tcp_payload_len", 0, np.int64, idx),
+                                  get("udp_len", 8, np.int64, idx) - 8) if udp.any() else \
+        get("tcp_payload_len", 0, np.int64, idx)
+    seg.thunks["row"] = lambda: idx.astype(np.int64, copy=False)
+    seg.thunks["src"] = lambda: per_fd(s_code)
+    seg.thunks["dst"] = lambda: per_fd(d_code)
+    for name, (col, fill, dtype) in _FROM_FRAME.items():
+        seg.thunks[name] = (lambda c=col, f=fill, d=dtype: get(c, f, d, idx))
+    seg.thunks["mac_dup"] = (lambda: dedup_mac(seg)) if dedup else (lambda: np.zeros(m, bool))
+    return seg, names
+
+
+def dedup_mac(seg) -> np.ndarray:
+    """Mask of MAC duplicates among 802.11 rows (see :mod:`sniffsync.flows`).
+
+    Rows of one MAC identity share fd and keep their input order among equal times, so
+    marking duplicates on the sorted table gives the same rows as before the sort.
+    """
+    ident = ["ta", "wlan_seq", "flow", "dir", "seq_raw", "ack_raw", "payload_len", "flags"]
+    wifi = np.flatnonzero(seg["ta"] >= 0)
+    dup = np.zeros(len(seg["ta"]), bool)
+    if not len(wifi):
+        return dup
+    cols = {c: seg[c][wifi] for c in ident + ["ts_ns", "sniffer", "retry"]}
+    order = np.lexsort([cols["ts_ns"]] + [cols[c] for c in reversed(ident)])
+    s = {c: v[order] for c, v in cols.items()}
+    same = np.ones(len(order), bool)
+    for c in ident:
+        same[1:] &= s[c][1:] == s[c][:-1]
+    same[:1] = False
+    gap_ok = np.zeros(len(order), bool)
+    gap_ok[1:] = (s["ts_ns"][1:] - s["ts_ns"][:-1]) <= DEDUP_MAX_GAP_NS
+    other_sniffer = np.zeros(len(order), bool)
+    other_sniffer[1:] = s["sniffer"][1:] != s["sniffer"][:-1]
+    dup[wifi[order]] = same & gap_ok & (s["retry"] | other_sniffer)
+    return dup
+
+
+def restart_cumsum(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Cumulative sum of ``x`` restarting at every ``starts`` row (the start row included)."""
+    cs = np.cumsum(x)
+    sp = np.flatnonzero(starts)
+    if not len(sp):
+        return cs
+    before = cs[sp] - x[sp]                        # the running total before each group
+    if len(sp) <= 64:                              # few groups (flow directions): in place
+        for a, b, v in zip(sp, np.append(sp[1:], len(x)), before):
+            cs[a:b] -= v
+        return cs
+    before = np.repeat(before, np.diff(np.append(sp, len(x))))
+    if sp[0] > 0:                                  # rows before the first start: no restart
+        before = np.concatenate([np.zeros(sp[0], before.dtype), before])
+    cs -= before
+    return cs
+
+
+def _groups(fd: np.ndarray):
+    """(order or None, group start positions, fd of each group) of a table sorted by fd."""
+    o = None if is_sorted(fd) else np.argsort(fd, kind="stable")
+    f = fd if o is None else fd[o]
+    st = np.flatnonzero(group_starts(f))
+    return o, st, f[st]
+
+
+def flow_arrays(seg) -> dict:
+    """Per flow direction totals (see ``flows.flow_table``); ``proto`` stays 6/17, ``src``/``dst`` codes."""
+    fd = seg["fd"]
+    o, st, fds = _groups(fd)
+
+    def col(name):
+        v = seg[name]
+        return v if o is None else v[o]
+
+    def gsum(x):
+        return np.add.reduceat(x.astype(np.int64), st) if len(st) else np.zeros(0, np.int64)
+
+    out = {"fd": fds}
+    for name in ("flow", "dir", "proto", "src", "sport", "dst", "dport"):
+        out[name] = col(name)[st]
+    dup = col("mac_dup")
+    keep = ~dup
+    data = col("is_data") & keep
+    kind = col("kind")
+    ts = col("ts_ns")
+    out["segments"] = gsum(keep)
+    out["data_segments"] = gsum(data)
+    out["bytes"] = gsum(np.where(keep, col("payload_len"), 0))
+    out["goodput_bytes"] = gsum(col("new_bytes"))
+    out["retransmissions"] = gsum(kind == KIND["retransmission"])
+    out["out_of_order"] = gsum(kind == KIND["out_of_order"])
+    out["zero_windows"] = gsum(keep & (col("proto") == 6) & (col("win") == 0) &
+                               ((col("flags") & (TH_RST | TH_SYN)) == 0))
+    out["mac_retries"] = gsum(col("retry"))
+    out["mac_duplicates"] = gsum(dup)
+    big = np.iinfo(np.int64).max
+    data &= ts >= 0
+    if len(st):
+        first = np.minimum.reduceat(np.where(data, ts, big), st)
+        last = np.maximum.reduceat(np.where(data, ts, -1), st)
+    else:
+        first = last = np.zeros(0, np.int64)
+    out["first_ns"] = np.where(first == big, -1, first)
+    out["last_ns"] = last
+    out["ta"] = _main_ta(fd, seg["ta"], fds)
+    return out
+
+
+def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
+    """Most frequent transmitter of each fd in ``fds`` (ties: the larger address; -1 none)."""
+    out = np.full(len(fds), -1, np.int64)
+    w = np.flatnonzero(ta >= 0)
+    if not len(w):
+        return out
+    f, t = fd[w], ta[w]
+    o = np.lexsort((t, f))
+    f, t = f[o], t[o]
+    head = np.flatnonzero(group_starts(f) | group_starts(t))
+    cnt = np.diff(np.append(head, len(f)))
+    rf, rt = f[head], t[head]
+    best = np.lexsort((cnt, rf))                   # stable: ties keep address order
+    last = best[np.append(rf[best][1:] != rf[best][:-1], True)]
+    out[np.searchsorted(fds, rf[last])] = rt[last]
+    return out

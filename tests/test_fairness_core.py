@@ -1,0 +1,204 @@
+"""The pandas-free fairness core (sniffsync.flows_core / flows_tcp / fairness_windows)
+against slow, obviously correct oracles: Python loops, and the pandas operations the
+core replaces (groupby cummax / median / quantile, time-based rolling min, lexsort).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sniffsync.fairness_windows import trailing_min, window_quantiles, window_starts, window_sums
+from sniffsync.flows import classify_segments, flow_table, segments
+from sniffsync.flows_core import grouped_cummax, lex_order, restart_cumsum
+from sniffsync.flows_tcp import group_median, rto_arrays
+from test_flows import ACK, MS, SYN, make_frames
+
+RNG = np.random.default_rng(20261122)
+EPOCH_NS = 1_700_000_000_123_456_789     # beyond float64's exact integers
+
+
+def _groups(n, k, rng=RNG):
+    return np.sort(rng.integers(0, k, n))
+
+
+@pytest.mark.parametrize("k", [1, 3, 40])
+@pytest.mark.parametrize("sentinel", [False, True])
+def test_grouped_cummax_matches_loop(k, sentinel):
+    key = _groups(500, k)
+    values = RNG.integers(-1000, 1000, 500)
+    if sentinel:    # "nothing sent yet" markers: the bands of 40 groups overflowed int64 before
+        values[RNG.random(500) < 0.3] = np.iinfo(np.int64).min // 4
+    expect = values.copy()
+    for i in range(1, len(values)):
+        if key[i] == key[i - 1]:
+            expect[i] = max(expect[i - 1], values[i])
+    assert np.array_equal(grouped_cummax(key, values), expect)
+    assert len(grouped_cummax(key[:0], values[:0])) == 0
+
+
+def test_restart_cumsum_matches_loop():
+    for n in (0, 1, 7, 300):
+        x, starts = RNG.integers(-5, 5, n), RNG.random(n) < 0.2
+        expect, acc = np.zeros(n, np.int64), 0
+        for i in range(n):
+            acc = x[i] if starts[i] else acc + x[i]
+            expect[i] = acc
+        assert np.array_equal(restart_cumsum(x, starts), expect)
+
+
+@pytest.mark.parametrize("case", ["random", "sorted", "small_first", "big_first", "ties"])
+def test_lex_order_is_lexsort(case):
+    n = 2000
+    a, b = RNG.integers(0, 5, n), RNG.integers(0, 50, n)
+    if case == "sorted":
+        a, b = np.sort(a), np.arange(n)
+    elif case == "big_first":
+        a = a * (1 << 40)
+    elif case == "ties":
+        b = np.zeros(n, np.int64)
+    elif case == "small_first":
+        b = np.where(a % 2 == 0, np.arange(n), b)
+    assert np.array_equal(lex_order(a, b), np.lexsort((b, a)))
+    assert np.array_equal(lex_order(a), np.argsort(a, kind="stable"))
+
+
+def test_group_median_and_rto_match_pandas():
+    key = RNG.integers(0, 7, 3000)
+    values = RNG.integers(0, 10**9, 3000)
+    k, med = group_median(key, values)
+    s = pd.Series(values).groupby(key)
+    assert np.array_equal(k, s.median().index.to_numpy())
+    assert np.array_equal(med, s.median().to_numpy())
+    o = np.argsort(key, kind="stable")               # grouped keys: the no-sort path
+    k2, med2 = group_median(key[o], values[o])
+    assert np.array_equal(k2, k) and np.array_equal(med2, med)
+    # RFC 6298 stand-in, as tcp_rtt computed it with pandas
+    est = s.median() + 4 * (pd.Series(values) - s.transform("median")).abs().groupby(key).mean()
+    fds, rto = rto_arrays(key, values, 200_000_000)
+    assert np.array_equal(fds, est.index.to_numpy())
+    assert np.array_equal(rto, np.maximum(est, 200_000_000).astype(np.int64).to_numpy())
+
+
+@pytest.mark.parametrize("horizon_ns", [1, 5 * MS, 10**12])
+def test_trailing_min_is_time_rolling_min(horizon_ns):
+    n = 3000
+    key = _groups(n, 4)
+    ts = EPOCH_NS + np.concatenate([np.sort(RNG.integers(0, 10**9, c)) for c in np.bincount(key)])
+    ts[5] = ts[4] = ts[3]                          # equal stamps: only rows up to this one
+    values = RNG.integers(0, 10**7, n)
+    df = pd.DataFrame({"k": key, "v": values}, index=pd.to_datetime(ts, unit="ns"))
+    expect = df.groupby("k")["v"].rolling(pd.Timedelta(horizon_ns, "ns"), min_periods=1).min()
+    assert np.array_equal(trailing_min(key, ts, values, horizon_ns), expect.to_numpy().astype(np.int64))
+
+
+@pytest.mark.parametrize("window_ms,step_ms", [(400, 200), (1000, 300), (100, 250)])
+def test_window_sums_match_loop(window_ms, step_ms):
+    unit = RNG.integers(0, 3, 2000)
+    ts = RNG.integers(-500 * MS, 4000 * MS, 2000)
+    w = RNG.random(2000)
+    starts = window_starts(0, 3000 * MS, window_ms * MS, step_ms * MS)
+    got = window_sums(unit, ts, w, 3, starts, window_ms * MS)
+    for u in range(3):
+        for k, s in enumerate(starts):
+            sel = (unit == u) & (ts >= s) & (ts < s + window_ms * MS)
+            assert got[u, k] == pytest.approx(w[sel].sum(), abs=1e-9)
+
+
+def _quantiles_pandas(ts_ns, values, starts, window_ns, qs=(0.5, 0.95)):
+    """The pandas implementation the numpy one replaced (explode into windows, groupby quantile)."""
+    t0, step = starts[0], (starts[1] - starts[0]) if len(starts) > 1 else window_ns
+    k_hi = np.minimum((ts_ns - t0) // step, len(starts) - 1)
+    k_lo = np.maximum(-(-(ts_ns - t0 - window_ns + 1) // step), 0)
+    cnt = np.maximum(k_hi - k_lo + 1, 0)
+    rep = np.repeat(np.arange(len(ts_ns)), cnt)
+    win = k_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+    out = np.full((len(starts), len(qs)), np.nan)
+    if len(rep):
+        q = pd.Series(np.asarray(values, float)[rep]).groupby(win).quantile(list(qs)).unstack()
+        out[q.index.to_numpy()] = q.to_numpy()
+    return out
+
+
+@pytest.mark.parametrize("window_ms,step_ms", [(400, 200), (1000, 300), (100, 250), (50, 50)])
+def test_window_quantiles_match_pandas(window_ms, step_ms):
+    ts = np.sort(RNG.integers(0, 3000 * MS, 4000))
+    values = RNG.integers(0, 10**8, 4000)
+    values[:50] = 7                                 # ties
+    starts = window_starts(int(ts[0]), int(ts[-1]), window_ms * MS, step_ms * MS)
+    got = window_quantiles(ts, values, starts, window_ms * MS, (0.1, 0.5, 0.95, 1.0))
+    expect = _quantiles_pandas(ts, values, starts, window_ms * MS, (0.1, 0.5, 0.95, 1.0))
+    np.testing.assert_array_equal(got, expect)
+    assert np.isnan(window_quantiles(ts[:0], values[:0], starts, window_ms * MS)).all()
+
+
+def _delivery_oracle(seg):
+    """deliver_ns by definition: last transmission of each (fd, raw first byte), then the
+    running maximum of those arrival times in sequence order within the fd."""
+    out = seg["ts_ns"].to_numpy().copy()
+    data = (seg["proto"] == 6) & (seg["payload_len"] > 0)
+    last = seg[data].groupby(["fd", "seq_raw"])["ts_ns"].max()
+    rows = seg[data & ~seg["mac_dup"]]
+    for _, g in rows.groupby("fd"):
+        g = g.assign(pos=np.arange(len(g))).sort_values(["rel_seq", "pos"])
+        arr = [last[(f, s)] for f, s in zip(g["fd"], g["seq_raw"])]
+        out[g.index.to_numpy()] = np.maximum.accumulate(arr)
+    return out
+
+
+@pytest.mark.parametrize("pattern", ["in_order", "retransmitted", "reordered", "wrapping"])
+def test_in_order_delivery_paths(pattern):
+    base = (1 << 32) - 3000 if pattern == "wrapping" else 1000
+    order = np.arange(12)
+    if pattern == "reordered":
+        order = np.array([0, 1, 3, 2, 4, 6, 5, 7, 8, 10, 9, 11])
+    rows = [{"t_ms": 0, "flags": SYN, "seq": base - 1, "len": 0}]
+    for i, k in enumerate(order):
+        rows.append({"t_ms": 1 + i, "seq": (base + 1000 * int(k)) % (1 << 32), "len": 1000})
+    if pattern == "retransmitted":
+        rows.append({"t_ms": 20, "seq": base + 3000, "len": 1000})     # segment 3 again
+        rows.append({"t_ms": 21, "seq": base + 12000, "len": 1000})
+    rows += [{"t_ms": 30 + i, "src": "10.0.0.2", "dst": "10.0.0.1", "sport": 5001, "dport": 40000,
+              "flags": ACK, "ack": base + 1000 * i} for i in range(3)]
+    seg = classify_segments(segments(make_frames(rows)))
+    assert np.array_equal(seg["deliver_ns"].to_numpy(), _delivery_oracle(seg))
+
+
+def test_flow_times_keep_every_nanosecond():
+    # an ACK-only direction has no data: its first_ns/last_ns are -1 and must not turn the
+    # other directions' epoch-ns times into float64 (which rounded them to 256 ns)
+    rows = [{"ts_ns": EPOCH_NS + 7 * i, "seq": 1 + 100 * i, "len": 100} for i in range(3)]
+    rows.append({"ts_ns": EPOCH_NS + 50, "src": "10.0.0.2", "dst": "10.0.0.1", "sport": 5001,
+                 "dport": 40000, "flags": ACK, "ack": 301})
+    ft = flow_table(classify_segments(segments(make_frames(rows)))).set_index("dir")
+    assert ft.loc[0, "first_ns"] == EPOCH_NS and ft.loc[0, "last_ns"] == EPOCH_NS + 14
+    assert ft.loc[1, "first_ns"] == -1 and ft["first_ns"].dtype == np.int64
+
+
+@pytest.mark.parametrize("n_addr", [3, 40_000])
+def test_flow_ids_and_directions_match_pandas(n_addr):
+    # many addresses take the two-step endpoint coding; flows numbered by first appearance
+    from sniffsync.flows_core import segment_arrays
+    n = 5000
+    src, dst = RNG.integers(-1, n_addr, n), RNG.integers(-1, n_addr, n)
+    sport, dport = RNG.integers(0, 4, n), RNG.integers(0, 4, n)
+    proto = RNG.choice([6, 17], n)
+    flags = RNG.choice([ACK, SYN, SYN | ACK], n)
+    ts = np.sort(RNG.integers(0, 10**6, n))
+    cols = {"ip_proto": proto, "sport": sport, "dport": dport, "ts_ns": ts, "tcp_flags": flags}
+
+    def get(name, fill, dtype, rows=None):
+        v = cols[name] if name in cols else np.full(n, fill, dtype)
+        return v.astype(dtype) if rows is None else v[rows].astype(dtype)
+    seg, _ = segment_arrays(get, lambda rows: (src[rows], dst[rows], []), dedup=False)
+
+    ep_s, ep_d = (src << 16) | sport, (dst << 16) | dport
+    key = pd.DataFrame({"lo": np.minimum(ep_s, ep_d), "hi": np.maximum(ep_s, ep_d), "p": proto})
+    flow = key.groupby(["lo", "hi", "p"], sort=False).ngroup().to_numpy()
+    syn = (proto == 6) & ((flags & (SYN | ACK)) == SYN)
+    init = pd.Series(ep_s).groupby(flow).first()
+    init.update(pd.Series(ep_s[syn]).groupby(flow[syn]).first())
+    fd = flow * 2 + (ep_s != init.to_numpy()[flow])
+    o = np.lexsort((np.arange(n), ts, fd))
+    assert np.array_equal(seg["fd"], fd[o]) and np.array_equal(seg["row"], o)
+    assert np.array_equal(seg["src"], src[o]) and np.array_equal(seg["dport"], dport[o])

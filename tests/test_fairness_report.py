@@ -1,0 +1,114 @@
+"""The fairness report writer and the pandas-free CLI path (sniffsync.fairness_report).
+
+Oracles: ``json.dump`` of the DataFrame records (the writer's previous implementation)
+and the pandas API (:func:`sniffsync.fairness.fairness` on ``read_capture`` tables).
+"""
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sniffsync.fairness import fairness, result_frames
+from sniffsync.fairness_report import flow_lines, write_json
+from sniffsync.frames import read_capture
+from test_flows import CAPS
+
+HERE = os.path.dirname(__file__)
+NS3 = [os.path.join(CAPS, f"ns3-11n-ht20-hidden-sniffer{s}.pcap") for s in ("A-nearAP", "B-nearSTA1")]
+
+
+def _json_oracle(res) -> str:
+    """The report as ``json.dump(indent=1)`` of the DataFrames' records writes it."""
+    def recs(df):
+        return [] if df is None or df.empty else \
+            df.astype(object).where(df.notna(), None).to_dict(orient="records")
+    rep = {"summary": res.summary, "flows": recs(res.flows), "windows": recs(res.windows),
+           "jain": recs(res.jain), "cdf": recs(res.cdf), "stations": recs(res.stations)}
+    return json.dumps(rep, indent=1, default=str)
+
+
+def _write(runs, summary) -> str:
+    fh = io.StringIO()
+    write_json(fh, runs, summary)
+    return fh.getvalue()
+
+
+def test_json_writer_is_json_dump_of_records():
+    # every kind of value: ints, floats incl. NaN/inf, bools, text incl. non-ASCII, null text
+    n = 5
+    run = {"names": ["10.0.0.1", "fe80::1"],
+           "flows": {"fd": np.arange(n), "proto": np.array([6, 17, 6, 6, 17]),
+                     "src": np.array([0, 1, -1, 0, 1]), "dst": np.array([1, 0, 0, -1, 0]),
+                     "x": np.array([0.1, np.nan, np.inf, -np.inf, 1e300])},
+           "windows": {"ok": np.array([True, False]), "big": np.array([2**62, -3])},
+           "jain": {"jain": np.array([1.0, 1 / 3]),
+                    "why": np.array(["", "station é: 5% \"air\"\n"], dtype=object)},
+           "cdf": {"jain": np.zeros(0), "frac": np.zeros(0)}, "stations": {}, "rtt": {}}
+    summary = {"runs": [{"run": 0, "median": None, "p10": 0.25}], "definitions": {"a": "b"}}
+    got = _write([run, run], summary)
+    res = result_frames([run | {"rtt": _rtt0()}] * 2, summary)
+    assert got == _json_oracle(res)
+    assert json.loads(got)["flows"][2]["src"] is None
+
+
+def _rtt0():
+    z = np.zeros(0, np.int64)
+    return {"fd": z, "flow": z, "ts_ns": z, "rtt_ns": z, "source": z, "data_row": z, "ack_row": z}
+
+
+@pytest.mark.parametrize("paths", [NS3[:1], NS3], ids=["one", "two-runs"])
+def test_report_of_the_core_equals_the_pandas_api(paths):
+    from sniffsync.fairness_core import Capture, fairness_tables
+    runs, summary = fairness_tables([Capture.from_frame(read_capture(p)) for p in paths],
+                                    200_000_000, 100_000_000)
+    res = fairness([read_capture(p) for p in paths], 200_000_000, 100_000_000)
+    assert _write(runs, summary) == _json_oracle(res)
+    assert len(flow_lines(runs)) == 1 + int((res.flows["bytes"] > 0).sum())
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_fairness",
+                                                  os.path.join(HERE, "..", "bench", "bench_fairness.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def ethernet_pcap(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("eth") / "tiled.pcap")
+    _bench().build_capture(path, 6000)
+    return path
+
+
+def _cli(args, code="from sniffsync.cli import main; main(sys.argv[1:])"):
+    return subprocess.run([sys.executable, "-c", "import sys; " + code + "; print('PANDAS', 'pandas' in sys.modules)",
+                           "fairness", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_on_ethernet_reads_no_pandas_and_matches_the_api(ethernet_pcap, tmp_path):
+    out = tmp_path / "r.json"
+    p = _cli([ethernet_pcap, "-o", str(out)])
+    assert p.returncode == 0, p.stderr
+    assert "PANDAS False" in p.stdout
+    assert out.read_text() == _json_oracle(fairness(read_capture(ethernet_pcap)))
+
+
+def test_cli_csv_and_radiotap_captures_match_the_api(ethernet_pcap, tmp_path):
+    out = tmp_path / "r.json"
+    p = _cli([NS3[0], ethernet_pcap, "--window", "0.3", "--step", "0.1", "-o", str(out),
+              "--csv", str(tmp_path / "csv")])
+    assert p.returncode == 0, p.stderr
+    res = fairness([read_capture(NS3[0]), read_capture(ethernet_pcap)], 300_000_000, 100_000_000)
+    assert out.read_text() == _json_oracle(res)
+    for name in ("flows", "windows", "jain", "rtt"):
+        got = pd.read_csv(tmp_path / "csv" / f"{name}.csv")
+        pd.testing.assert_frame_equal(got, pd.read_csv(io.StringIO(getattr(res, name).to_csv(index=False))))
