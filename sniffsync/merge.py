@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import CaptureError, UsageError
-from .sync import cluster, hash_key, sync
+from .sync import cluster, hash_key, local_clocks, reference_clock, sync
+from .sync_sort import order_by
 
 __all__ = ["MERGE_KEY", "match_copies", "merged_table", "merge", "merge_report",
            "heard_by", "write_merged", "best_copy"]
@@ -38,52 +39,53 @@ RADIO_LINKTYPES = (127, 105)
 
 
 def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
-                 gate_ns: float) -> np.ndarray:
+                 gate_ns: float, key=None) -> np.ndarray:
     """Group id per frame: frames with one content key, within ``gate_ns``, one per sniffer.
 
     Frames of unsynced clocks (``synced`` False) are never grouped with others.
+    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed.
     """
-    key = hash_key(df, MERGE_KEY)
+    key = hash_key(df, MERGE_KEY) if key is None else key
     sniffer = df["sniffer"].to_numpy(np.int64)
     # unsynced frames get a unique key each so they stay alone
     key = np.where(synced, key, np.arange(len(df), dtype=np.uint64) * np.uint64(0x9E3779B1) + np.uint64(1))
     return cluster(key, np.asarray(common_ns, np.int64), sniffer, gate_ns)
 
 
-def heard_by(mask: np.ndarray, signals: dict, names: list[str]) -> np.ndarray:
-    """Per frame text ``"A(-41 dBm) B(-67 dBm)"`` from the bitmask and per-sniffer signal columns."""
-    out = pd.Series([""] * len(mask), dtype=object)
-    for s, name in enumerate(names):    # per sniffer, not per frame
-        sig = signals.get(s)
-        here = (np.asarray(mask) >> s) & 1 == 1
-        if sig is None:
-            txt = pd.Series(np.full(len(mask), name), dtype=object)
-        else:
-            v = pd.Series(sig).astype("Float64")
-            txt = name + "(" + v.astype("Int64").astype(str).str.replace("<NA>", "?") + " dBm)"
-        sep = np.where(out.to_numpy() == "", "", " ")
-        out = out.where(~here, out + sep + txt)
-    return out.to_numpy()
-
-
 def best_copy(group, sniffer, sig) -> np.ndarray:
-    """Row of the strongest copy of every group (ties -> lowest sniffer index)."""
+    """Row of the strongest copy of every group (ties -> lowest sniffer index, then row)."""
+    group, sniffer = np.asarray(group, np.int64), np.asarray(sniffer, np.int64)
+    sig = np.asarray(sig, np.float64)
+    n = len(group)
+    best = np.zeros(int(group.max()) + 1 if n else 0, np.int64)
+    valid = sig > -1e8                   # nulls come as -1e9: weaker than any signal
+    if n and n < 2**32 and sniffer.min() >= 0 and sniffer.max() < 256 and (
+            np.abs(sig[valid]) < 2**20).all() and (sig[valid] == np.rint(sig[valid])).all():
+        # one packed score per row, the group's maximum is its first row of
+        # lexsort((sniffer, -sig, group)): (signal, -sniffer, -row)
+        code = np.where(valid, sig + 2**20 + 1, 0).astype(np.int64)
+        score = (code << 40) | ((255 - sniffer) << 32) | (2**32 - 1 - np.arange(n))
+        top = np.full(len(best), -1, np.int64)
+        np.maximum.at(top, group, score)
+        best[:] = 2**32 - 1 - (top & (2**32 - 1))
+        return best
     order = np.lexsort((sniffer, -sig, group))
     g = group[order]
     first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
-    best = np.zeros(int(group.max()) + 1 if len(group) else 0, np.int64)
     best[g[first]] = order[first]
     return best
 
 
 def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarray | None,
                  group: np.ndarray, synced: np.ndarray, n_sniffers: int,
-                 keep_duplicates: bool = False, best=None) -> pd.DataFrame:
+                 keep_duplicates: bool = False, best=None, consume: bool = False) -> pd.DataFrame:
     """One row per group (the strongest copy), or every copy with ``keep_duplicates``.
 
     Adds ``sniffers_heard`` (bitmask), ``n_heard``, ``best_sniffer``, ``merged_id``,
     ``unsynced`` and ``signal_dbm_s<k>`` per sniffer; ``ts_ns`` is the mean common time of
     the copies and ``tsft_us`` its value on the reference TSF (null when not derived).
+    ``consume``: drop each column from ``df`` once taken (``df`` is emptied), so the
+    peak memory is about one table, not the input table plus the merged one.
     """
     n = len(df)
     sniffer = df["sniffer"].to_numpy(np.int64)
@@ -98,15 +100,18 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     best = best_copy(group, sniffer, sig) if best is None else best
     rows = np.arange(n) if keep_duplicates else best
     ts = t_mean[group[rows]] if not keep_duplicates else common_ns[rows]
-    # sort by (ts_ns, merged_id, sniffer) before the one take of every column
-    order = np.lexsort((sniffer[rows], group[rows], ts))
+    # sort by (ts_ns, merged_id, sniffer) before the one take of every column; one row
+    # per group comes in group order, so the order is by time, ties by row
+    order = (order_by(ts - ts.min(initial=0)) if not keep_duplicates
+             else np.lexsort((sniffer[rows], group[rows], ts)))
     rows, ts = rows[order], ts[order]
-    out = df.iloc[rows].reset_index(drop=True)
+    tc = None if tsft_common is None else \
+        np.where(synced, tsft_common, df["tsft_us"].to_numpy(np.int64, na_value=0))[rows]
+    out = _take(df, rows, consume)
     g = group[rows]
     out["ts_ns"] = ts
-    if tsft_common is not None:
-        tc = np.where(synced, tsft_common, df["tsft_us"].to_numpy(np.int64, na_value=0))
-        out["tsft_us"] = pd.array(tc[rows], dtype="Int64")
+    if tc is not None:
+        out["tsft_us"] = pd.array(tc, dtype="Int64")
     out["merged_id"] = g
     out["sniffers_heard"] = mask[g]
     out["n_heard"] = nh[g].astype(np.int16)
@@ -116,8 +121,29 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
         v = np.full(ng, -128, np.int64)
         m = sniffer == s
         v[group[m]] = np.where(sig[m] > -1e8, sig[m], -128)
-        have = (mask >> s) & 1 == 1
-        out[f"signal_dbm_s{s}"] = pd.arrays.IntegerArray(v[g].astype(np.int8), ~(have[g] & (v[g] > -128)))
+        vg = v[g]
+        have = (mask[g] >> s) & 1 == 1
+        out[f"signal_dbm_s{s}"] = pd.arrays.IntegerArray(vg.astype(np.int8), ~(have & (vg > -128)))
+    return out
+
+
+def _take(df: pd.DataFrame, rows: np.ndarray, consume: bool = False) -> pd.DataFrame:
+    """``df.iloc[rows].reset_index(drop=True)`` for valid ``rows``: one numpy take per
+    column (values and masks, category codes), without pandas' per-column checks;
+    ``consume`` pops every column from ``df`` once taken."""
+    cols, names = {}, df.columns
+    for c in list(names):                # per column
+        a = (df.pop(c) if consume else df[c]).array
+        if isinstance(a, pd.Categorical):
+            cols[c] = pd.Categorical.from_codes(a.codes[rows], dtype=a.dtype)
+        elif isinstance(a, pd.arrays.IntegerArray | pd.arrays.BooleanArray | pd.arrays.FloatingArray):
+            cols[c] = type(a)(a._data[rows], a._mask[rows])
+        elif isinstance(a, pd.arrays.NumpyExtensionArray):
+            cols[c] = a.to_numpy()[rows]
+        else:                            # anything else: pandas' own take
+            cols[c] = a.take(rows)
+    out = pd.DataFrame(cols, copy=False)
+    out.columns = names
     return out
 
 
@@ -149,6 +175,23 @@ def _str_categories(t: pd.DataFrame) -> pd.DataFrame:
     return t.assign(**fix) if fix else t
 
 
+def _concat_columns(tables: list) -> pd.DataFrame:
+    """``frames.concat_tables(tables)``, built one column at a time.
+
+    Each input column is dropped from its table once copied, so the peak is the inputs
+    plus one column, not twice the inputs, and the freed column is reused by the next
+    (fresh pages cost more than the copy). ``tables`` are emptied.
+    """
+    from pandas.api.types import union_categoricals
+    out = {}
+    for c in list(tables[0].columns):   # per column, not per row
+        parts = [t.pop(c) for t in tables]
+        cat = isinstance(parts[0].dtype, pd.CategoricalDtype)
+        out[c] = union_categoricals(parts, ignore_order=True) if cat else pd.concat(parts, ignore_index=True)
+        del parts
+    return pd.DataFrame(out, copy=False)
+
+
 def _validate(paths, tables):
     """One clear error per bad input set."""
     if paths is not None:
@@ -172,13 +215,13 @@ def _validate(paths, tables):
 
 def _read_all(paths, columns):
     """Records and frame tables of every input (``columns``: see :func:`merge`)."""
-    from .capture import read_records
-    from .frames import decode_records
+    from .frames import read_columns
+    from .table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
 
     def one(s):
-        rec = read_records(paths[s])
-        return rec, decode_records(rec, s, want)
+        rec, n, cols, marks = read_columns(paths[s], s, want)     # walk and decode overlap
+        return rec, frame_table(n, cols, marks, want)
     out = [one(s) for s in range(len(paths))]   # one after the other: bounded peak memory
     return [r for r, _ in out], [t for _, t in out]
 
@@ -231,7 +274,6 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         raise UsageError("merge needs at least one input")
     paths = None if isinstance(items[0], pd.DataFrame) else [os.fspath(p) for p in items]
     _validate(paths, [])
-    from .frames import concat_tables
     if paths is not None:
         names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
         say(f"read {', '.join(map(os.path.basename, paths))}")
@@ -246,30 +288,45 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         # every sniffer's stamps must mean the same instant: the end of the PPDU
         from airtime.ppdu import align_to_ppdu_end
         say("align stamps to PPDU ends")
-        tables = [align_to_ppdu_end(t, tsft_at) for t in tables]
+        with ThreadPoolExecutor(2) as pool:  # tables are independent; numpy releases the GIL
+            tables = list(pool.map(lambda t: align_to_ppdu_end(t, tsft_at), tables))
     tsft_conv = {names[s]: t.attrs.get("tsft_at", {}).get(s, "end") for s, t in enumerate(tables)}
-    df = concat_tables([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
+    df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
     say("sync clocks")
-    res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
-               allow_unsynced=allow_unsynced, names=names)
+    ts_ns = df["ts_ns"].to_numpy(np.int64)
+    clocks = local_clocks(df)
+    with ThreadPoolExecutor(1) as pool:  # what needs no fitted clock runs beside the fit
+        key = pool.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
+        on_ref = clocks[1] == reference_clock(clocks[2], reference)
+        to_epoch = pool.submit(_epoch_map, ts_ns, clocks[0], on_ref)
+        res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
+                   allow_unsynced=allow_unsynced, names=names, clocks=clocks)
+        key, to_epoch = key.result(), to_epoch.result()
+    del clocks, on_ref
     model = res.model
     synced = model.synced[res.clock]
     if gate_ns is None:
         held = res.anchors[res.anchors.held_out & res.anchors.ok].residual_ns.abs()
         gate_ns = max(MIN_GATE_NS, 2 * float(held.quantile(0.99))) if len(held) else MIN_GATE_NS
     say("match copies")
-    group = match_copies(df, res.common_ns, synced, gate_ns)
+    group = match_copies(df, res.common_ns, synced, gate_ns, key)
+    del key
     ref_tsft = bool(model.clocks.tsft[model.reference])
-    to_epoch = _epoch_map(df["ts_ns"].to_numpy(np.int64), res.local_ns, res.clock == model.reference)
-    common_epoch = np.where(synced, to_epoch(res.common_ns), df["ts_ns"].to_numpy(np.int64))
+    common_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
     tsft_common = np.rint(res.common_ns / 1000).astype(np.int64) if ref_tsft else None
+    del ts_ns
     say("build merged table")
     best = best_copy(group, df["sniffer"].to_numpy(np.int64),
                      df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
-    out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best)
-    report = merge_report(res, df, group, names, anchors, gate_ns, len(out), keep_duplicates, best)
+    n_out = len(df) if keep_duplicates else len(best)
+    report = merge_report(res, df, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+    del res                              # the fit's arrays: not held while the table is built
+    # df is this function's own (concatenated, or copies of the caller's tables): emptied
+    out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
+                       consume=True)
+    del df
     if recs is not None:
         out.attrs["records"] = _Shared(recs)
     out.attrs["names"] = names
@@ -293,11 +350,19 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
     nh = np.bincount(group)
     is_best = np.zeros(len(df), bool)
     is_best[best_copy(group, sniffer, sig) if best is None else best] = True
+    ca, cb = pairs.clock_a.to_numpy(np.int64), pairs.clock_b.to_numpy(np.int64)
+    used_p, held_p, ok_p = (pairs[c].to_numpy(bool) for c in ("used", "held_out", "ok"))
+    kinds = list(pairs.kind.cat.categories)
+    kind_p = pairs.kind.cat.codes.to_numpy(np.int64)
+    res_us = np.abs(pairs.residual_ns.to_numpy(np.float64)) / 1000
+    clock_sn = cl.sniffer.to_numpy()
     out = []
     for s, name in enumerate(names):    # per sniffer: a handful
-        mine_c = np.flatnonzero(cl.sniffer.to_numpy() == s)
-        touch = pairs.clock_a.isin(mine_c) | pairs.clock_b.isin(mine_c)
-        used, hold = pairs[touch & pairs.used], pairs[touch & pairs.held_out]
+        mine_c = np.flatnonzero(clock_sn == s)
+        mine = clock_sn == s
+        touch = mine[ca] | mine[cb]
+        used, hold = touch & used_p, touch & held_p
+        n_kind = np.bincount(kind_p[used], minlength=len(kinds))
         segs = []
         for c in mine_c:
             k, v = model.knots[c], model.values[c]
@@ -311,10 +376,10 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
         out.append({
             "name": name, "reference": bool(cl.sniffer[model.reference] == s),
             "synced": bool(model.synced[mine_c].all()),
-            "anchors": {a: int((used.kind == a).sum()) for a in anchors},
+            "anchors": {a: int(n_kind[kinds.index(a)]) if a in kinds else 0 for a in anchors},
             "model": segs,
-            "heldout": {"n": int(hold.ok.sum()), "outliers": int((~hold.ok).sum()),
-                        "abs_residual_us_p50_p95_p99": _pct(hold.residual_ns[hold.ok].abs().to_numpy() / 1000)},
+            "heldout": {"n": int((hold & ok_p).sum()), "outliers": int((hold & ~ok_p).sum()),
+                        "abs_residual_us_p50_p95_p99": _pct(res_us[hold & ok_p])},
             "frames_in": int(m.sum()),
             "frames_merged": int((nh[group[m]] > 1).sum()),
             "duplicates": int((m & ~is_best).sum())})
@@ -328,7 +393,7 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
         "conserved": n_in == frames_out + dup}}
 
 
-_CHUNK_BYTES = 64 << 20     # pcapng bytes assembled per step: memory stays bounded
+_CHUNK_BYTES = 32 << 20     # pcapng bytes assembled per step: memory stays bounded
 
 
 class _Shared(list):
@@ -375,82 +440,6 @@ def heard_by(mask: np.ndarray, signals: dict, names: list[str]) -> np.ndarray:
     return np.asarray(texts, dtype=object)[inv] if len(inv) else np.zeros(0, object)
 
 
-def _copy_rows(dst, dst_off, src, src_off, lens):
-    """``dst[dst_off[i]:+lens[i]] = src[src_off[i]:+lens[i]]`` for all ``i``.
-
-    One row copy per distinct length through sliding-window views (memcpy per row, no
-    per-byte index arrays): a loop over lengths, not packets.
-    """
-    from numpy.lib.stride_tricks import sliding_window_view as windows
-    order = np.argsort(lens, kind="stable")
-    ln = lens[order]
-    cut = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True]) if len(ln) else np.zeros(1, np.int64)
-    for a, b in zip(cut[:-1], cut[1:]):
-        w = int(ln[a])
-        if w == 0:
-            continue
-        r = order[a:b]
-        windows(dst, w, writeable=True)[dst_off[r]] = windows(src, w)[src_off[r]]
-
-
-def _opt_blobs(texts):
-    """EPB option bytes per text: opt_comment (code 1, padded to 4) + opt_endofopt."""
-    import struct
-    blobs = [struct.pack("<HH", 1, len(t)) + t + b"\0" * (-len(t) % 4) + b"\0\0\0\0" if t else b""
-             for t in (x.encode() for x in texts)]
-    lens = np.array([len(b) for b in blobs], np.int64)
-    return np.frombuffer(b"".join(blobs) or b"\0", np.uint8), np.r_[0, np.cumsum(lens)[:-1]], lens
-
-
-def _write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt) -> None:
-    """Stream Enhanced Packet Blocks (the layout of :func:`sniffsync.writers.write_pcapng`).
-
-    ``opt = (blob bytes, blob offset per text, blob length per text, text index per row)``.
-    Assembled ~64 MiB at a time in two reused buffers; the kernel write of one (GIL
-    released) overlaps the assembly of the other. Input pages below every sniffer's
-    lowest pending record are released, so memory stays bounded whatever the size.
-    """
-    from .capture import release
-    ob, oo, ol, inv = opt
-    n, big = len(sn), np.iinfo(np.int64).max
-    olen, pad = ol[inv], -caplen % 4
-    blen = 32 + caplen + pad + olen
-    end = np.cumsum(blen)
-    hdr = np.empty((n, 7), "<u4")        # 28 header bytes per packet, built for all at once
-    hdr[:, 0], hdr[:, 1], hdr[:, 2] = 6, blen, sn
-    hdr[:, 3], hdr[:, 4] = ts_ns >> 32, ts_ns & 0xFFFFFFFF    # if_tsresol 9: ticks = ns
-    hdr[:, 5], hdr[:, 6] = caplen, wirelen
-    hdr, trailer = hdr.view(np.uint8).ravel(), blen.astype("<u4").view(np.uint8)
-    cuts = np.unique(np.r_[0, np.searchsorted(end, np.arange(_CHUNK_BYTES, end[-1], _CHUNK_BYTES)), n]) \
-        if n else np.zeros(1, np.int64)
-    # per sniffer, the lowest input offset still needed from each row on (suffix minimum)
-    low = np.full((len(records), n + 1), big)
-    for s in range(len(records)):        # per sniffer
-        low[s] = np.minimum.accumulate(np.r_[np.where(sn == s, start, big), big][::-1])[::-1]
-    size = int(np.diff(np.r_[0, end[cuts[1:] - 1]]).max()) if n else 0
-    bufs, pending = [np.empty(size, np.uint8) for _ in range(2)], None
-    with ThreadPoolExecutor(1) as pool:
-        for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
-            e0 = end[a - 1] if a else 0
-            o, out = end[a:b] - blen[a:b] - e0, bufs[i % 2][:end[b - 1] - e0]
-            out[:] = 0                   # padding
-            r = np.arange(a, b)
-            _copy_rows(out, o, hdr, r * 28, np.full(b - a, 28))
-            for s, rec in enumerate(records):
-                m = np.flatnonzero(sn[a:b] == s)
-                _copy_rows(out, o[m] + 28, rec.buf, start[a:b][m], caplen[a:b][m])
-            _copy_rows(out, o + 28 + caplen[a:b] + pad[a:b], ob, oo[inv[a:b]], olen[a:b])
-            _copy_rows(out, o + blen[a:b] - 4, trailer, r * 4, np.full(b - a, 4))
-            if pending is not None:
-                pending.result()         # at most one write in flight, on the other buffer
-            pending = pool.submit(fh.write, out.data)
-            for s, rec in enumerate(records):
-                if low[s, b] < big:
-                    release(rec, int(low[s, b]))
-        if pending is not None:
-            pending.result()
-
-
 def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
     """Write the merged table as pcapng: one IDB per sniffer, a comment per packet.
 
@@ -459,6 +448,7 @@ def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
     comment ``"heard by: A(-41 dBm) B(-67 dBm)"``. The file is streamed (bounded
     memory) to a temporary name and renamed into place. Returns the number of packets.
     """
+    from .merge_pcapng import DirectSink, comment_blob, write_epbs
     from .writers import _atomic_write, _idb, _shb
     records = records if records is not None else merged.attrs.get("records")
     names = names or merged.attrs.get("names")
@@ -479,13 +469,16 @@ def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
         raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
     signals = {s: merged[f"signal_dbm_s{s}"] for s in range(len(names)) if f"signal_dbm_s{s}" in merged}
     inv, texts = _heard_by_table(merged["sniffers_heard"].to_numpy(), signals, names)
-    opt = _opt_blobs(["heard by: " + t for t in texts]) + (inv,)
+    opt = comment_blob(["heard by: " + t for t in texts]) + (inv,)
     head = _shb() + b"".join(_idb({"name": n, "linktype": int(np.asarray(r.linktype)[0])
                                    if len(r.linktype) else 127}) for n, r in zip(names, records))
 
     def produce(fh):
-        fh.write(head)
-        _write_epbs(fh, records, sn, start, caplen, merged["wirelen"].to_numpy(np.int64), ts_ns, opt)
+        sink = DirectSink(fh)
+        sink.write(head)
+        write_epbs(sink, records, sn, start, caplen, merged["wirelen"].to_numpy(np.int64), ts_ns, opt,
+                   _CHUNK_BYTES)
+        sink.close()
 
     _atomic_write(path, produce)
     return len(merged)

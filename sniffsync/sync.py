@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import SyncError
+from .sync_fit import ClockModel, _robust_fit, _smoothness, fit_clocks  # noqa: F401
+from .sync_sort import order_by, rank_bits
 
 __all__ = ["ANCHOR_KEYS", "hash_key", "cluster", "local_clocks", "anchor_pairs",
            "fit_clocks", "sync", "ClockModel", "SyncResult"]
@@ -55,58 +57,131 @@ HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
 JUMP_NS = 5_000_000        # tsft - ts jump that starts a new clock segment (TSF reset/wrap)
 
 
-def _u64(col: pd.Series) -> np.ndarray:
-    """uint64 values of a (nullable) column; nulls become a fixed sentinel."""
+def _u64(col: pd.Series, rows=None) -> np.ndarray:
+    """uint64 values of a (nullable) column (at ``rows``); nulls become a fixed sentinel."""
     arr = col.array
     if hasattr(arr, "_mask"):
-        vals = np.asarray(arr._data).astype(np.uint64)
-        return np.where(arr._mask, _NULL, vals)
-    return np.asarray(col).astype(np.uint64)
+        vals, mask = np.asarray(arr._data), arr._mask
+        if rows is not None:
+            vals, mask = vals[rows], mask[rows]
+        out = vals.astype(np.uint64)
+        out[mask] = _NULL
+        return out
+    vals = np.asarray(col)
+    return (vals if rows is None else vals[rows]).astype(np.uint64)
 
 
-def hash_key(df: pd.DataFrame, columns) -> np.ndarray:
-    """A 64-bit mix of ``columns`` per row (splitmix-style); nulls hash to a sentinel."""
-    h = np.full(len(df), np.uint64(0x243F6A8885A308D3))
+def hash_key(df: pd.DataFrame, columns, rows=None) -> np.ndarray:
+    """A 64-bit mix of ``columns`` per row (of ``rows``: all by default; splitmix-style);
+    nulls hash to a sentinel."""
+    h = np.full(len(df) if rows is None else len(rows), np.uint64(0x243F6A8885A308D3))
     with np.errstate(over="ignore"):
-        for name in columns:
-            h = (h ^ _u64(df[name])) * _M
+        for name in columns:             # in place: a handful of passes per column
+            h ^= _u64(df[name], rows)
+            h *= _M
             h ^= h >> np.uint64(31)
     return h
 
 
-def cluster(key: np.ndarray, t_ns: np.ndarray, clock: np.ndarray, gate_ns) -> np.ndarray:
+def _small(ids: np.ndarray) -> np.ndarray:
+    """Ids as int16 when they fit: a stable argsort of int16 is a radix sort."""
+    return ids.astype(np.int16) if len(ids) and 0 <= ids.min() and ids.max() < 2**15 else ids
+
+
+def key_order(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows sorted by ``key`` (ties by row) and the dense key rank along that order.
+
+    Sorting many keys is the costly step; :func:`cluster` and :func:`_key_only_clusters`
+    reuse this order and only re-sort inside runs of one key (an almost sorted pass).
+    """
+    order = order_by(key)
+    k = key[order]
+    return order, np.cumsum(np.r_[False, k[1:] != k[:-1]])
+
+
+def _then_by(by_key, minor: np.ndarray, minor_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows sorted by (key, ``minor``), ties by row, from ``key_order``; and the key rank
+    along it. ``minor`` is a non-negative int below ``2**minor_bits``."""
+    order, run = by_key
+    packed = run << minor_bits
+    packed |= minor[order]
+    p = np.argsort(packed, kind="stable")     # sorted but inside key runs: timsort's best case
+    del packed
+    return order[p], run[p]
+
+
+def cluster(key: np.ndarray, t_ns: np.ndarray, clock: np.ndarray, gate_ns, by_key=None) -> np.ndarray:
     """Cluster ids (0..m-1) of rows with equal ``key`` and time gaps <= ``gate_ns``.
 
     The k-th copy from one ``clock`` inside a cluster goes to its own sub-cluster, so
     a cluster never holds two frames of one clock. ``gate_ns=None`` clusters by key only.
+    ``by_key``: :func:`key_order` of ``key``, when already known.
+    """
+    return _cluster(key, t_ns, clock, gate_ns, by_key)[0]
+
+
+def _cluster(key, t_ns, clock, gate_ns, by_key=None, pairs=False):
+    """:func:`cluster`, and with ``pairs`` also the rows sorted by (cluster id, row).
+
+    Temporaries are dropped as soon as possible: a fresh page costs more than the
+    work done on it, so the peak of this function sets much of its time.
     """
     n = len(key)
     if n == 0:
-        return np.zeros(0, np.int64)
-    order = np.lexsort((t_ns, key))
-    k, t = key[order], t_ns[order]
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    b = rank_bits(n)
     new = np.empty(n, bool)
     new[0] = True
-    new[1:] = k[1:] != k[:-1]
+    if by_key is not None and 2 * b <= 62:
+        # time rank of each row (ties by row): times come in a few sorted runs
+        rank = np.empty(n, np.int64)
+        rank[np.argsort(t_ns, kind="stable")] = np.arange(n)
+        order, run = _then_by(by_key, rank, b)          # = lexsort((t_ns, key))
+        del rank
+        np.not_equal(run[1:], run[:-1], out=new[1:])
+        del run
+    else:
+        order = np.lexsort((t_ns, key))
+        k = key[order]
+        np.not_equal(k[1:], k[:-1], out=new[1:])
+        del k
     if gate_ns is not None:
+        t = t_ns[order]
         new[1:] |= np.diff(t) > gate_ns
+        del t
     cid = np.cumsum(new) - 1
-    # rank of each row among rows of the same clock in its cluster (cid is sorted here,
-    # so a stable sort by (cid, clock) is one nearly-sorted pass)
+    # rank of each row among rows of the same clock in its cluster: rows grouped by
+    # clock (a radix sort of small ints) keep their sorted order, so cid ascends in each
     c = np.asarray(clock, np.int64)[order]
-    o2 = np.argsort(cid * (int(c.max()) + 1) + c, kind="stable")  # keeps time order inside
-    g = np.r_[True, (cid[o2][1:] != cid[o2][:-1]) | (c[o2][1:] != c[o2][:-1])]
+    oc = np.argsort(_small(c), kind="stable")
+    cc, ci = c[oc], cid[oc]
+    del c
+    g = np.empty(n, bool)
+    g[0] = True
+    g[1:] = (cc[1:] != cc[:-1]) | (ci[1:] != ci[:-1])
+    del cc, ci
     start = np.maximum.accumulate(np.where(g, np.arange(n), 0))
+    del g
     rank = np.empty(n, np.int64)
-    rank[o2] = np.arange(n) - start
+    rank[oc] = np.arange(n) - start
+    del oc, start
     # sub-cluster ids in (cid, rank) order: a cluster whose busiest clock has R copies
     # owns R consecutive ids (ranks 0..R-1 all occur)
     first = np.flatnonzero(new)
+    del new
     width = np.maximum.reduceat(rank, first) + 1
-    sub = (np.cumsum(width) - width)[cid] + rank
+    sub = (np.cumsum(width) - width)[cid]
+    del cid
+    sub += rank
+    del rank
     out = np.empty(n, np.int64)
     out[order] = sub
-    return out
+    if not pairs:
+        return out, None
+    # sub ascends along `order` except inside a cluster: an almost sorted pass again
+    sub <<= b
+    sub |= order
+    return out, order[np.argsort(sub, kind="stable")]
 
 
 def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
@@ -165,13 +240,16 @@ def anchor_candidates(df: pd.DataFrame, kinds) -> tuple[np.ndarray, np.ndarray, 
         taken[r] = True                  # a frame is an anchor of its first kind only
         rows.append(r)
         kind.append(np.full(len(r), k, np.int8))
-        keys.append(hash_key(df[list(cols)].iloc[r], cols) ^ np.uint64(k))   # take key columns only
+        keys.append(hash_key(df, cols, r) ^ np.uint64(k))   # key columns at r only
     return np.concatenate(rows), np.concatenate(kind), np.concatenate(keys)
 
 
-def anchor_pairs(cid: np.ndarray, clock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs (i, j) of rows in one cluster from different clocks: star to the first."""
-    order = np.argsort(cid, kind="stable")
+def anchor_pairs(cid: np.ndarray, clock: np.ndarray, by_cid=None) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j) of rows in one cluster from different clocks: star to the first.
+
+    ``by_cid``: the rows sorted by (cid, row) when already known.
+    """
+    order = order_by(cid) if by_cid is None else by_cid    # = argsort(cid, kind="stable")
     c = cid[order]
     if len(c) == 0:
         return order, order
@@ -180,115 +258,6 @@ def anchor_pairs(cid: np.ndarray, clock: np.ndarray) -> tuple[np.ndarray, np.nda
     i, j = head[~first], order[~first]
     keep = clock[i] != clock[j]
     return i[keep], j[keep]
-
-
-@dataclass
-class ClockModel:
-    """Fitted map local -> common for every clock: ``t + offset_ns + g(t)``."""
-    clocks: pd.DataFrame                 # per clock: sniffer, segment, tsft, t0_ns, t1_ns, ...
-    offset_ns: np.ndarray                # int64 per clock (coarse offset)
-    knots: list                          # per clock: float64 local knot times (relative to t0)
-    values: list                         # per clock: float64 g at knots (ns)
-    synced: np.ndarray                   # bool per clock
-    sigma_ns: np.ndarray                 # per-frame error scale per clock
-    reference: int                       # reference clock id
-
-    def apply(self, local_ns: np.ndarray, clock: np.ndarray) -> np.ndarray:
-        """Common time (int64 ns) of local times; unsynced clocks keep their local time."""
-        out = np.asarray(local_ns, np.int64) + self.offset_ns[clock]
-        g = np.zeros(len(out))
-        for c in np.unique(clock):
-            m = clock == c
-            g[m] = _interp(self.knots[c], self.values[c], local_ns[m] - self.clocks.t0_ns[c])
-        out = out + np.rint(g).astype(np.int64)
-        return np.where(self.synced[clock], out, local_ns)
-
-
-def _interp(knots, values, x):
-    """Piecewise-linear with linear extrapolation beyond the end knots."""
-    if len(knots) == 1:
-        return np.full(len(x), values[0])
-    j = np.clip(np.searchsorted(knots, x, side="right") - 1, 0, len(knots) - 2)
-    f = (x - knots[j]) / (knots[j + 1] - knots[j])
-    return values[j] * (1 - f) + values[j + 1] * f
-
-
-def _global_basis(knots, base, cc, tt):
-    """Per row: global column of the knot left of ``tt`` on clock ``cc`` and the hat weight
-    of the knot right of it (0 on a one-knot clock)."""
-    jj, ff = np.zeros(len(cc), np.int64), np.zeros(len(cc))
-    for c in np.unique(cc):              # per clock
-        m, k = cc == c, knots[c]
-        jj[m] = np.clip(np.searchsorted(k, tt[m], side="right") - 1, 0, max(len(k) - 2, 0))
-        if len(k) > 1:
-            ff[m] = (tt[m] - k[jj[m]]) / (k[jj[m] + 1] - k[jj[m]])
-    return base[cc] + jj, ff
-
-
-def fit_clocks(ca, ta, cb, tb, y, w, knots, ref, reg_sigma_ns):
-    """Solve the joint least squares for the knot values of every clock.
-
-    Rows: ``g_ca(ta) - g_cb(tb) = y`` with weights ``w``; ``knots[c]`` are local knot times
-    relative to each clock's start; clock ``ref`` is fixed at ``g = 0``.
-    Returns per-clock value arrays.
-    """
-    base = np.cumsum([0] + [len(k) for k in knots])
-    (ja, fa), (jb, fb) = (_global_basis(knots, base, cc, tt) for cc, tt in ((ca, ta), (cb, tb)))
-    sol = _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns)
-    return [sol[base[c]:base[c + 1]] for c in range(len(knots))]
-
-
-def _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns):
-    """Flat knot values of all clocks from rows given by their hat-basis columns/weights."""
-    u = base[-1]
-    # Rows sharing one (knot interval of a, knot interval of b) add to the same 4 x 4 block
-    # of the normal matrix: the row's coefficients are c = T v, v = (1, fa, fb), so the
-    # block is T (sum w v v') T'. Moments are summed per interval pair (bincount over
-    # u * u pairs), then blocks are built per pair, not per row.
-    cnt = np.bincount(ja * u + jb, minlength=u * u)
-    nz = np.flatnonzero(cnt)
-    gi = (np.cumsum(cnt > 0) - 1)[ja * u + jb]
-    v = (np.ones_like(fa), fa, fb)
-    mom = np.stack([np.bincount(gi, weights=w * v[i] * v[k], minlength=len(nz))
-                    for i in range(3) for k in range(3)], 1).reshape(-1, 3, 3)
-    T = np.array([[1.0, -1, 0], [0, 1, 0], [-1, 0, 1], [0, 0, -1]])
-    blk = np.einsum("ij,gjk,lk->gil", T, mom, T)
-    ia, ib = nz // u, nz % u
-    idx = np.stack([ia, np.minimum(ia + 1, u - 1), ib, np.minimum(ib + 1, u - 1)], 1)
-    p = (idx[:, :, None] * u + idx[:, None, :]).reshape(len(nz), 16)
-    normal = np.bincount(p.ravel(), weights=blk.ravel(), minlength=u * u).reshape(u, u)
-    cols = np.stack([ja, np.minimum(ja + 1, u - 1), jb, np.minimum(jb + 1, u - 1)], 1)
-    coef = np.stack([1 - fa, fa, fb - 1, -fb], 1) * (w * y)[:, None]
-    rhs = np.bincount(cols.ravel(), weights=coef.ravel(), minlength=u)
-    fixed = np.zeros(u, bool)
-    fixed[base[ref]:base[ref + 1]] = True
-    normal[fixed], normal[:, fixed], rhs[fixed] = 0.0, 0.0, 0.0   # the reference's g is 0
-    normal += _smoothness(knots, base, ref, reg_sigma_ns)
-    diag = np.diag(normal).copy()
-    normal[np.diag_indices(u)] += 1e-9 * diag.max() + fixed * 1.0 + (diag == 0)
-    sol = np.linalg.solve(normal, rhs)
-    sol[fixed] = 0.0
-    return sol
-
-
-def _smoothness(knots, base, ref, reg_sigma_ns):
-    """Normal-matrix part of a second-difference penalty (slope change per knot)."""
-    u = base[-1]
-    rows_i, rows_w = [], []
-    for c, k in enumerate(knots):        # loop over clocks, not frames
-        if len(k) < 3 or c == ref:
-            continue
-        h = float(np.diff(k).mean())
-        d = base[c] + np.arange(len(k) - 2)
-        rows_i.append(np.stack([d, d + 1, d + 2], 1))
-        rows_w.append(np.full(len(d), 1.0 / (reg_sigma_ns * h / 1e9) ** 2))
-    if not rows_i:
-        return np.zeros((u, u))
-    idx, w = np.concatenate(rows_i), np.concatenate(rows_w)
-    v = np.array([1.0, -2.0, 1.0])
-    p = (idx[:, :, None] * u + idx[:, None, :]).ravel()
-    wv = (w[:, None, None] * (v[:, None] * v[None, :])[None]).ravel()
-    return np.bincount(p, weights=wv, minlength=u * u).reshape(u, u)
 
 
 @dataclass
@@ -301,14 +270,16 @@ class SyncResult:
     anchors: pd.DataFrame                # per anchor pair: rows, clocks, kind, used, held out, residual
 
 
-def _key_only_clusters(key, clock):
+def _key_only_clusters(key, clock, by_key=None):
     """Cluster ids by key alone, keeping only keys seen at most once per clock (else -1)."""
-    order = np.lexsort((clock, key))
-    k, c = key[order], clock[order]
-    dup = np.r_[False, (k[1:] == k[:-1]) & (c[1:] == c[:-1])]
-    newk = np.r_[True, k[1:] != k[:-1]]
-    kid = np.cumsum(newk) - 1
-    bad = np.zeros(kid[-1] + 1 if len(kid) else 0, bool)
+    clock = np.asarray(clock, np.int64)
+    if len(key) == 0:
+        return np.zeros(0, np.int64)
+    by_key = key_order(key) if by_key is None else by_key
+    order, kid = _then_by(by_key, clock, rank_bits(int(clock.max()) + 1))  # by (key, clock)
+    c = clock[order]
+    dup = np.r_[False, (kid[1:] == kid[:-1]) & (c[1:] == c[:-1])]
+    bad = np.zeros(kid[-1] + 1, bool)
     bad[kid[dup]] = True
     out = np.empty(len(key), np.int64)
     out[order] = np.where(bad[kid], -1, kid)
@@ -368,29 +339,11 @@ def _knots(clocks, n_per_clock, knot_ns, max_knots, linear):
     return out
 
 
-def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=8):
-    """Fit on rows ``ok``; reject |residual| > max(5 robust sigma, floor) and refit."""
-    t0, base = clocks.t0_ns.to_numpy(np.int64), np.cumsum([0] + [len(k) for k in knots])
-    u = base[-1]
-    # hat-basis columns and weights of every pair, once: fits and residuals reuse them
-    (ja, fa), (jb, fb) = (_global_basis(knots, base, c, (t - t0[c]).astype(np.float64))
-                          for c, t in ((P.ca, P.ta), (P.cb, P.tb)))
-    ja1, jb1 = np.minimum(ja + 1, u - 1), np.minimum(jb + 1, u - 1)
-    s_row = np.sqrt(sigma[P.ca] ** 2 + sigma[P.cb] ** 2)
-    w, sol = 1.0 / s_row ** 2, np.zeros(u)
-    residual = lambda: sol[ja] * (1 - fa) + sol[ja1] * fa - (sol[jb] * (1 - fb) + sol[jb1] * fb) - P.y  # noqa: E731
-    for _ in range(iters):
-        if not ok.any():
-            break
-        sol = _solve(ja[ok], fa[ok], jb[ok], fb[ok], P.y[ok], w[ok], knots, base, ref, reg_sigma_ns)
-        r = residual()
-        z = r / s_row
-        scale = max(1.4826 * np.median(np.abs(z[ok])), 1.0)
-        new = ok & (np.abs(r) <= np.maximum(5 * scale * s_row, floor_ns))
-        if (new == ok).all():
-            break
-        ok = new
-    return [sol[base[c]:base[c + 1]] for c in range(len(knots))], ok, residual()
+def reference_clock(clocks: pd.DataFrame, reference: int) -> int:
+    """The common clock: the longest segment (most frames) of sniffer ``reference``."""
+    if not (clocks.sniffer.to_numpy() == reference).any():
+        raise SyncError(f"reference sniffer {reference} has no frames")
+    return int(clocks.frames.where(clocks.sniffer == reference, -1).to_numpy().argmax())
 
 
 class _Pairs:
@@ -406,7 +359,8 @@ class _Pairs:
 
 def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"),
          knot_s: float = 1.0, min_anchors: int = 8, holdout: int = 5,
-         max_knots: int = 1200, allow_unsynced: bool = False, names=None) -> SyncResult:
+         max_knots: int = 1200, allow_unsynced: bool = False, names=None,
+         clocks=None) -> SyncResult:
     """Fit every sniffer's clock to the reference sniffer's clock, jointly.
 
     Parameters
@@ -428,6 +382,8 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
         Keep unsynced clocks on their own time instead of raising :class:`SyncError`.
     names : list of str, optional
         Sniffer names for error messages.
+    clocks : tuple, optional
+        :func:`local_clocks` of ``df`` when already computed.
 
     Returns
     -------
@@ -435,19 +391,17 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
         ``common_ns`` per frame of ``df`` on the reference clock (ns; TSFT domain when
         the reference has TSFT), the model, the anchor pairs and a per-clock report.
     """
-    local, clock, clocks = local_clocks(df)
+    local, clock, clocks = local_clocks(df) if clocks is None else clocks
     nclk = len(clocks)
-    sniffers = clocks.sniffer.to_numpy()
-    if not (sniffers == reference).any():
-        raise SyncError(f"reference sniffer {reference} has no frames")
-    ref = int(clocks.frames.where(clocks.sniffer == reference, -1).to_numpy().argmax())
+    ref = reference_clock(clocks, reference)
     sigma = np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS)
     rows, kind, key = anchor_candidates(df, anchors)
     a_clock, a_local = clock[rows], local[rows]
+    by_key = key_order(key)              # the one full sort of the anchor keys
     span = (clocks.t1_ns - clocks.t0_ns).to_numpy(np.float64)
 
     # 1. coarse offsets from keys that are unique per clock over the whole capture
-    cid = _key_only_clusters(key, a_clock)
+    cid = _key_only_clusters(key, a_clock, by_key)
     sel = cid >= 0
     i, j = anchor_pairs(cid[sel], a_clock[sel])
     i, j = np.flatnonzero(sel)[i], np.flatnonzero(sel)[j]
@@ -464,13 +418,17 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     gate = float(np.quantile(np.abs(r[ok]), 0.999)) * 3 + 20_000 if ok.any() else 5e6
     # 3. re-match all kinds on the fitted time, piecewise fit; 4. tight gate + hold-out
     for stage in ("piecewise", "final"):
+        P = cid = i = j = ok = r = None      # free the last stage's arrays before the next
         t_est = model.apply(a_local, a_clock)
-        cid = cluster(key, t_est, a_clock, gate)
-        i, j = anchor_pairs(cid, a_clock)
+        cid, by_cid = _cluster(key, t_est, a_clock, gate, by_key, pairs=True)
+        del t_est
+        i, j = anchor_pairs(cid, a_clock, by_cid)
+        del by_cid
         P = _Pairs(i, j, a_clock, a_local, kind, cid, offset, rows)
+        cid = i = j = None                   # the fit's peak memory sets much of its time
         per_clock = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
         knots = _knots(clocks, per_clock, knot_s * 1e9, max_knots, linear=False)
-        held = (P.cid % holdout == holdout - 1) if (stage == "final" and holdout) else np.zeros(len(i), bool)
+        held = (P.cid % holdout == holdout - 1) if (stage == "final" and holdout) else np.zeros(len(P.y), bool)
         synced = _reachable(P.ca, P.cb, nclk, ref)
         ok = ~held & synced[P.ca] & synced[P.cb]
         for _ in range(nclk):              # drop clocks with too few anchors, refit
@@ -492,8 +450,9 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
             + f": fewer than {min_anchors} shared anchors with the other sniffers "
               "(use --allow-unsynced to keep them on their own clock)")
     common = model.apply(local, clock)
-    pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb, "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
+    pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
+                          "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
                           "held_out": held, "used": ok, "residual_ns": r,
-                          "ok": held & (np.abs(r) <= gate) | ok})
+                          "ok": held & (np.abs(r) <= gate) | ok}, copy=False)   # no second copy
     return SyncResult(model, local, clock, common, pairs)
 

@@ -1,0 +1,183 @@
+"""The joint piecewise-linear clock fit of :mod:`sniffsync.sync` (step 4 of its algorithm).
+
+Every clock ``c`` maps local ``t`` to ``t + o_c + g_c(t)``, ``g_c`` piecewise linear in a
+hat basis over knots relative to the clock's start; the reference clock has ``g = 0``.
+One weighted least-squares system over all anchor pairs and clocks (normal equations
+summed per pair of knot intervals) with a second-difference penalty, refitted after a
+MAD rejection of residuals.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ClockModel", "fit_clocks"]
+
+
+def _clock_parts(cc: np.ndarray):
+    """``(clock, rows)`` per clock present in ``cc``: slices of runs when the rows come
+    grouped by clock (a few runs: no masks or gathers), else index arrays."""
+    cut = np.flatnonzero(cc[1:] != cc[:-1]) + 1
+    if len(cut) < 64:
+        return [(int(cc[a]), slice(a, b)) for a, b in zip(np.r_[0, cut], np.r_[cut, len(cc)])]
+    return [(c, np.flatnonzero(cc == c)) for c in np.flatnonzero(np.bincount(cc))]
+
+
+def _left(k, x):
+    """Index of the knot left of ``x`` (``searchsorted`` right - 1), clipped to ``0..len-2``."""
+    return np.clip(np.searchsorted(k, x, side="right") - 1, 0, max(len(k) - 2, 0))
+
+
+@dataclass
+class ClockModel:
+    """Fitted map local -> common for every clock: ``t + offset_ns + g(t)``."""
+    clocks: pd.DataFrame                 # per clock: sniffer, segment, tsft, t0_ns, t1_ns, ...
+    offset_ns: np.ndarray                # int64 per clock (coarse offset)
+    knots: list                          # per clock: float64 local knot times (relative to t0)
+    values: list                         # per clock: float64 g at knots (ns)
+    synced: np.ndarray                   # bool per clock
+    sigma_ns: np.ndarray                 # per-frame error scale per clock
+    reference: int                       # reference clock id
+
+    def apply(self, local_ns: np.ndarray, clock: np.ndarray) -> np.ndarray:
+        """Common time (int64 ns) of local times; unsynced clocks keep their local time."""
+        clock = np.asarray(clock, np.int64)
+        local_ns = np.asarray(local_ns, np.int64)
+        out = local_ns + self.offset_ns[clock]
+        g = np.empty(len(out))
+        t0 = self.clocks.t0_ns.to_numpy(np.int64)
+        for c, r in _clock_parts(clock) if len(clock) else ():
+            g[r] = _interp(self.knots[c], self.values[c], local_ns[r] - t0[c])
+        out += np.rint(g).astype(np.int64)
+        return np.where(self.synced[clock], out, local_ns)
+
+
+def _interp(knots, values, x):
+    """Piecewise-linear with linear extrapolation beyond the end knots."""
+    if len(knots) == 1:
+        return np.full(len(x), values[0])
+    j = _left(knots, x)
+    f = (x - knots[j]) / (knots[j + 1] - knots[j])
+    return values[j] * (1 - f) + values[j + 1] * f
+
+
+def _global_basis(knots, base, cc, tt):
+    """Per row: global column of the knot left of ``tt`` on clock ``cc`` and the hat weight
+    of the knot right of it (0 on a one-knot clock)."""
+    cc = np.asarray(cc, np.int64)
+    jj, ff = np.zeros(len(cc), np.int64), np.zeros(len(cc))
+    for c, r in _clock_parts(cc) if len(cc) else ():
+        k, t = knots[c], tt[r]
+        j = _left(k, t)
+        jj[r] = j
+        if len(k) > 1:
+            ff[r] = (t - k[j]) / (k[j + 1] - k[j])
+    return np.asarray(base)[cc] + jj, ff
+
+
+def fit_clocks(ca, ta, cb, tb, y, w, knots, ref, reg_sigma_ns):
+    """Solve the joint least squares for the knot values of every clock.
+
+    Rows: ``g_ca(ta) - g_cb(tb) = y`` with weights ``w``; ``knots[c]`` are local knot times
+    relative to each clock's start; clock ``ref`` is fixed at ``g = 0``.
+    Returns per-clock value arrays.
+    """
+    base = np.cumsum([0] + [len(k) for k in knots])
+    (ja, fa), (jb, fb) = (_global_basis(knots, base, cc, tt) for cc, tt in ((ca, ta), (cb, tb)))
+    sol = _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns)
+    return [sol[base[c]:base[c + 1]] for c in range(len(knots))]
+
+
+def _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns):
+    """Flat knot values of all clocks from rows given by their hat-basis columns/weights."""
+    u = base[-1]
+    # Rows sharing one (knot interval of a, knot interval of b) add to the same 4 x 4 block
+    # of the normal matrix: the row's coefficients are c = T v, v = (1, fa, fb), so the
+    # block is T (sum w v v') T'. Moments are summed per interval pair (bincount over
+    # u * u pairs), then blocks are built per pair, not per row.
+    pair = ja * u + jb
+    cnt = np.bincount(pair, minlength=u * u)
+    nz = np.flatnonzero(cnt)
+    gi = (np.cumsum(cnt > 0) - 1)[pair]
+    del cnt, pair
+    v = (np.ones_like(fa), fa, fb)
+    mom = np.stack([np.bincount(gi, weights=w * v[i] * v[k], minlength=len(nz))
+                    for i in range(3) for k in range(3)], 1).reshape(-1, 3, 3)
+    del gi, v
+    T = np.array([[1.0, -1, 0], [0, 1, 0], [-1, 0, 1], [0, 0, -1]])
+    blk = np.einsum("ij,gjk,lk->gil", T, mom, T)
+    ia, ib = nz // u, nz % u
+    idx = np.stack([ia, np.minimum(ia + 1, u - 1), ib, np.minimum(ib + 1, u - 1)], 1)
+    p = (idx[:, :, None] * u + idx[:, None, :]).reshape(len(nz), 16)
+    normal = np.bincount(p.ravel(), weights=blk.ravel(), minlength=u * u).reshape(u, u)
+    # right-hand side: per row, coefficients (1-fa, fa, fb-1, -fb) * w y on 4 columns,
+    # added in row order a block at a time (np.add.at: the same sums as one bincount)
+    rhs = np.zeros(u)
+    block = 1 << 17
+    for a in range(0, len(ja), block):   # per block of rows: bounded temporaries
+        b = slice(a, a + block)
+        cols = np.stack([ja[b], np.minimum(ja[b] + 1, u - 1), jb[b], np.minimum(jb[b] + 1, u - 1)], 1)
+        coef = np.stack([1 - fa[b], fa[b], fb[b] - 1, -fb[b]], 1) * (w[b] * y[b])[:, None]
+        np.add.at(rhs, cols.ravel(), coef.ravel())
+    fixed = np.zeros(u, bool)
+    fixed[base[ref]:base[ref + 1]] = True
+    normal[fixed], normal[:, fixed], rhs[fixed] = 0.0, 0.0, 0.0   # the reference's g is 0
+    normal += _smoothness(knots, base, ref, reg_sigma_ns)
+    diag = np.diag(normal).copy()
+    normal[np.diag_indices(u)] += 1e-9 * diag.max() + fixed * 1.0 + (diag == 0)
+    sol = np.linalg.solve(normal, rhs)
+    sol[fixed] = 0.0
+    return sol
+
+
+def _smoothness(knots, base, ref, reg_sigma_ns):
+    """Normal-matrix part of a second-difference penalty (slope change per knot)."""
+    u = base[-1]
+    rows_i, rows_w = [], []
+    for c, k in enumerate(knots):        # loop over clocks, not frames
+        if len(k) < 3 or c == ref:
+            continue
+        h = float(np.diff(k).mean())
+        d = base[c] + np.arange(len(k) - 2)
+        rows_i.append(np.stack([d, d + 1, d + 2], 1))
+        rows_w.append(np.full(len(d), 1.0 / (reg_sigma_ns * h / 1e9) ** 2))
+    if not rows_i:
+        return np.zeros((u, u))
+    idx, w = np.concatenate(rows_i), np.concatenate(rows_w)
+    v = np.array([1.0, -2.0, 1.0])
+    p = (idx[:, :, None] * u + idx[:, None, :]).ravel()
+    wv = (w[:, None, None] * (v[:, None] * v[None, :])[None]).ravel()
+    return np.bincount(p, weights=wv, minlength=u * u).reshape(u, u)
+
+
+def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=8):
+    """Fit on rows ``ok``; reject |residual| > max(5 robust sigma, floor) and refit."""
+    t0, base = clocks.t0_ns.to_numpy(np.int64), np.cumsum([0] + [len(k) for k in knots])
+    u = base[-1]
+    # hat-basis columns and weights of every pair, once: fits and residuals reuse them
+    (ja, fa), (jb, fb) = (_global_basis(knots, base, c, (t - t0[c]).astype(np.float64))
+                          for c, t in ((P.ca, P.ta), (P.cb, P.tb)))
+    s_row = np.sqrt(sigma[P.ca] ** 2 + sigma[P.cb] ** 2)
+    w, sol = 1.0 / s_row ** 2, np.zeros(u)
+
+    def residual():
+        up_a, up_b = sol[np.minimum(ja + 1, u - 1)], sol[np.minimum(jb + 1, u - 1)]
+        return sol[ja] * (1 - fa) + up_a * fa - (sol[jb] * (1 - fb) + up_b * fb) - P.y
+
+    for _ in range(iters):
+        if not ok.any():
+            break
+        rows = (ja, fa, jb, fb, P.y, w)
+        rows = rows if ok.all() else [x[ok] for x in rows]
+        sol = _solve(*rows, knots, base, ref, reg_sigma_ns)
+        del rows
+        r = residual()
+        z = r / s_row
+        scale = max(1.4826 * np.median(np.abs(z[ok])), 1.0)
+        new = ok & (np.abs(r) <= np.maximum(5 * scale * s_row, floor_ns))
+        if (new == ok).all():
+            break
+        ok = new
+    return [sol[base[c]:base[c + 1]] for c in range(len(knots))], ok, residual()

@@ -1,0 +1,160 @@
+"""The merged-pcapng writer (Arrow-gathered EPBs, direct writes) and merge helpers, against
+the generic writer and plain oracles."""
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sniffsync.merge_pcapng as W
+from sniffsync.capture import Records
+from sniffsync.merge import _concat_columns, _str_categories, best_copy
+from sniffsync.writers import _idb, _shb, write_pcapng
+
+CAPS = Path(__file__).parent / "data" / "captures"
+
+
+def _records(rng, n, shift):
+    """A fake capture: n packets of 0..300 bytes (many <= 12: inline views) with gaps."""
+    lens = rng.integers(0, 300, n)
+    small = rng.random(n) < 0.2
+    lens[small] = rng.integers(0, 13, small.sum())
+    lens[:5] = [0, 1, 4, 12, 13]
+    gaps = rng.integers(0, 20, n)
+    off = shift + np.cumsum(np.r_[0, (lens + gaps)[:-1]])
+    buf = rng.integers(0, 256, int(off[-1] + lens[-1] + 50), dtype=np.uint8)
+    empty = np.zeros(0, np.int32)
+    return Records(buf, off.astype(np.int64), lens.astype(np.int32), empty, empty.astype(np.int64),
+                   np.full(n, 127, np.int32), empty.astype(np.int16), [], [], [], None)
+
+
+@pytest.mark.parametrize("chunk", [1, 700, 1 << 20])
+@pytest.mark.parametrize("win", [None, 4096])
+def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chunk, win):
+    if win:                              # small input windows: views in many Arrow buffers
+        monkeypatch.setattr(W, "_WIN", win)
+    rng = np.random.default_rng(chunk)
+    recs = [_records(rng, 400, 24), _records(rng, 300, 5000)]
+    n = 600
+    sn = rng.integers(0, 2, n)
+    idx = np.where(sn == 0, rng.integers(0, 400, n), rng.integers(0, 300, n))
+    start = np.array([recs[s].data_off[i] for s, i in zip(sn, idx)], np.int64)
+    caplen = np.array([recs[s].caplen[i] for s, i in zip(sn, idx)], np.int64)
+    wirelen = caplen + rng.integers(0, 5, n)
+    ts = rng.integers(0, 2**62, n)
+    texts = ["", "x", "heard by: A(-41 dBm) B(? dBm)", "abcd" * 40]   # none, tiny (inline), long
+    inv = rng.integers(0, len(texts), n)
+    head = _shb() + _idb({"name": "a", "linktype": 127}) + _idb({"name": "b", "linktype": 127})
+    got = tmp_path / "got.pcapng"
+    with open(got, "wb") as fh:
+        sink = W.DirectSink(fh, stage_bytes=3 * 4096)
+        sink.write(head)
+        W.write_epbs(sink, recs, sn, start, caplen, wirelen, ts, W.comment_blob(texts) + (inv,), chunk)
+        sink.close()
+    data = np.concatenate([recs[s].buf[o:o + c] for s, o, c in zip(sn, start, caplen)])
+    want = tmp_path / "want.pcapng"
+    write_pcapng(want, [{"name": "a", "linktype": 127}, {"name": "b", "linktype": 127}], sn, ts, data,
+                 np.r_[0, np.cumsum(caplen)], wirelen=wirelen, comments=[texts[i] for i in inv])
+    assert got.read_bytes() == want.read_bytes()
+
+
+@pytest.mark.parametrize("sizes", [[10], [4096, 1], [5000, 9000, 3, 70000], [0, 8192]])
+def test_direct_sink_writes_every_byte(tmp_path, sizes):
+    rng = np.random.default_rng(len(sizes))
+    parts = [rng.integers(0, 256, k, dtype=np.uint8).tobytes() for k in sizes]
+    p = tmp_path / "out.bin"
+    with open(p, "wb") as fh:
+        sink = W.DirectSink(fh, stage_bytes=2 * 4096)
+        for b in parts:
+            sink.write(b)
+        sink.close()
+    assert p.read_bytes() == b"".join(parts)
+
+
+def test_direct_sink_falls_back_when_direct_io_is_refused(tmp_path, monkeypatch):
+    real = os.write
+
+    def refuse(fd, data):                # a file system without O_DIRECT support
+        import fcntl
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(fd, data)
+    monkeypatch.setattr(W.os, "write", refuse)
+    p = tmp_path / "out.bin"
+    payload = bytes(range(256)) * 100
+    with open(p, "wb") as fh:
+        sink = W.DirectSink(fh, stage_bytes=4096)
+        sink.write(payload)
+        sink.close()
+    assert p.read_bytes() == payload
+
+
+def test_direct_sink_appends_normally_after_other_bytes(tmp_path):
+    p = tmp_path / "out.bin"
+    with open(p, "wb") as fh:
+        fh.write(b"abc")
+        sink = W.DirectSink(fh, stage_bytes=4096)
+        assert not sink.direct           # not at offset 0: no alignment to keep
+        sink.write(b"x" * 10000)
+        sink.close()
+    assert p.read_bytes() == b"abc" + b"x" * 10000
+
+
+def _best_oracle(group, sniffer, sig):
+    order = np.lexsort((sniffer, -sig, group))
+    g = group[order]
+    first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
+    best = np.zeros(int(group.max()) + 1 if len(group) else 0, np.int64)
+    best[g[first]] = order[first]
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_best_copy_equals_lexsort_oracle(seed):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    group = rng.integers(0, 900, n)
+    sniffer = rng.integers(0, 3, n)      # repeats in a group: ties broken by row
+    sig = rng.integers(-95, -20, n).astype(float)
+    sig[rng.random(n) < 0.2] = -1e9      # nulls
+    if seed == 3:
+        sig[::5] += 0.25                 # fractional dBm: the lexsort path
+    assert best_copy(group, sniffer, sig).tolist() == _best_oracle(group, sniffer, sig).tolist()
+    assert len(best_copy(group[:0], sniffer[:0], sig[:0])) == 0
+
+
+def test_concat_columns_equals_concat_tables():
+    from sniffsync import read_capture
+    from sniffsync.frames import concat_tables
+    files = ["ns3-11n-ht20-hidden-snifferA-nearAP.pcap", "wltrace_trace.pcap",
+             "fragattacks_ping_D_BP_bcast_ra-fromap.pcapng"]
+    tables = [read_capture(CAPS / f, sniffer=i) for i, f in enumerate(files)]
+    want = concat_tables([_str_categories(t) for t in tables])
+    got = _concat_columns([_str_categories(t) for t in tables])
+    assert list(got.columns) == list(want.columns)
+    assert (got.dtypes == want.dtypes).all()
+    assert got.equals(want)
+    for c in want.columns:
+        if isinstance(want[c].dtype, pd.CategoricalDtype):
+            assert list(got[c].cat.categories) == list(want[c].cat.categories)
+
+
+
+def test_merge_leaves_the_callers_tables_whole():
+    from sniffsync import read_capture
+    from sniffsync.merge import merge
+    tables = [read_capture(CAPS / f"ns3-11n-ht20-hidden-sniffer{x}.pcap", sniffer=i)
+              for i, x in enumerate(["A-nearAP", "B-nearSTA1"])]
+    before = [t.copy() for t in tables]
+    merge(tables, anchors=("beacon", "ba", "unique"))
+    assert all(t.equals(b) and list(t.columns) == list(b.columns) for t, b in zip(tables, before))
+
+
+def test_numpy_path_for_old_pyarrow_writes_the_same_bytes(tmp_path, monkeypatch):
+    assert W._arrow_views()              # this environment has the fast path
+    monkeypatch.setattr(W, "_arrow_views", lambda: False)
+    test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, 700, 4096)
