@@ -86,7 +86,9 @@ class BatchWriter:
             import pyarrow.parquet as pq
             self._pq = pq.ParquetWriter(self._fh, self.schema)
         else:
-            self._fh.write(self._csv(self.schema.empty_table(), header=True))
+            import pyarrow as pa          # (schema.empty_table() would import pandas)
+            empty = pa.Table.from_arrays([pa.nulls(0, f.type) for f in self.schema], schema=self.schema)
+            self._fh.write(self._csv(empty, header=True))
 
     @staticmethod
     def _csv(table, header: bool = False) -> bytes:

@@ -296,3 +296,15 @@ def test_pcapng_walk_agrees_with_tshark(mixed_pcapng):
     text = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e", "frame.len"],
                           capture_output=True, text=True).stdout.split()
     assert [int(v) for v in text] == [w for w, _ in want]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_frames_export_never_imports_pandas(tmp_path, suffix):
+    # pandas' import alone is a third of a 1M-frame export: the streamed path must not pay it
+    import subprocess
+    import sys
+    code = ("import sys\nfrom sniffsync.cli import main\n"
+            f"rc = main(['frames', '-q', {str(HT20_A)!r}, '-o', {str(tmp_path / ('x' + suffix))!r}])\n"
+            "print(rc, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "False"]
