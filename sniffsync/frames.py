@@ -174,23 +174,27 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
             yield pending.popleft().result()
 
 
-def read_columns(path, sniffer: int = 0, columns=None):
+def read_columns(path, sniffer: int = 0, columns=None, records: bool = True):
     """Records and decoded numpy columns of one capture, walked and decoded at once.
 
     Returns
     -------
-    rec : Records
-        The whole file's record index (as :func:`sniffsync.capture.read_records`).
+    rec : Records or None
+        The whole file's record index (as :func:`sniffsync.capture.read_records`), or
+        None with ``records=False`` (callers that need neither the record index nor
+        its problem lines skip concatenating it).
     n, cols, marks
         As :func:`decode_columns`.
     """
-    recs, parts, marks = [], [], []
+    recs, parts, marks, n_rows = [], [], [], 0
     for rec, n, cols, batch_marks in iter_columns(path, sniffer, columns):
         marks.extend((np.asarray(r, np.int64) + rec.row0, why) for r, why in batch_marks)
-        recs.append(rec)
+        recs.append(rec if records else rec._replace(data_off=None, caplen=None, wirelen=None,
+                                                     ts_ns=None, linktype=None, iface=None))
         parts.append(cols)
-    rec = concat_records(recs)
-    return rec, len(rec.data_off), concat_cols(parts), marks
+        n_rows += n
+    rec = concat_records(recs) if records else None
+    return rec, n_rows, concat_cols(parts), marks
 
 
 def decode_records(rec, sniffer: int = 0, columns=None):

@@ -40,7 +40,7 @@ def _captures(paths):
     from ..fairness_core import Capture
     from ..frames import read_columns
     for p in paths:
-        _rec, n, cols, marks = read_columns(p, 0, COLUMNS)     # walk and decode overlap
+        _rec, n, cols, marks = read_columns(p, 0, COLUMNS, records=False)   # walk/decode overlap
         yield Capture.from_columns(n, cols, marks, COLUMNS)
 
 
