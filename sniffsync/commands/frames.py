@@ -15,9 +15,8 @@ def add_arguments(p):
 
 
 def run(args) -> int:
+    import os
     import sys
-
-    import numpy as np
 
     from ..errors import UsageError
     from ..export import FORMATS
@@ -30,7 +29,7 @@ def run(args) -> int:
         if unknown:
             raise UsageError(f"unknown column(s): {', '.join(unknown)} (see docs/columns.md)")
     out = args.output
-    fmt = "csv" if out in (None, "-") else FORMATS.get(__import__("os").path.splitext(out)[1].lower())
+    fmt = "csv" if out in (None, "-") else FORMATS.get(os.path.splitext(out)[1].lower())
     if fmt is None:
         raise UsageError(f"{out}: unknown output format (use .csv, .parquet or .jsonl)")
     n_bad = _stream(args, names, out) if fmt in ("csv", "parquet") else _at_once(args, names, out, fmt)
