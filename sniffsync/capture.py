@@ -167,8 +167,8 @@ def window_bytes(walked_bytes: int, walked: int, rows: int | None) -> int:
 
 def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None = None):
     """Walk a classic pcap in windows of ``_WINDOW`` bytes (or of about ``rows`` records):
-    yields ``(offsets, headers)`` per window, then returns where the walk stopped and
-    whether a corrupt length stopped it.
+    yields ``(offsets, headers)`` per window, then returns where the walk stopped (a
+    corrupt length stops it at that record, so ``pos <= n - 16`` tells it).
 
     Each window is mapped in one call, walked, its headers copied, then unmapped, so memory
     holds one window of the file. Lengths are checked after each window, vectorised: the
@@ -197,8 +197,8 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
         if hdr_off.size:
             yield hdr_off, head
         if over.size:
-            return pos, True
-    return pos, False
+            return pos
+    return pos
 
 
 def _pcap_records(buf, path, mapping, drop, rows=None):
@@ -217,7 +217,7 @@ def _pcap_records(buf, path, mapping, drop, rows=None):
         try:
             batch = next(walk)
         except StopIteration as stop:
-            pos, corrupt = stop.value
+            pos = stop.value
             break
         if pending is not None:          # held back one window: the last one gets the tail checks
             yield _pcap_batch(buf, path, *pending, order, tsresol, iface, row0, over, [])
@@ -226,7 +226,7 @@ def _pcap_records(buf, path, mapping, drop, rows=None):
     hdr_off, head = pending if pending is not None else (np.zeros(0, np.int64), np.zeros((0, 16), np.uint8))
     count = row0 + hdr_off.size
     problems = []
-    if corrupt or pos <= n - 16:
+    if pos <= n - 16:
         incl = struct.unpack_from(order + "I", buf, pos + 8)[0]
         problems.append(f"{path}: offset {pos}: corrupt record length {incl}; "
                         f"stopped after {count} records")
@@ -243,6 +243,13 @@ def _pcap_records(buf, path, mapping, drop, rows=None):
     yield _pcap_batch(buf, path, hdr_off, head, order, tsresol, iface, row0, over, problems, last=True)
 
 
+def tally(counter: list, offsets, rows) -> None:
+    """Add ``rows`` to a per-file ``[first offset, count]`` of one problem (batches come in order)."""
+    if len(rows):
+        counter[0] = int(offsets[rows[0]]) if counter[0] is None else counter[0]
+        counter[1] += len(rows)
+
+
 def _pcap_batch(buf, path, hdr_off, head, order, tsresol, iface, row0, over, problems, last=False):
     """:class:`Records` of one walked window of a classic pcap."""
     h = head.view(np.dtype(order + "u4")).reshape(-1, 4)
@@ -253,8 +260,7 @@ def _pcap_batch(buf, path, hdr_off, head, order, tsresol, iface, row0, over, pro
     rows = np.flatnonzero(incl > snaplen) if snaplen else np.zeros(0, np.int64)
     if rows.size:
         marks.append((rows, "caplen > snaplen"))
-        over[0] = int(hdr_off[rows[0]]) if over[0] is None else over[0]
-        over[1] += rows.size
+        tally(over, hdr_off, rows)
     if last and over[1]:
         problems.append(f"{path}: offset {over[0]}: {over[1]} record(s) "
                         f"with caplen > snaplen {snaplen}")

@@ -14,7 +14,7 @@ import numpy as np
 __all__ = ["KIND_NAMES", "KIND", "SEQ_SPAN", "DEDUP_MAX_GAP_NS", "TH_FIN", "TH_SYN", "TH_RST",
            "TH_PSH", "TH_ACK", "Lazy", "group_starts", "grouped_cummax", "lex_order", "is_sorted",
            "frame_getter", "cat_codes", "segment_arrays", "dedup_mac", "flow_arrays", "SEG_COLUMNS",
-           "sorted_within", "restart_cumsum"]
+           "sorted_within", "restart_cumsum", "wrap32", "diff32"]
 
 TH_FIN, TH_SYN, TH_RST, TH_PSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
@@ -289,6 +289,22 @@ def dedup_mac(seg) -> np.ndarray:
     other_sniffer[1:] = s["sniffer"][1:] != s["sniffer"][:-1]
     dup[wifi[order]] = same & gap_ok & (s["retry"] | other_sniffer)
     return dup
+
+
+def wrap32(d: np.ndarray) -> np.ndarray:
+    """Differences of 32-bit sequence numbers taken modulo 2**32 into [-2**31, 2**31), in place."""
+    d += 1 << 31
+    d &= 0xFFFFFFFF
+    d -= 1 << 31
+    return d
+
+
+def diff32(raw: np.ndarray) -> np.ndarray:
+    """Successive differences of 32-bit sequence numbers (:func:`wrap32`); the first is 0."""
+    d = np.empty(len(raw), np.int64)
+    d[:1] = 0
+    np.subtract(raw[1:], raw[:-1], out=d[1:])
+    return wrap32(d)
 
 
 def restart_cumsum(x: np.ndarray, starts: np.ndarray) -> np.ndarray:

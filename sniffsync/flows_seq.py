@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .flows_core import (KIND, SEQ_SPAN, TH_FIN, TH_SYN, group_starts, grouped_cummax,
+from .flows_core import (KIND, SEQ_SPAN, TH_FIN, TH_SYN, diff32, group_starts, grouped_cummax,
                          is_sorted, lex_order, restart_cumsum, sorted_within)
 
 __all__ = ["CLASSIFY_COLUMNS", "classify_arrays", "in_order_delivery"]
 
 
-def _unwrap32(fd: np.ndarray, raw: np.ndarray, starts: np.ndarray) -> np.ndarray:
+def _unwrap32(raw: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Unwrap 32-bit sequence numbers per fd: successive values differ by < 2**31."""
-    d = np.empty(len(raw), np.int64)
-    d[:1] = 0
-    np.subtract(raw[1:], raw[:-1], out=d[1:])
-    d += 1 << 31
-    d &= 0xFFFFFFFF
-    d -= 1 << 31
+    d = diff32(raw)
     d[starts] = 0
     return restart_cumsum(d, starts)
 
@@ -125,7 +120,7 @@ def classify_arrays(seg) -> None:
 
     fd = _sub(fd_all, idx, n)
     starts = group_starts(fd)
-    r = _unwrap32(fd, _sub(seg["seq_raw"], idx, n), starts)
+    r = _unwrap32(_sub(seg["seq_raw"], idx, n), starts)
     flags = _sub(seg["flags"], idx, n)
     plen = _sub(seg["payload_len"], idx, n)
     syn = ((flags & TH_SYN) > 0).astype(np.int64)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .flows_core import (KIND, SEQ_SPAN, TH_ACK, TH_FIN, TH_RST, TH_SYN, group_starts,
-                         grouped_cummax, is_sorted, lex_order, restart_cumsum, sorted_within)
+from .flows_core import (KIND, SEQ_SPAN, TH_ACK, TH_FIN, TH_RST, TH_SYN, diff32, group_starts,
+                         grouped_cummax, is_sorted, lex_order, restart_cumsum, sorted_within, wrap32)
 
 __all__ = ["RETX_NAMES", "RETX", "DUPTHRESH", "MIN_RTO_NS", "SOURCES", "ACK_COLUMNS", "time_rank",
            "ack_arrays", "rtt_arrays", "rto_arrays", "group_median", "handshake_arrays"]
@@ -90,15 +90,10 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     every = len(ai) == n                       # every row an ACK: no gathers
     afd = fd if every else fd[ai]
     araw = seg["ack_raw"] if every else seg["ack_raw"][ai]
-    d = np.empty(len(ai), np.int64)
-    d[:1] = 0
-    np.subtract(araw[1:], araw[:-1], out=d[1:])
-    d += 1 << 31
-    d &= 0xFFFFFFFF
-    d -= 1 << 31
+    d = diff32(araw)
     st = group_starts(afd)
     ob = base[afd[st] ^ 1]
-    d[st] = np.where(ob >= 0, ((araw[st] - ob + (1 << 31)) & 0xFFFFFFFF) - (1 << 31), 0)
+    d[st] = np.where(ob >= 0, wrap32(araw[st] - ob), 0)
     ack = restart_cumsum(d, st)
     if every:
         ack_rel = seg["ack_rel"] = ack
@@ -182,7 +177,7 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
             found = (k < len(ai)) & (afd[kk] == (fd[r[e]] ^ 1))
             tsecr = seg["tsecr"][ai[kk]]
             tsval = seg["tsval"][r[e]]
-            older = ((tsecr - tsval + (1 << 31)) & 0xFFFFFFFF) - (1 << 31) < 0
+            older = wrap32(tsecr - tsval) < 0
             spur[e] = found & (tsecr >= 0) & (tsval >= 0) & older
     seg["retx_kind"] = scatter(r, kind, RETX["none"], np.int64)
     seg["spurious"] = scatter(r, spur, False, bool)

@@ -189,8 +189,8 @@ def read_columns(path, sniffer: int = 0, columns=None, records: bool = True):
     recs, parts, marks, n_rows = [], [], [], 0
     for rec, n, cols, batch_marks in iter_columns(path, sniffer, columns):
         marks.extend((np.asarray(r, np.int64) + rec.row0, why) for r, why in batch_marks)
-        recs.append(rec if records else rec._replace(data_off=None, caplen=None, wirelen=None,
-                                                     ts_ns=None, linktype=None, iface=None))
+        if records:
+            recs.append(rec)
         parts.append(cols)
         n_rows += n
     rec = concat_records(recs) if records else None

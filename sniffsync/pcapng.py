@@ -17,7 +17,7 @@ import numpy as np
 from . import capture
 from .bytecols import gather
 from .capture import (_BOM, _EPB, _IDB, _PACKET_BLOCKS, _PB, _SPB, MAX_RECORD, PCAPNG_SHB,
-                      _finish, _prefetch, _release)
+                      _finish, _prefetch, _release, tally)
 
 __all__ = ["pcapng_records"]
 
@@ -157,12 +157,6 @@ def pcapng_records(buf, path, mapping=None, drop: bool = True, rows=None):
     yield _batch(buf, path, *pending, st, row0, last=True)
 
 
-def _tally(counter: list, boff, rows) -> None:
-    if rows.size:
-        counter[0] = int(boff[rows[0]]) if counter[0] is None else counter[0]
-        counter[1] += rows.size
-
-
 def _batch(buf, path, boff, kind, st: _Walk, row0: int, last: bool):
     """Records of the packet blocks ``boff`` (of kinds ``kind``) of one window."""
     marks = []
@@ -205,7 +199,7 @@ def _batch(buf, path, boff, kind, st: _Walk, row0: int, last: bool):
     bad = np.flatnonzero(~known)
     if bad.size:
         marks.append((bad, "unknown interface"))
-        _tally(st.unknown, boff, bad)
+        tally(st.unknown, boff, bad)
     over = np.flatnonzero(caplen > np.maximum(room, 0))
     if over.size:
         marks.append((over, "caplen beyond block"))
@@ -221,7 +215,7 @@ def _batch(buf, path, boff, kind, st: _Walk, row0: int, last: bool):
     over = np.flatnonzero((snap > 0) & (caplen > snap))
     if over.size:
         marks.append((over, "caplen > snaplen"))
-        _tally(st.over, boff, over)
+        tally(st.over, boff, over)
     problems = []
     if last:
         problems = list(st.problems)
