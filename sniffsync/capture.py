@@ -25,7 +25,7 @@ import numpy as np
 from .bytecols import gather
 from .errors import CaptureError
 
-__all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB"]
+__all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "head_linktypes", "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB"]
 
 MAX_RECORD = 16 << 20          # a record longer than 16 MiB is corruption, not a frame
 PCAPNG_SHB = 0x0A0D0D0A        # palindromic: reads the same in both byte orders
@@ -131,6 +131,44 @@ def _load(path) -> tuple[np.ndarray, list, object]:
     if not raw:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (gzip data does not inflate)")
     return np.frombuffer(raw, dtype=np.uint8), problems, None
+
+
+def head_linktypes(path, head: int = 1 << 16):
+    """Link types a capture declares before its first packet, from its first ``head``
+    bytes (gunzipped when compressed): the pcap header's, or the pcapng interfaces
+    described before the first packet block. None when they cannot be told (not a
+    capture, cut short): callers then assume any link type.
+
+    A pcapng may describe more interfaces later; callers that choose work by this
+    answer check the decoded ``linktype`` column afterwards.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(head)
+        if data[:2] == _GZIP:
+            data = zlib.decompressobj(31).decompress(data, head)
+    except (OSError, zlib.error):
+        return None
+    if len(data) < 24:
+        return None
+    magic = struct.unpack("<I", data[:4])[0]
+    if magic in PCAP_MAGICS:
+        order = PCAP_MAGICS[magic][0]
+        return frozenset({struct.unpack(order + "I", data[20:24])[0] & _LINKTYPE_MASK})
+    if magic != PCAPNG_SHB:
+        return None
+    order = "<" if struct.unpack("<I", data[8:12])[0] == _BOM else ">"
+    found, pos = set(), 0
+    while pos + 12 <= len(data):
+        btype, blen = struct.unpack(order + "II", data[pos:pos + 8])
+        if btype in _PACKET_BLOCKS:
+            return frozenset(found)
+        if btype == _IDB:
+            found.add(struct.unpack(order + "H", data[pos + 8:pos + 10])[0])
+        if blen < 12 or blen % 4:
+            return None
+        pos += blen
+    return None
 
 
 def _walk_window(mv, pos: int, stop: int, step):

@@ -19,6 +19,7 @@ from .fairness_core import (DEFINITIONS, TABLES, Capture, analyze_arrays, cross_
 from .fairness_windows import (cdf_arrays, jain, summarize, trailing_min, window_quantiles,  # noqa: F401
                                window_starts, window_sums)
 from .flows import flow_frame, seg_frame, seg_view
+from .flows_core import api_column
 from .flows_seq import CLASSIFY_COLUMNS
 from .flows_tcp import ACK_COLUMNS, MIN_RTO_NS
 from .tcp_rtt import rtt_frame
@@ -67,7 +68,7 @@ def analyze_run(frames: pd.DataFrame, dedup: bool = True, min_rto_ns: int = MIN_
     seg, names, ft, rtt = analyze_arrays(Capture.from_frame(frames), dedup, min_rto_ns)
     sf = seg_frame(seg, names)
     for c in _SEG_ADDED:
-        sf[c] = seg[c]
+        sf[c] = api_column(seg[c])
     return sf, flow_frame(ft, names), rtt_frame(rtt)
 
 

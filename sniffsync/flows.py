@@ -22,7 +22,7 @@ import pandas as pd
 
 from .flows_core import (DEDUP_MAX_GAP_NS, KIND, KIND_NAMES, SEG_COLUMNS, SEQ_SPAN, TH_ACK,  # noqa: F401
                          TH_FIN, TH_PSH, TH_RST, TH_SYN, Lazy, flow_arrays, group_starts,
-                         grouped_cummax, segment_arrays)
+                         api_column, grouped_cummax, segment_arrays)
 from .flows_seq import CLASSIFY_COLUMNS, classify_arrays
 
 __all__ = ["KIND_NAMES", "KIND", "segments", "classify_segments", "flow_table", "grouped_cummax",
@@ -122,7 +122,7 @@ def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     view = seg_view(seg)
     classify_arrays(view)
     for c in CLASSIFY_COLUMNS:
-        out[c] = view[c]
+        out[c] = api_column(view[c])
     return out
 
 

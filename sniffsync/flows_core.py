@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["KIND_NAMES", "KIND", "SEQ_SPAN", "DEDUP_MAX_GAP_NS", "TH_FIN", "TH_SYN", "TH_RST",
            "TH_PSH", "TH_ACK", "Lazy", "group_starts", "grouped_cummax", "lex_order", "is_sorted",
-           "frame_getter", "cat_codes", "segment_arrays", "dedup_mac", "flow_arrays", "SEG_COLUMNS",
+           "frame_getter", "cat_codes", "segment_arrays", "api_column", "is_proto", "live_tcp", "dedup_mac", "flow_arrays", "SEG_COLUMNS",
            "sorted_within", "restart_cumsum", "wrap32", "diff32"]
 
 TH_FIN, TH_SYN, TH_RST, TH_PSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
@@ -245,24 +245,50 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     o = lex_order(fd) if t_sorted else t_order[lex_order(fd[t_order])]
     counts = np.bincount(fd, minlength=2 * k)
     fd_s = np.repeat(np.arange(2 * k, dtype=np.int64), counts)
-    # endpoints, ports and protocol are the same on every row of a flow direction
-    one = o[(np.cumsum(counts) - counts)[counts > 0]]
+    # endpoints, ports and protocol are the same on every row of a flow direction: kept
+    # per fd (``seg.per_fd``); the full-length columns are built only when read
+    present = np.flatnonzero(counts)
+    one = o[(np.cumsum(counts) - counts)[present]]
 
-    def per_fd(v):
-        return np.repeat(v[one], counts[counts > 0])
+    def fd_lut(v):
+        lut = np.zeros(2 * k, np.int64)
+        lut[present] = v[one]
+        return lut
+    per = {"flow": np.arange(2 * k, dtype=np.int64) >> 1, "dir": np.arange(2 * k, dtype=np.int64) & 1,
+           "proto": fd_lut(pr), "sport": fd_lut(sp), "dport": fd_lut(dp), "src": fd_lut(s_code),
+           "dst": fd_lut(d_code)}
     idx = o if every else rows[o]
-    seg = Lazy({"ts_ns": ts[o], "flow": fd_s >> 1, "dir": fd_s & 1, "fd": fd_s,
-                "proto": per_fd(pr), "sport": per_fd(sp), "dport": per_fd(dp), "flags": flags[o]})
-    seg["payload_len"] = np.where(seg["proto"] == 6, get("tcp_payload_len", 0, np.int64, idx),
+    seg = Lazy({"ts_ns": ts[o], "fd": fd_s, "flags": flags[o]},
+               {name: (lambda v=v: v[fd_s]) for name, v in per.items()})
+    seg.per_fd = per
+    seg["payload_len"] = np.where((per["proto"] == 6)[fd_s], get("tcp_payload_len", 0, np.int64, idx),
                                   get("udp_len", 8, np.int64, idx) - 8) if udp.any() else \
         get("tcp_payload_len", 0, np.int64, idx)
     seg.thunks["row"] = lambda: idx.astype(np.int64, copy=False)
-    seg.thunks["src"] = lambda: per_fd(s_code)
-    seg.thunks["dst"] = lambda: per_fd(d_code)
     for name, (col, fill, dtype) in _FROM_FRAME.items():
         seg.thunks[name] = (lambda c=col, f=fill, d=dtype: get(c, f, d, idx))
     seg.thunks["mac_dup"] = (lambda: dedup_mac(seg)) if dedup else (lambda: np.zeros(m, bool))
     return seg, names
+
+
+def api_column(v: np.ndarray) -> np.ndarray:
+    """A core column as the pandas API gives it: one-byte codes (``kind``, ``retx_kind``)
+    widened to int64, as they were before the core kept them in one byte."""
+    return v.astype(np.int64) if v.dtype == np.int8 else v
+
+
+def is_proto(seg, proto: int) -> np.ndarray:
+    """Rows of IP protocol ``proto``: looked up per flow direction when ``seg`` keeps
+    ``per_fd`` values (:func:`segment_arrays`), so no full-length ``proto`` is built."""
+    per = getattr(seg, "per_fd", None)
+    if per is not None and "proto" not in seg:
+        return (per["proto"] == proto)[seg["fd"]]
+    return seg["proto"] == proto
+
+
+def live_tcp(seg) -> np.ndarray:
+    """TCP rows that are not MAC duplicates (what the TCP analyses read)."""
+    return is_proto(seg, 6) & ~seg["mac_dup"]
 
 
 def dedup_mac(seg) -> np.ndarray:
@@ -276,7 +302,9 @@ def dedup_mac(seg) -> np.ndarray:
     dup = np.zeros(len(seg["ta"]), bool)
     if not len(wifi):
         return dup
-    cols = {c: seg[c][wifi] for c in ident + ["ts_ns", "sniffer", "retry"]}
+    fd = seg["fd"][wifi]
+    derived = {"flow": lambda: fd >> 1, "dir": lambda: fd & 1}      # fd = 2 * flow + dir
+    cols = {c: derived[c]() if c in derived else seg[c][wifi] for c in ident + ["ts_ns", "sniffer", "retry"]}
     order = np.lexsort([cols["ts_ns"]] + [cols[c] for c in reversed(ident)])
     s = {c: v[order] for c, v in cols.items()}
     same = np.ones(len(order), bool)
@@ -346,8 +374,10 @@ def flow_arrays(seg) -> dict:
         return np.add.reduceat(x.astype(np.int64), st) if len(st) else np.zeros(0, np.int64)
 
     out = {"fd": fds}
+    per = getattr(seg, "per_fd", None)
     for name in ("flow", "dir", "proto", "src", "sport", "dst", "dport"):
-        out[name] = col(name)[st]
+        out[name] = per[name][fds] if per is not None and name not in seg else col(name)[st]
+    tcp = is_proto(seg, 6)
     dup = col("mac_dup")
     keep = ~dup
     data = col("is_data") & keep
@@ -359,7 +389,7 @@ def flow_arrays(seg) -> dict:
     out["goodput_bytes"] = gsum(col("new_bytes"))
     out["retransmissions"] = gsum(kind == KIND["retransmission"])
     out["out_of_order"] = gsum(kind == KIND["out_of_order"])
-    out["zero_windows"] = gsum(keep & (col("proto") == 6) & (col("win") == 0) &
+    out["zero_windows"] = gsum(keep & (tcp if o is None else tcp[o]) & (col("win") == 0) &
                                ((col("flags") & (TH_RST | TH_SYN)) == 0))
     out["mac_retries"] = gsum(col("retry"))
     out["mac_duplicates"] = gsum(dup)

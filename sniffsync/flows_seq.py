@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .flows_core import (KIND, SEQ_SPAN, TH_FIN, TH_SYN, diff32, group_starts, grouped_cummax,
-                         is_sorted, lex_order, restart_cumsum, sorted_within)
+                         is_proto, is_sorted, lex_order, restart_cumsum, sorted_within)
 
 __all__ = ["CLASSIFY_COLUMNS", "classify_arrays", "in_order_delivery"]
 
@@ -48,7 +48,7 @@ def in_order_delivery(seg, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
     out = ts.copy()
     fd = seg["fd"]
     plen = seg["payload_len"]
-    data = (seg["proto"] == 6) & (plen > 0)
+    data = is_proto(seg, 6) & (plen > 0)
     di = np.flatnonzero(data)
     if not len(di):
         return out
@@ -106,8 +106,7 @@ def classify_arrays(seg) -> None:
     fd_all = seg["fd"]
     n = len(fd_all)
     mac_dup = seg["mac_dup"]
-    proto = seg["proto"]
-    tcp = (proto == 6) & ~mac_dup
+    tcp = is_proto(seg, 6) & ~mac_dup
     idx = np.flatnonzero(tcp)
 
     def put(rows, values, fill, dtype):
@@ -141,7 +140,7 @@ def classify_arrays(seg) -> None:
     # goodput counts payload only: bytes [r + SYN, r + SYN + payload) above the frontier
     p0 = rd + syn[dd]
     new_bytes = np.clip(p0 + pl - np.maximum(prev, p0), 0, pl)
-    kind = np.full(len(dd), KIND["new"], np.int64)
+    kind = np.full(len(dd), KIND["new"], np.int8)         # codes: one byte per row
     below = np.flatnonzero(ed <= prev)
     if len(below):
         # same first byte sent earlier in this fd -> retransmission
@@ -173,10 +172,10 @@ def classify_arrays(seg) -> None:
     is_data = seg["is_data"] = put(every, data, False, bool)
     seg.thunks["frontier"] = frontier
     nb = seg["new_bytes"] = put(dd, new_bytes, 0, np.int64)
-    kd = seg["kind"] = put(dd, kind, KIND["none"], np.int64)
+    kd = seg["kind"] = put(dd, kind, KIND["none"], np.int8)
     seg["deliver_ns"] = in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
-    udp = np.flatnonzero((proto == 17) & ~mac_dup)
+    udp = np.flatnonzero(is_proto(seg, 17) & ~mac_dup)
     if len(udp):
         pl = seg["payload_len"][udp]
         nb[udp] = pl

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .flows_core import (KIND, SEQ_SPAN, TH_ACK, TH_FIN, TH_RST, TH_SYN, diff32, group_starts,
-                         grouped_cummax, is_sorted, lex_order, restart_cumsum, sorted_within, wrap32)
+                         grouped_cummax, is_sorted, lex_order, live_tcp, restart_cumsum, sorted_within,
+                         wrap32)
 
 __all__ = ["RETX_NAMES", "RETX", "DUPTHRESH", "MIN_RTO_NS", "SOURCES", "ACK_COLUMNS", "time_rank",
            "ack_arrays", "rtt_arrays", "rto_arrays", "group_median", "handshake_arrays"]
@@ -75,7 +76,7 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     n = len(fd)
     ts = seg["ts_ns"]
     tr = seg["tr"] = time_rank(seg["row"], ts)
-    live = (seg["proto"] == 6) & ~seg["mac_dup"]
+    live = live_tcp(seg)
     flags = seg["flags"]
     rel = seg["rel_seq"]
 
@@ -149,7 +150,7 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
 
     # retransmission kind and spurious retransmissions, on the retransmitted rows only
     r = np.flatnonzero(seg["kind"] == KIND["retransmission"])
-    kind = np.full(len(r), RETX["other"], np.int64)
+    kind = np.full(len(r), RETX["other"], np.int8)
     spur = np.zeros(len(r), bool)
     if len(r):
         j = before(r)
@@ -179,7 +180,7 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
             tsval = seg["tsval"][r[e]]
             older = wrap32(tsecr - tsval) < 0
             spur[e] = found & (tsecr >= 0) & (tsval >= 0) & older
-    seg["retx_kind"] = scatter(r, kind, RETX["none"], np.int64)
+    seg["retx_kind"] = scatter(r, kind, RETX["none"], np.int8)
     seg["spurious"] = scatter(r, spur, False, bool)
     return pairs
 
@@ -248,7 +249,7 @@ def rtt_arrays(seg, karn: bool = True, tsecr: bool = True, tsecr_fds=None, ack_p
     Returns ``fd``, ``flow``, ``ts_ns``, ``rtt_ns``, ``source`` (code into
     :data:`SOURCES`), ``data_row``, ``ack_row``, sorted by (fd, ts_ns, source).
     """
-    live = (seg["proto"] == 6) & ~seg["mac_dup"]
+    live = live_tcp(seg)
     if ack_pairs is not None:
         a0, f0, adv = ack_pairs
     else:
@@ -263,7 +264,7 @@ def rtt_arrays(seg, karn: bool = True, tsecr: bool = True, tsecr_fds=None, ack_p
     fd, ts, row = seg["fd"], seg["ts_ns"], seg["row"]
     o = lex_order(fd[f], ts[a], src) if len(a) else np.zeros(0, np.int64)
     a, f = a[o], f[o]
-    return {"fd": fd[f], "flow": seg["flow"][f], "ts_ns": ts[a], "rtt_ns": ts[a] - ts[f],
+    return {"fd": fd[f], "flow": fd[f] >> 1, "ts_ns": ts[a], "rtt_ns": ts[a] - ts[f],
             "source": src[o], "data_row": row[f], "ack_row": row[a]}
 
 
@@ -367,27 +368,31 @@ def _tsecr_pairs(seg, live, adv, tsecr_fds):
 
 def handshake_arrays(seg) -> dict:
     """SYN -> SYN/ACK -> ACK timing per TCP flow (see ``tcp_rtt.handshake_rtt``)."""
-    live = (seg["proto"] == 6) & ~seg["mac_dup"]
+    live = live_tcp(seg)
     fl = seg["flags"] & (TH_SYN | TH_ACK)
-    d = seg["dir"]
-    tr, ts, flow = seg["tr"], seg["ts_ns"], seg["flow"]
+    fd = seg["fd"]
+    d = fd & 1                                  # fd = 2 * flow + dir
+    tr, ts = seg["tr"], seg["ts_ns"]
     n = len(tr)
+
+    def flow(rows):
+        return fd[rows] >> 1
     # rows of one (flow, dir) are in time order: the first SYN/ACK of each flow
     sa = np.flatnonzero(live & (fl == (TH_SYN | TH_ACK)) & (d == 1))
-    sa = sa[group_starts(flow[sa])]
-    sa_q = flow[sa] * (n + 1) + tr[sa]
+    sa = sa[group_starts(flow(sa))]
+    sa_q = flow(sa) * (n + 1) + tr[sa]
 
     def lookup(mask, side):
         rows = np.flatnonzero(live & mask & (d == 0))
-        comp = flow[rows] * (n + 1) + tr[rows]
+        comp = flow(rows) * (n + 1) + tr[rows]
         j = np.searchsorted(comp, sa_q, side=side) - (side == "left")
         jc = np.clip(j, 0, max(len(rows) - 1, 0))
-        ok = (j >= 0) & (j < len(rows)) & (flow[rows[jc]] == flow[sa]) if len(rows) else np.zeros(len(sa), bool)
+        ok = (j >= 0) & (j < len(rows)) & (flow(rows[jc]) == flow(sa)) if len(rows) else np.zeros(len(sa), bool)
         return (rows[jc] if len(rows) else jc), ok
 
     syn, ok_s = lookup(fl == TH_SYN, "left")        # the last SYN before the SYN/ACK
     ack, ok_a = lookup(fl == TH_ACK, "right")       # the first ACK after it
     ok = ok_s & ok_a
     syn_ns, sa_ns, ack_ns = ts[syn[ok]], ts[sa[ok]], ts[ack[ok]]
-    return {"flow": flow[sa[ok]], "syn_ns": syn_ns, "synack_ns": sa_ns, "ack_ns": ack_ns,
+    return {"flow": flow(sa[ok]), "syn_ns": syn_ns, "synack_ns": sa_ns, "ack_ns": ack_ns,
             "hs_rtt_ns": ack_ns - syn_ns, "server_ns": sa_ns - syn_ns, "client_ns": ack_ns - sa_ns}

@@ -12,7 +12,7 @@ import numpy as np
 
 from .schema import COLUMNS, PHY_NAMES
 
-__all__ = ["Cols", "Marks", "Cat", "nullable", "frame_table", "scatter", "concat_cols",
+__all__ = ["Cols", "Marks", "Cat", "nullable", "frame_table", "scatter", "concat_cols", "ColumnSink",
            "bad_column", "factorize"]
 
 Cols = dict  # name -> (np.ndarray | Cat values, np.ndarray | None valid)
@@ -86,19 +86,22 @@ def _union_cats(cats: list) -> Cat:
     return Cat(np.concatenate(parts) if parts else np.zeros(0, np.int32), names)
 
 
-def concat_cols(parts: list) -> Cols:
+def concat_cols(parts: list, consume: bool = False) -> Cols:
     """Concatenate the ``Cols`` of consecutive row chunks.
 
     A column missing from a chunk (no frame of it needed that stage) is null there.
+    With ``consume``, each column is removed from the chunks once concatenated: the
+    chunks and the result never coexist in full (a lower peak of fresh memory).
     """
     if len(parts) == 1:
-        return parts[0]
+        return dict(parts[0])
     names = list(dict.fromkeys(name for p in parts for name in p))
     lens = [_rows(p) for p in parts]
     out = {}
     for name in names:
         like = next(p[name][0] for p in parts if name in p)
-        cells = [p[name] if name in p else _null_like(like, k) for p, k in zip(parts, lens)]
+        cells = [(p.pop(name) if consume else p[name]) if name in p else _null_like(like, k)
+                 for p, k in zip(parts, lens)]
         vs = [v for v, _ in cells]
         oks = [o for _, o in cells]
         v = _union_cats(vs) if isinstance(like, Cat) else np.concatenate([np.asarray(x) for x in vs])
@@ -106,6 +109,85 @@ def concat_cols(parts: list) -> Cols:
             [np.ones(len(x), bool) if o is None else np.asarray(o, bool) for x, o in zip(vs, oks)])
         out[name] = (v, ok)
     return out
+
+
+class ColumnSink:
+    """Consecutive row chunks' ``Cols`` written into columns allocated once.
+
+    The same result as :func:`concat_cols` of every chunk, without the chunks and their
+    concatenation alive at once: each chunk is copied in and can be freed. Columns are
+    allocated zeroed (untouched pages cost nothing) with room for ``capacity`` rows and
+    doubled when a chunk does not fit; a column first seen in a later chunk, or missing
+    from one, is null there; dtypes promote as :func:`numpy.concatenate` would.
+    Categorical columns are kept per chunk and unioned at the end (their codes are small).
+    """
+
+    def __init__(self, capacity: int = 0):
+        self.n, self.cap = 0, max(int(capacity), 0)
+        self.vals, self.oks, self.cats, self.order = {}, {}, {}, {}
+
+    def _alloc(self, dtype, keep):
+        out = np.full(self.cap, None, object) if dtype == object else np.zeros(self.cap, dtype)
+        if keep is not None:
+            out[:self.n] = keep[:self.n]
+        return out
+
+    def add(self, cols: Cols, k: int) -> None:
+        """Append ``k`` rows (every column of ``cols`` has ``k`` values)."""
+        lo, hi = self.n, self.n + k
+        if hi > self.cap:
+            self.cap = max(hi, 2 * self.cap, 1024)
+            for d in (self.vals, self.oks):
+                for name, a in d.items():
+                    if a is not None:
+                        d[name] = self._alloc(a.dtype, a)
+        for name in self.vals:
+            if name not in cols:                   # missing here: null rows
+                self._own_oks(name)
+        for name, cells in self.cats.items():
+            if name not in cols:
+                cells.append((lo, None))
+        for name, (v, ok) in cols.items():
+            self.order.setdefault(name, None)
+            if isinstance(v, Cat):
+                self.cats.setdefault(name, [(0, None)] if lo else []).append((lo, (v, ok)))
+                continue
+            v = np.asarray(v)
+            a = self.vals.get(name)
+            if a is None:
+                a = self.vals[name] = self._alloc(v.dtype, None)
+                self.oks[name] = None if lo == 0 else np.zeros(self.cap, bool)
+            elif v.dtype != a.dtype and np.result_type(a.dtype, v.dtype) != a.dtype:
+                a = self.vals[name] = self._alloc(np.result_type(a.dtype, v.dtype), a)
+            a[lo:hi] = v
+            if ok is not None:
+                self._own_oks(name)[lo:hi] = ok
+            elif self.oks[name] is not None:
+                self.oks[name][lo:hi] = True
+        self.n = hi
+
+    def _own_oks(self, name):
+        """The column's valid mask as an array (rows so far valid when it was None)."""
+        if self.oks[name] is None:
+            self.oks[name] = np.zeros(self.cap, bool)
+            self.oks[name][:self.n] = True
+        return self.oks[name]
+
+    def result(self) -> Cols:
+        """The columns, first-seen order; sinks' arrays are views of ``n`` rows."""
+        out = {}
+        for name in self.order:
+            if name in self.cats:
+                cells = self.cats[name]
+                like = next(c for _, c in cells if c is not None)[0]
+                ends = [lo for lo, _ in cells[1:]] + [self.n]
+                parts = [{name: cell if cell is not None else _null_like(like, end - lo)}
+                         for (lo, cell), end in zip(cells, ends)]
+                out[name] = concat_cols(parts)[name]
+                continue
+            ok = self.oks[name]
+            out[name] = (self.vals[name][:self.n], None if ok is None else ok[:self.n])
+        return out
 
 
 def _rows(cols: Cols) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .flows import seg_view
+from .flows_core import api_column
 from .flows_tcp import (ACK_COLUMNS, DUPTHRESH, MIN_RTO_NS, RETX, RETX_NAMES, SOURCES,  # noqa: F401
                         ack_arrays, handshake_arrays, rto_arrays, rtt_arrays)
 
@@ -41,7 +42,7 @@ def analyze_acks(seg: pd.DataFrame, min_rto_ns: int = MIN_RTO_NS,
     view = seg_view(seg)
     ack_arrays(view, min_rto_ns, dupthresh)
     for c in ACK_COLUMNS:
-        out[c] = view[c]
+        out[c] = api_column(view[c])
     return out
 
 

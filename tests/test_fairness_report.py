@@ -112,3 +112,71 @@ def test_cli_csv_and_radiotap_captures_match_the_api(ethernet_pcap, tmp_path):
     for name in ("flows", "windows", "jain", "rtt"):
         got = pd.read_csv(tmp_path / "csv" / f"{name}.csv")
         pd.testing.assert_frame_equal(got, pd.read_csv(io.StringIO(getattr(res, name).to_csv(index=False))))
+
+
+# --- wired captures decode only what the analysis reads -------------------------------------
+def _pcapng_block(btype, body):
+    import struct
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", btype, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+
+
+def _to_pcapng(parts):
+    """pcapng of ``[(linktype, Records)]``: each part's IDB written just before its packets."""
+    import struct
+    out = [_pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))]
+    for iface, (linktype, rec) in enumerate(parts):
+        out.append(_pcapng_block(1, struct.pack("<HHI", linktype, 0, 65535)))
+        for o, c, w, t in zip(rec.data_off.tolist(), rec.caplen.tolist(), rec.wirelen.tolist(),
+                              (rec.ts_ns // 1000).tolist()):
+            out.append(_pcapng_block(6, struct.pack("<IIIII", iface, t >> 32, t & 0xFFFFFFFF, c, w)
+                                     + bytes(rec.buf[o:o + c])))
+    return b"".join(out)
+
+
+def test_head_linktypes_reads_pcap_pcapng_and_gzip_headers(ethernet_pcap, tmp_path):
+    import gzip
+    import struct
+
+    from sniffsync.capture import head_linktypes, read_records
+    assert head_linktypes(ethernet_pcap) == {1}
+    assert head_linktypes(NS3[0]) == {127}
+    raw = open(NS3[0], "rb").read()
+    # the same header big-endian: magic and link type byte-swapped
+    big = struct.pack(">IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 127)
+    (tmp_path / "be.pcap").write_bytes(big)
+    assert head_linktypes(tmp_path / "be.pcap") == {127}
+    (tmp_path / "a.pcap.gz").write_bytes(gzip.compress(raw[:4096]))
+    assert head_linktypes(tmp_path / "a.pcap.gz") == {127}
+    ng = _to_pcapng([(1, read_records(ethernet_pcap)), (127, read_records(NS3[0]))])
+    (tmp_path / "two.pcapng").write_bytes(ng)
+    assert head_linktypes(tmp_path / "two.pcapng") == {1}       # the second IDB comes later
+    for junk in (b"", b"\0" * 40, raw[:10]):
+        (tmp_path / "j").write_bytes(junk)
+        assert head_linktypes(tmp_path / "j") is None
+
+
+def test_late_radiotap_interface_is_read_in_full(ethernet_pcap, tmp_path):
+    """An Ethernet IDB first and a radiotap one after the first packet: the wired column
+    set is not enough, and the command reads the capture again with every column."""
+    from sniffsync.capture import read_records
+    path = tmp_path / "two.pcapng"
+    path.write_bytes(_to_pcapng([(1, read_records(ethernet_pcap)), (127, read_records(NS3[0]))]))
+    out = tmp_path / "r.json"
+    p = _cli([str(path), "-o", str(out)])
+    assert p.returncode == 0, p.stderr
+    assert out.read_text() == _json_oracle(fairness(read_capture(str(path))))
+
+
+def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch):
+    import sniffsync.frames as frames
+    from sniffsync.commands import fairness as cmd
+    asked = []
+    real = frames.read_columns
+
+    def spy(path, sniffer, columns, records=True):
+        asked.append(list(columns))
+        return real(path, sniffer, columns, records)
+    monkeypatch.setattr(frames, "read_columns", spy)
+    caps = list(cmd._captures([ethernet_pcap, NS3[0]]))
+    assert asked == [cmd.WIRED_COLUMNS, cmd.COLUMNS] and len(caps) == 2

@@ -16,6 +16,12 @@ COLUMNS = [
     "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_mss", "tcp_payload_len",
     "tcp_tsval", "tcp_tsecr", "tcp_sack", "udp_len"]
 
+# what flows and RTT read of a wired (Ethernet, cooked, raw IP) capture: no 802.11 and
+# no columns the analysis never reads, so less to decode and to hold
+WIRED_COLUMNS = ["ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "dport", "tcp_seq",
+                 "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
+                 "tcp_tsecr", "udp_len"]
+
 
 def add_arguments(p):
     p.add_argument("captures", nargs="+", metavar="CAPTURE", help="one capture per run (pcap/pcapng)")
@@ -37,11 +43,19 @@ def _ns(seconds: float) -> int:
 
 def _captures(paths):
     """One :class:`Capture` per path, read when the analysis reaches it."""
+    import numpy as np
+
+    from ..capture import head_linktypes
     from ..fairness_core import Capture
-    from ..frames import read_columns
+    from ..frames import WIRED_LINKTYPES, read_columns
     for p in paths:
-        _rec, n, cols, marks = read_columns(p, 0, COLUMNS, records=False)   # walk/decode overlap
-        yield Capture.from_columns(n, cols, marks, COLUMNS)
+        kinds = head_linktypes(p)
+        columns = WIRED_COLUMNS if kinds and kinds <= set(WIRED_LINKTYPES) else COLUMNS
+        _rec, n, cols, marks = read_columns(p, 0, columns, records=False)   # walk/decode overlap
+        if columns is WIRED_COLUMNS and not np.isin(cols["linktype"][0], WIRED_LINKTYPES).all():
+            # a pcapng interface described after the first packet is not wired: read it all
+            _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
+        yield Capture.from_columns(n, cols, marks, columns)
 
 
 def run(args) -> int:
