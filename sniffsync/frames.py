@@ -84,7 +84,10 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
     }
     marks = list(rec.marks)
     parts = []
-    bounds = [(lo, min(lo + CHUNK_ROWS, n)) for lo in range(0, n, CHUNK_ROWS)]
+    # chunks of about CHUNK_ROWS (a batch of CHUNK_ROWS + a few is one chunk, not two)
+    k = max(1, round(n / CHUNK_ROWS))
+    cuts = [n * i // k for i in range(k + 1)]
+    bounds = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
     # chunks are independent and numpy releases the GIL: decode them on two threads
     with ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else _Serial() as pool:
         done = pool.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
@@ -216,6 +219,11 @@ def decode_records(rec, sniffer: int = 0, columns=None):
     return frame_table(*decode_columns(rec, sniffer, columns), columns)
 
 
+def _sub(a: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """``a[rows]``; ``a`` itself when ``rows`` is every one of the ``n`` rows (no copy)."""
+    return a if len(rows) == n else a[rows]
+
+
 def _decode_chunk(rec, lo: int, hi: int, wanted):
     """Columns and marks (rows relative to ``lo``) of the frames ``lo:hi``."""
     # every stage can mark a frame: "bad" needs them all
@@ -273,7 +281,7 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
 
     rows = np.flatnonzero(np.isin(lt, WIRED_LINKTYPES)) if need_payload else np.zeros(0, np.int64)
     if rows.size:
-        w_cols, sub_l3, w_marks = decode_link(buf, off[rows], end[rows], lt[rows])
+        w_cols, sub_l3, w_marks = decode_link(buf, _sub(off, rows, n), _sub(end, rows, n), _sub(lt, rows, n))
         _stage(n, rows, (w_cols, w_marks), cols, marks)
         l3_off[rows] = sub_l3
         eth = w_cols.get("ethertype")
@@ -286,7 +294,8 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
 
     rows = np.flatnonzero(l3_off >= 0)
     if rows.size:
-        _stage(n, rows, decode_l3(buf, l3_off[rows], l3_end[rows], ethertype[rows]), cols, marks)
+        _stage(n, rows, decode_l3(buf, _sub(l3_off, rows, n), _sub(l3_end, rows, n),
+                                  _sub(ethertype, rows, n)), cols, marks)
     return cols, marks
 
 

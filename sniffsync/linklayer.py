@@ -101,15 +101,20 @@ def decode_link(buf, off, end, linktype):
     valid = np.zeros(n, bool)
     hlen = np.zeros(n, np.int64)
     marks = []
-    for code in np.unique(lt):
-        rows = np.flatnonzero(lt == code)
+    one = n and lt[0] == lt[-1] and (lt == lt[0]).all()     # usually one link type
+    for code in (lt[:1] if one else np.unique(lt)):
+        rows = np.arange(n) if one else np.flatnonzero(lt == code)
         decode = DECODERS.get(int(code))
         if decode is None:
             if int(code) not in WLAN_LINKTYPES:
                 marks.append((rows, f"unsupported link type {int(code)}"))
             continue
-        e, ok, h, sub_marks = decode(buf, off[rows], end[rows])
-        etype[rows], valid[rows], hlen[rows] = e, ok, h
+        if one:
+            etype, valid, hlen, sub_marks = decode(buf, off, end)
+            etype, valid = etype.astype(np.uint16), valid.astype(bool)
+        else:
+            e, ok, h, sub_marks = decode(buf, off[rows], end[rows])
+            etype[rows], valid[rows], hlen[rows] = e, ok, h
         marks.extend((rows[r], why) for r, why in sub_marks if len(r))
     is_ip = valid & np.isin(etype, IP_ETHERTYPES) & (off + hlen < end)
     l3_off = np.where(is_ip, off + hlen, -1)
