@@ -172,6 +172,29 @@ def _first_of_group(codes: np.ndarray, k: int) -> np.ndarray:
     return first
 
 
+def _direction_codes(s_code, d_code, sport, dport, udp):
+    """Dense codes (any order) of the rows' (src, dst, sport, dport, udp) and their count."""
+    from .table import factorize
+    m = len(sport)
+    if not m:
+        return np.zeros(0, np.int64), 0
+    s_code, d_code = np.asarray(s_code), np.asarray(d_code)
+    if int(s_code.min()) >= -1 and int(d_code.min()) >= -1 and \
+            max(int(s_code.max()), int(d_code.max())) < (1 << 15) - 1:
+        # addresses in 15 bits each, ports in 16, udp in 1: one non-negative int64
+        key = (s_code + 1).astype(np.int64) << 48
+        key |= (d_code + 1).astype(np.int64) << 33
+        key |= sport.astype(np.int64) << 17
+        key |= dport.astype(np.int64) << 1
+        key |= udp
+    else:
+        ep_s = factorize((np.asarray(s_code, np.int64) << 16) | sport)[0]
+        ep_d = factorize((np.asarray(d_code, np.int64) << 16) | dport)[0]
+        key = (np.asarray(ep_s, np.int64) * (int(ep_d.max()) + 1) + ep_d) * 2 + udp
+    codes, uniq = factorize(key)
+    return np.asarray(codes, np.int64), len(uniq)
+
+
 def _flow_codes(lo: np.ndarray, hi: np.ndarray, udp: np.ndarray) -> np.ndarray:
     """Dense codes of the (lo, hi, udp) triples (any order of codes)."""
     from .table import factorize
@@ -206,40 +229,51 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     names : list
         Endpoint text of the ``src``/``dst`` codes.
     """
-    proto = get("ip_proto", 0, np.int64)
-    sport = get("sport", -1, np.int64)
+    proto = get("ip_proto", 0, np.int16)
+    sport = get("sport", -1, np.int32)
     rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0))
     m = len(rows)
     s_code, d_code, names = ip_codes(rows)
-    s_code, d_code = np.asarray(s_code, np.int64), np.asarray(d_code, np.int64)
     every = m == len(proto)                   # usually: every frame is TCP/UDP
     sp, pr = (sport, proto) if every else (sport[rows], proto[rows])
-    dp = get("dport", 0, np.int64, rows)
-    ep_s, ep_d = (s_code << 16) | sp, (d_code << 16) | dp
-    lo, hi = np.minimum(ep_s, ep_d), np.maximum(ep_s, ep_d)
+    dp = get("dport", 0, np.int32, rows)
     ts = get("ts_ns", 0, np.int64, rows)
     flags = get("tcp_flags", 0, np.int64, rows)
     udp = pr == 17
 
-    # flows numbered by first appearance in time (stable: input order among equal times)
+    # rows -> direction codes (src, dst, ports, udp); flows are pairs of directions, so
+    # the pairing, numbering and initiators are decided on the few directions
     t_sorted = is_sorted(ts)
     t_order = np.arange(m) if t_sorted else np.argsort(ts, kind="stable")
-    code = _flow_codes(lo, hi, udp)
-    k = int(code.max()) + 1 if m else 0
-    first_t = _first_of_group(code[t_order], k)           # position in time order
+    dcode, nd = _direction_codes(s_code, d_code, sp, dp, udp)
+    d_first = _first_of_group(dcode if t_sorted else dcode[t_order], nd)    # position in time order
+    d_row = t_order[d_first] if nd else d_first                             # a row of each direction
+    ep_s = (np.asarray(s_code, np.int64)[d_row] << 16) | sp[d_row]
+    ep_d = (np.asarray(d_code, np.int64)[d_row] << 16) | dp[d_row]
+    d_udp = udp[d_row]
+    code = _flow_codes(np.minimum(ep_s, ep_d), np.maximum(ep_s, ep_d), d_udp)
+    k = int(code.max()) + 1 if nd else 0
+    # flows numbered by first appearance in time (stable: input order among equal times)
+    first_t = np.full(k, m, np.int64)
+    np.minimum.at(first_t, code, d_first)
     by_first = np.argsort(first_t, kind="stable")
     renum = np.empty(k, np.int64)
     renum[by_first] = np.arange(k)
-    flow = renum[code]
+    d_flow = renum[code]
     # initiator: sender of the first pure SYN, else of the first packet
-    init_ep = ep_s[t_order[first_t[by_first]]] if k else np.zeros(0, np.int64)
+    o_d = np.lexsort((d_first, d_flow))        # each flow's directions, earliest first
+    head = o_d[group_starts(d_flow[o_d])]
+    init_ep = np.empty(k, np.int64)
+    init_ep[d_flow[head]] = ep_s[head]
     is_syn = ~udp & ((flags & (TH_SYN | TH_ACK)) == TH_SYN)
-    syn_t = t_order[is_syn[t_order]]
+    syn_t = t_order[is_syn[t_order]] if not t_sorted else np.flatnonzero(is_syn)
     if len(syn_t):
-        fs = _first_of_group(flow[syn_t], k)
+        syn_dir = dcode[syn_t]
+        fs = _first_of_group(d_flow[syn_dir], k)
         has = fs < len(syn_t)
-        init_ep[has] = ep_s[syn_t[fs[has]]]
-    fd = flow * 2 + (ep_s != init_ep[flow])
+        init_ep[has] = ep_s[syn_dir[fs[has]]]
+    d_fd = d_flow * 2 + (ep_s != init_ep[d_flow])
+    fd = d_fd[dcode]
 
     # one order (fd, ts, input row); each column is gathered when first read
     o = lex_order(fd) if t_sorted else t_order[lex_order(fd[t_order])]

@@ -175,16 +175,18 @@ def test_flow_times_keep_every_nanosecond():
     assert ft.loc[1, "first_ns"] == -1 and ft["first_ns"].dtype == np.int64
 
 
-@pytest.mark.parametrize("n_addr", [3, 40_000])
-def test_flow_ids_and_directions_match_pandas(n_addr):
+@pytest.mark.parametrize("n_addr, shuffled", [(3, False), (40_000, False), (3, True), (40_000, True)])
+def test_flow_ids_and_directions_match_pandas(n_addr, shuffled):
     # many addresses take the two-step endpoint coding; flows numbered by first appearance
+    # in time (input order among equal times); shuffled: rows out of time order, with ties,
+    # and rows that are neither TCP nor UDP
     from sniffsync.flows_core import segment_arrays
     n = 5000
     src, dst = RNG.integers(-1, n_addr, n), RNG.integers(-1, n_addr, n)
     sport, dport = RNG.integers(0, 4, n), RNG.integers(0, 4, n)
-    proto = RNG.choice([6, 17], n)
+    proto = RNG.choice([6, 17, 1] if shuffled else [6, 17], n)
     flags = RNG.choice([ACK, SYN, SYN | ACK], n)
-    ts = np.sort(RNG.integers(0, 10**6, n))
+    ts = RNG.integers(0, 3000, n) if shuffled else np.sort(RNG.integers(0, 10**6, n))
     cols = {"ip_proto": proto, "sport": sport, "dport": dport, "ts_ns": ts, "tcp_flags": flags}
 
     def get(name, fill, dtype, rows=None):
@@ -192,13 +194,16 @@ def test_flow_ids_and_directions_match_pandas(n_addr):
         return v.astype(dtype) if rows is None else v[rows].astype(dtype)
     seg, _ = segment_arrays(get, lambda rows: (src[rows], dst[rows], []), dedup=False)
 
-    ep_s, ep_d = (src << 16) | sport, (dst << 16) | dport
-    key = pd.DataFrame({"lo": np.minimum(ep_s, ep_d), "hi": np.maximum(ep_s, ep_d), "p": proto})
+    keep = np.flatnonzero(proto != 1)
+    t = keep[np.lexsort((keep, ts[keep]))]            # the TCP/UDP rows in time order
+    ep_s, ep_d = (src[t] << 16) | sport[t], (dst[t] << 16) | dport[t]
+    key = pd.DataFrame({"lo": np.minimum(ep_s, ep_d), "hi": np.maximum(ep_s, ep_d), "p": proto[t]})
     flow = key.groupby(["lo", "hi", "p"], sort=False).ngroup().to_numpy()
-    syn = (proto == 6) & ((flags & (SYN | ACK)) == SYN)
+    syn = (proto[t] == 6) & ((flags[t] & (SYN | ACK)) == SYN)
     init = pd.Series(ep_s).groupby(flow).first()
     init.update(pd.Series(ep_s[syn]).groupby(flow[syn]).first())
     fd = flow * 2 + (ep_s != init.to_numpy()[flow])
-    o = np.lexsort((np.arange(n), ts, fd))
-    assert np.array_equal(seg["fd"], fd[o]) and np.array_equal(seg["row"], o)
-    assert np.array_equal(seg["src"], src[o]) and np.array_equal(seg["dport"], dport[o])
+    o = np.lexsort((t, ts[t], fd))
+    assert np.array_equal(seg["fd"], fd[o]) and np.array_equal(seg["row"], t[o])
+    assert np.array_equal(seg["src"], src[t[o]]) and np.array_equal(seg["dport"], dport[t[o]])
+    assert np.array_equal(seg["proto"], proto[t[o]]) and np.array_equal(seg["flow"], fd[o] >> 1)
