@@ -155,7 +155,7 @@ def cat_codes(n: int, cols: dict, rows: np.ndarray):
             out.append(np.full(len(rows), -1, np.int64))
             continue
         cat = as_cat(*cols[name])
-        remap = np.full(len(cat.categories) + 1, -1, np.int64)
+        remap = np.full(len(cat.categories) + 1, -1, np.int32 if len(cat.categories) < 1 << 30 else np.int64)
         for i, v in enumerate(cat.categories):
             remap[i] = index.setdefault(v, len(names))
             if remap[i] == len(names):
@@ -236,18 +236,20 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     s_code, d_code, names = ip_codes(rows)
     every = m == len(proto)                   # usually: every frame is TCP/UDP
     sp, pr = (sport, proto) if every else (sport[rows], proto[rows])
+    del proto, sport
     dp = get("dport", 0, np.int32, rows)
     ts = get("ts_ns", 0, np.int64, rows)
     flags = get("tcp_flags", 0, np.int64, rows)
     udp = pr == 17
+    rows = None if every else rows          # (every row: the order below indexes frames directly)
 
     # rows -> direction codes (src, dst, ports, udp); flows are pairs of directions, so
     # the pairing, numbering and initiators are decided on the few directions
     t_sorted = is_sorted(ts)
-    t_order = np.arange(m) if t_sorted else np.argsort(ts, kind="stable")
+    t_order = None if t_sorted else np.argsort(ts, kind="stable")          # None: rows in time order
     dcode, nd = _direction_codes(s_code, d_code, sp, dp, udp)
     d_first = _first_of_group(dcode if t_sorted else dcode[t_order], nd)    # position in time order
-    d_row = t_order[d_first] if nd else d_first                             # a row of each direction
+    d_row = d_first if t_sorted or not nd else t_order[d_first]             # a row of each direction
     ep_s = (np.asarray(s_code, np.int64)[d_row] << 16) | sp[d_row]
     ep_d = (np.asarray(d_code, np.int64)[d_row] << 16) | dp[d_row]
     d_udp = udp[d_row]
@@ -266,7 +268,7 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     init_ep = np.empty(k, np.int64)
     init_ep[d_flow[head]] = ep_s[head]
     is_syn = ~udp & ((flags & (TH_SYN | TH_ACK)) == TH_SYN)
-    syn_t = t_order[is_syn[t_order]] if not t_sorted else np.flatnonzero(is_syn)
+    syn_t = np.flatnonzero(is_syn) if t_sorted else t_order[is_syn[t_order]]
     if len(syn_t):
         syn_dir = dcode[syn_t]
         fs = _first_of_group(d_flow[syn_dir], k)
@@ -274,10 +276,12 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
         init_ep[has] = ep_s[syn_dir[fs[has]]]
     d_fd = d_flow * 2 + (ep_s != init_ep[d_flow])
     fd = d_fd[dcode]
+    del dcode, is_syn
 
     # one order (fd, ts, input row); each column is gathered when first read
     o = lex_order(fd) if t_sorted else t_order[lex_order(fd[t_order])]
     counts = np.bincount(fd, minlength=2 * k)
+    del fd
     fd_s = np.repeat(np.arange(2 * k, dtype=np.int64), counts)
     # endpoints, ports and protocol are the same on every row of a flow direction: kept
     # per fd (``seg.per_fd``); the full-length columns are built only when read
@@ -294,6 +298,7 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     idx = o if every else rows[o]
     seg = Lazy({"ts_ns": ts[o], "fd": fd_s, "flags": flags[o]},
                {name: (lambda v=v: v[fd_s]) for name, v in per.items()})
+    del flags
     seg.per_fd = per
     seg["payload_len"] = np.where((per["proto"] == 6)[fd_s], get("tcp_payload_len", 0, np.int64, idx),
                                   get("udp_len", 8, np.int64, idx) - 8) if udp.any() else \

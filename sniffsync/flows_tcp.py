@@ -37,6 +37,8 @@ def time_rank(row: np.ndarray, ts: np.ndarray) -> np.ndarray:
         pos[row] = np.arange(n)
         o = pos[pos >= 0]
         if len(o) == n and is_sorted(ts[o]):
+            if len(pos) == n:         # rows are 0..n-1 (every frame a segment): rank = row
+                return row
             rank[o] = np.arange(n)
             return rank
     rank[np.lexsort((row, ts))] = np.arange(n)

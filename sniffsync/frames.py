@@ -122,11 +122,12 @@ class _Serial:
 def split_records(rec, rows: int = BATCH_ROWS):
     """Consecutive slices of ``rec`` of at most ``rows`` records (``row0`` and marks adjusted)."""
     n = len(rec.data_off)
-    if n <= rows:
+    if n <= rows + rows // 4:          # a window walked a few records past ``rows``: one batch
         yield rec
         return
-    for lo in range(0, n, rows):
-        hi = min(lo + rows, n)
+    k = -(-n // rows)
+    cuts = [n * i // k for i in range(k + 1)]
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
         marks = []
         for r, why in rec.marks:
             r = np.asarray(r, np.int64)

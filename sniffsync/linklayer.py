@@ -29,15 +29,19 @@ def _ethernet(buf, off, end):
     hlen = np.full(n, 14, np.int64)
     etype = u16be(buf, off + 12).astype(np.int64)
     for _ in range(2):                       # one tag (802.1Q) or two (QinQ)
-        tagged = np.isin(etype, VLAN_TPIDS)
+        tagged = (etype == VLAN_TPIDS[0]) | (etype == VLAN_TPIDS[1])
+        if not tagged.any():
+            break
         hlen = np.where(tagged, hlen + 4, hlen)
         etype = np.where(tagged, u16be(buf, off + hlen - 2), etype)
     # 802.3 length field + LLC/SNAP: the ethertype follows the 3-byte OUI
     llc = etype <= 1500
-    snap = llc & (u8(buf, off + hlen) == 0xAA) & (u8(buf, off + hlen + 1) == 0xAA) \
-        & (u8(buf, off + hlen + 2) == 0x03)
-    etype = np.where(snap, u16be(buf, off + hlen + 6), etype)
-    hlen = np.where(snap, hlen + 8, hlen)
+    snap = np.zeros(n, bool)
+    if llc.any():
+        snap = llc & (u8(buf, off + hlen) == 0xAA) & (u8(buf, off + hlen + 1) == 0xAA) \
+            & (u8(buf, off + hlen + 2) == 0x03)
+        etype = np.where(snap, u16be(buf, off + hlen + 6), etype)
+        hlen = np.where(snap, hlen + 8, hlen)
     ok = (off + hlen <= end) & (~llc | snap)
     short = off + hlen > end
     return etype, ok, hlen, [(np.flatnonzero(short), "truncated link header")]

@@ -120,7 +120,7 @@ def decode_l3(buf, off, end, ethertype):
     rows6 = np.flatnonzero(v6_ok)
     nh, p = proto[rows6].copy(), l4_off[rows6].copy()
     idx = np.arange(rows6.size)
-    for _ in range(IPV6_MAX_EXT):
+    for _ in range(IPV6_MAX_EXT if rows6.size else 0):
         walk = np.isin(nh[idx], list(IPV6_EXT_SKIP) + [IPV6_FRAG]) & (p[idx] + 8 <= end[rows6[idx]])
         idx = idx[walk]
         if idx.size == 0:

@@ -160,6 +160,8 @@ class ColumnSink:
             elif v.dtype != a.dtype and np.result_type(a.dtype, v.dtype) != a.dtype:
                 a = self.vals[name] = self._alloc(np.result_type(a.dtype, v.dtype), a)
             a[lo:hi] = v
+            if ok is not None and self.oks[name] is None and ok.all():
+                ok = None                          # all valid so far: no mask to hold
             if ok is not None:
                 self._own_oks(name)[lo:hi] = ok
             elif self.oks[name] is not None:

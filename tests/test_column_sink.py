@@ -27,10 +27,20 @@ def _same(a, b):
             va, vb = np.asarray(va), np.asarray(vb)
         va, vb = np.asarray(va), np.asarray(vb)
         assert va.dtype == vb.dtype, name
-        assert (oa is None) == (ob is None), name
         assert np.array_equal(va, vb), name          # null rows are zero/None in both
-        if oa is not None:
-            assert np.array_equal(oa, ob), name
+        # no mask means every row valid (the sink drops masks that are all True)
+        oa = np.ones(len(va), bool) if oa is None else np.asarray(oa)
+        ob = np.ones(len(vb), bool) if ob is None else np.asarray(ob)
+        assert np.array_equal(oa, ob), name
+
+
+def test_sink_drops_all_valid_masks_until_a_null_comes():
+    sink = ColumnSink(8)
+    sink.add({"a": (np.array([1, 2]), np.array([True, True]))}, 2)
+    assert sink.result()["a"][1] is None
+    sink.add({"a": (np.array([3]), np.array([False]))}, 1)
+    sink.add({"a": (np.array([4]), np.array([True]))}, 1)
+    assert sink.result()["a"][1].tolist() == [True, True, False, True]
 
 
 @pytest.mark.parametrize("seed", range(40))
