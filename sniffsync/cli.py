@@ -36,7 +36,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_malloc_arena() -> None:
+    """glibc: let the decoding threads allocate from the main thread's heap.
+
+    By default each thread gets its own arena, so the memory a decoding thread frees is
+    not reused by the analysis that follows: every stage touches fresh pages (~80 MB
+    more page faults on a 1M-frame capture). One arena costs a little lock contention.
+    Only the command line does this: a library call must not retune its host process.
+    """
+    import os
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+            return
+        import ctypes
+        ctypes.CDLL(None).mallopt(-8, 1)          # M_ARENA_MAX = 1
+    except (OSError, ValueError, AttributeError):
+        pass                                      # not glibc: nothing to tune
+
+
 def main(argv: list[str] | None = None) -> int:
+    _one_malloc_arena()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -73,7 +73,7 @@ def seg_frame(seg, names) -> pd.DataFrame:
     """The segment DataFrame of :func:`segments` from core columns and endpoint names."""
     cats = pd.Index(names, dtype=object) if not isinstance(names, pd.Index) else names
     data = {k: (pd.Categorical.from_codes(seg[k], categories=cats) if len(cats) else None)
-            if k in ("src", "dst") else seg[k] for k in SEG_COLUMNS}
+            if k in ("src", "dst") else api_column(seg[k]) for k in SEG_COLUMNS}
     out = pd.DataFrame(data)
     out["mac_dup"] = seg["mac_dup"]
     return out

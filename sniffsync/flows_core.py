@@ -30,12 +30,13 @@ SEG_COLUMNS = ["row", "sniffer", "frame", "ts_ns", "flow", "dir", "fd", "proto",
                "src", "dst", "payload_len", "flags", "seq_raw", "ack_raw", "win", "wscale", "tsval",
                "tsecr", "ta", "wlan_seq", "retry", "mcs"]
 # frame-table column, null fill and dtype of each plain segment column
+# (bounded fields are held narrow; :func:`api_column` widens them to int64 for pandas)
 _FROM_FRAME = {"sniffer": ("sniffer", 0, np.int64), "frame": ("frame", 0, np.int64),
                "seq_raw": ("tcp_seq", -1, np.int64), "ack_raw": ("tcp_ack", -1, np.int64),
-               "win": ("tcp_win", -1, np.int64), "wscale": ("tcp_wscale", -1, np.int64),
+               "win": ("tcp_win", -1, np.int32), "wscale": ("tcp_wscale", -1, np.int16),
                "tsval": ("tcp_tsval", -1, np.int64), "tsecr": ("tcp_tsecr", -1, np.int64),
-               "ta": ("ta", -1, np.int64), "wlan_seq": ("seq", -1, np.int64),
-               "retry": ("retry", False, bool), "mcs": ("mcs", -1, np.int64)}
+               "ta": ("ta", -1, np.int64), "wlan_seq": ("seq", -1, np.int32),
+               "retry": ("retry", False, bool), "mcs": ("mcs", -1, np.int16)}
 
 
 class Lazy(dict):
@@ -130,8 +131,8 @@ def frame_getter(n: int, cols: dict):
         if rows is not None and len(rows) == n and (n == 0 or rows[-1] == n - 1):
             rows = None                   # every frame, in order: no gather
         size = n if rows is None else len(rows)
-        if name not in cols:
-            return np.full(size, fill, dtype)
+        if name not in cols:              # e.g. 802.11 fields of a wired capture: no memory
+            return np.broadcast_to(np.asarray(fill, dtype), (size,))
         v, ok = cols[name]
         if ok is not None and all_valid.setdefault(name, bool(ok.all())):
             ok = None
@@ -239,7 +240,7 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     del proto, sport
     dp = get("dport", 0, np.int32, rows)
     ts = get("ts_ns", 0, np.int64, rows)
-    flags = get("tcp_flags", 0, np.int64, rows)
+    flags = get("tcp_flags", 0, np.int16, rows)
     udp = pr == 17
     rows = None if every else rows          # (every row: the order below indexes frames directly)
 
@@ -300,9 +301,9 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
                {name: (lambda v=v: v[fd_s]) for name, v in per.items()})
     del flags
     seg.per_fd = per
-    seg["payload_len"] = np.where((per["proto"] == 6)[fd_s], get("tcp_payload_len", 0, np.int64, idx),
-                                  get("udp_len", 8, np.int64, idx) - 8) if udp.any() else \
-        get("tcp_payload_len", 0, np.int64, idx)
+    seg["payload_len"] = np.where((per["proto"] == 6)[fd_s], get("tcp_payload_len", 0, np.int32, idx),
+                                  get("udp_len", 8, np.int32, idx) - 8) if udp.any() else \
+        get("tcp_payload_len", 0, np.int32, idx)
     seg.thunks["row"] = lambda: idx.astype(np.int64, copy=False)
     for name, (col, fill, dtype) in _FROM_FRAME.items():
         seg.thunks[name] = (lambda c=col, f=fill, d=dtype: get(c, f, d, idx))
@@ -311,9 +312,11 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
 
 
 def api_column(v: np.ndarray) -> np.ndarray:
-    """A core column as the pandas API gives it: one-byte codes (``kind``, ``retx_kind``)
-    widened to int64, as they were before the core kept them in one byte."""
-    return v.astype(np.int64) if v.dtype == np.int8 else v
+    """A core column as the pandas API gives it: integers the core holds narrow (codes,
+    flags, ports, windows) widened to int64, and always a writable array of its own."""
+    if v.dtype.kind == "i" and v.dtype.itemsize < 8:
+        return v.astype(np.int64)
+    return v if v.flags.writeable else np.array(v)
 
 
 def is_proto(seg, proto: int) -> np.ndarray:

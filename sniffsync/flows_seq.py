@@ -23,8 +23,8 @@ def _unwrap32(raw: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return restart_cumsum(d, starts)
 
 
-def _sub(a: np.ndarray, idx: np.ndarray, n: int) -> np.ndarray:
-    return a if len(idx) == n else a[idx]
+def _sub(a: np.ndarray, idx) -> np.ndarray:
+    return a if idx is None else a[idx]
 
 
 def _seen_before(key: np.ndarray) -> np.ndarray:
@@ -107,22 +107,22 @@ def classify_arrays(seg) -> None:
     n = len(fd_all)
     mac_dup = seg["mac_dup"]
     tcp = is_proto(seg, 6) & ~mac_dup
-    idx = np.flatnonzero(tcp)
+    idx = None if tcp.all() else np.flatnonzero(tcp)     # None: every row
 
     def put(rows, values, fill, dtype):
         """Full-length column of ``values`` on ``rows`` (indices into the TCP rows)."""
-        if isinstance(rows, slice) and len(idx) == n:
+        if isinstance(rows, slice) and idx is None:
             return values.astype(dtype, copy=False)
         full = np.full(n, fill, dtype)
-        full[rows if len(idx) == n else idx[rows]] = values
+        full[rows if idx is None else idx[rows]] = values
         return full
 
-    fd = _sub(fd_all, idx, n)
+    fd = _sub(fd_all, idx)
     starts = group_starts(fd)
-    r = _unwrap32(_sub(seg["seq_raw"], idx, n), starts)
-    flags = _sub(seg["flags"], idx, n)
-    plen = _sub(seg["payload_len"], idx, n)
-    syn = ((flags & TH_SYN) > 0).astype(np.int64)
+    r = _unwrap32(_sub(seg["seq_raw"], idx), starts)
+    flags = _sub(seg["flags"], idx)
+    plen = _sub(seg["payload_len"], idx)
+    syn = (flags & TH_SYN) > 0                  # bool: adds as 0/1
     end = r + plen + syn + ((flags & TH_FIN) > 0)
     data = end > r
     # "nothing sent yet": a value below every sequence number (and small enough for
@@ -158,6 +158,7 @@ def classify_arrays(seg) -> None:
     # the frontier jumped over the hole without counting it: its first sending is goodput
     ooo = below[kind[below] == KIND["out_of_order"]]
     new_bytes[ooo] = pl[ooo]
+    del f, rd, ed, pl, cm, prev, p0, d_starts, below, ka, ooo, syn, plen, flags   # (a lower peak)
 
     def frontier():
         cm_all = grouped_cummax(fd, np.where(data, end, none))
@@ -173,6 +174,7 @@ def classify_arrays(seg) -> None:
     seg.thunks["frontier"] = frontier
     nb = seg["new_bytes"] = put(dd, new_bytes, 0, np.int64)
     kd = seg["kind"] = put(dd, kind, KIND["none"], np.int8)
+    del new_bytes, kind, dd
     seg["deliver_ns"] = in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = np.flatnonzero(is_proto(seg, 17) & ~mac_dup)
