@@ -57,6 +57,20 @@ def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if keys.size == 0 or keys.dtype.kind not in "iu":
         uniq, codes = np.unique(keys, return_inverse=True)
         return codes.ravel(), uniq
+    lo = keys.min()
+    span = int(keys.max()) - int(lo) + 1
+    if span <= 1 << _HASH_BITS:
+        # keys within 65536 of each other (one subnet's addresses, ports, codes): the
+        # offsets index a table directly, no hashing
+        idx = (keys - lo if keys.dtype.kind == "u" else keys.astype(np.int64) - int(lo)).astype(np.intp)
+        used = np.zeros(span, bool)
+        used[idx] = True
+        present = np.flatnonzero(used)
+        rank = np.zeros(span, np.intp)
+        rank[present] = np.arange(len(present))
+        uniq = present.astype(keys.dtype) + lo if keys.dtype.kind == "u" else \
+            (present + int(lo)).astype(keys.dtype)
+        return rank[idx], uniq
     h = ((keys.astype(np.uint64) * _GOLDEN) >> np.uint64(64 - _HASH_BITS)).astype(np.intp)
     table = np.zeros(1 << _HASH_BITS, keys.dtype)
     table[h] = keys

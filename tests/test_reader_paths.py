@@ -379,6 +379,21 @@ def test_factorize_like_unique(dtype):
     check_factorize(np.zeros(0, dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                   np.uint32, np.uint64])
+def test_factorize_dense_range_at_the_type_limits(dtype):
+    # keys within 65536 of each other take the direct-table path: at both ends of the type
+    rng = np.random.default_rng(4)
+    info = np.iinfo(dtype)
+    for lo, span in [(info.min, 10), (info.max - 5, 6), (0, 1), (0, 65536), (0, 65537),
+                     (info.min, 65536), (info.max - 65535, 65536), (info.min, 2**40)]:
+        lo = max(lo, info.min)
+        hi = min(info.max, lo + span - 1)
+        keys = rng.integers(lo, hi, 1000, endpoint=True, dtype=dtype) if hi > lo else np.full(1000, lo, dtype)
+        keys[:2] = lo, hi
+        check_factorize(keys)
+
+
 def test_factorize_collisions_and_edges():
     rng = np.random.default_rng(5)
     # more distinct keys than buckets: two must share one (the fallback path)
