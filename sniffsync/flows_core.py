@@ -305,6 +305,8 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
                                   get("udp_len", 8, np.int32, idx) - 8) if udp.any() else \
         get("tcp_payload_len", 0, np.int32, idx)
     seg.thunks["row"] = lambda: idx.astype(np.int64, copy=False)
+    if every and t_sorted:      # every frame a segment, in time order: time rank = frame index
+        seg["tr"] = idx
     for name, (col, fill, dtype) in _FROM_FRAME.items():
         seg.thunks[name] = (lambda c=col, f=fill, d=dtype: get(c, f, d, idx))
     seg.thunks["mac_dup"] = (lambda: dedup_mac(seg)) if dedup else (lambda: np.zeros(m, bool))

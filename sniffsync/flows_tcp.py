@@ -77,7 +77,8 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     fd = seg["fd"]
     n = len(fd)
     ts = seg["ts_ns"]
-    tr = seg["tr"] = time_rank(seg["row"], ts)
+    tr = seg["tr"] if "tr" in seg else time_rank(seg["row"], ts)
+    seg["tr"] = tr
     live = live_tcp(seg)
     flags = seg["flags"]
     rel = seg["rel_seq"]
@@ -382,12 +383,14 @@ def handshake_arrays(seg) -> dict:
     # rows of one (flow, dir) are in time order: the first SYN/ACK of each flow
     sa = np.flatnonzero(live & (fl == (TH_SYN | TH_ACK)) & (d == 1))
     sa = sa[group_starts(flow(sa))]
-    sa_q = flow(sa) * (n + 1) + tr[sa]
+    # rows are sorted by (fd, time): the row where the SYN/ACK's time falls in the
+    # initiator's direction is one search over the (fd, time rank) key of every row
+    at = np.searchsorted(fd * (n + 1) + tr, (fd[sa] ^ 1) * (n + 1) + tr[sa])
+    init = live & (d == 0)
 
     def lookup(mask, side):
-        rows = np.flatnonzero(live & mask & (d == 0))
-        comp = flow(rows) * (n + 1) + tr[rows]
-        j = np.searchsorted(comp, sa_q, side=side) - (side == "left")
+        rows = np.flatnonzero(init & mask)
+        j = np.searchsorted(rows, at) - (side == "left")
         jc = np.clip(j, 0, max(len(rows) - 1, 0))
         ok = (j >= 0) & (j < len(rows)) & (flow(rows[jc]) == flow(sa)) if len(rows) else np.zeros(len(sa), bool)
         return (rows[jc] if len(rows) else jc), ok

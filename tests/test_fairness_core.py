@@ -207,3 +207,42 @@ def test_flow_ids_and_directions_match_pandas(n_addr, shuffled):
     assert np.array_equal(seg["fd"], fd[o]) and np.array_equal(seg["row"], t[o])
     assert np.array_equal(seg["src"], src[t[o]]) and np.array_equal(seg["dport"], dport[t[o]])
     assert np.array_equal(seg["proto"], proto[t[o]]) and np.array_equal(seg["flow"], fd[o] >> 1)
+    # every frame a segment, in time order: the time rank is given at once, and is right
+    from sniffsync.flows_tcp import time_rank
+    assert ("tr" in seg) == (not shuffled)
+    if "tr" in seg:
+        assert np.array_equal(seg["tr"], time_rank(seg["row"].copy(), seg["ts_ns"]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_handshake_matches_loop(seed):
+    # SYN -> SYN/ACK -> ACK per flow: the last SYN before the first SYN/ACK, the first ACK after it
+    from sniffsync.flows_core import Lazy
+    from sniffsync.flows_tcp import handshake_arrays
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        n, k = int(rng.integers(1, 300)), int(rng.integers(1, 6))
+        fd = np.sort(rng.integers(0, 2 * k, n))
+        t = rng.random(n)
+        for f in np.unique(fd):
+            t[fd == f] = np.sort(t[fd == f])          # time order within each direction
+        tr = np.argsort(np.argsort(t, kind="stable"), kind="stable").astype(np.int64)
+        flags = rng.choice([SYN, SYN | ACK, ACK, ACK | 0x08, ACK | 0x01], n)
+        dup, proto = rng.random(n) < 0.05, np.where(rng.random(n) < 0.9, 6, 17)
+        seg = Lazy({"fd": fd, "tr": tr, "ts_ns": (t * 1e9).astype(np.int64), "flags": flags,
+                    "mac_dup": dup, "proto": proto})
+        got = handshake_arrays(seg)
+        want = []
+        live = (proto == 6) & ~dup
+        fl = flags & (SYN | ACK)
+        for f in range(k):
+            sa = [i for i in range(n) if fd[i] == 2 * f + 1 and live[i] and fl[i] == SYN | ACK]
+            if not sa:
+                continue
+            s0 = min(sa, key=lambda i: tr[i])
+            syn = [i for i in range(n) if fd[i] == 2 * f and live[i] and fl[i] == SYN and tr[i] < tr[s0]]
+            ack = [i for i in range(n) if fd[i] == 2 * f and live[i] and fl[i] == ACK and tr[i] > tr[s0]]
+            if syn and ack:
+                a, b = max(syn, key=lambda i: tr[i]), min(ack, key=lambda i: tr[i])
+                want.append((f, seg["ts_ns"][b] - seg["ts_ns"][a]))
+        assert list(zip(got["flow"].tolist(), got["hs_rtt_ns"].tolist())) == want
