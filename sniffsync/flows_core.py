@@ -331,8 +331,14 @@ def is_proto(seg, proto: int) -> np.ndarray:
 
 
 def live_tcp(seg) -> np.ndarray:
-    """TCP rows that are not MAC duplicates (what the TCP analyses read)."""
-    return is_proto(seg, 6) & ~seg["mac_dup"]
+    """TCP rows that are not MAC duplicates (what the TCP analyses read; kept on a
+    :class:`Lazy` table after the first call, as neither input changes)."""
+    live = getattr(seg, "live_tcp", None)
+    if live is None:
+        live = is_proto(seg, 6) & ~seg["mac_dup"]
+        if isinstance(seg, Lazy):
+            seg.live_tcp = live
+    return live
 
 
 def dedup_mac(seg) -> np.ndarray:

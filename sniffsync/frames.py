@@ -16,10 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .capture import concat_records, iter_records, prefetch, release
-from .dot11 import decode_dot11
 from .linklayer import decode_link
 from .payload import decode_l3, decode_llc
-from .radiotap import decode_radiotap
 from .schema import COLUMNS
 from .table import ColumnSink, concat_cols, frame_table, scatter
 
@@ -247,6 +245,7 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
     rt_len = np.zeros(n, np.int64)
     rows = np.flatnonzero(lt == LINK_RADIOTAP)
     if rows.size:
+        from .radiotap import decode_radiotap          # (802.11 decoders load when needed)
         rt_cols, hdr_len, fcs, rt_marks = decode_radiotap(
             buf, off[rows], end[rows], None if wanted is None else wanted | {"bad"})
         _stage(n, rows, (rt_cols, rt_marks), cols, marks)
@@ -265,6 +264,7 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
     l3_end = end.copy()
     rows = np.flatnonzero(dot11_off >= 0) if need_dot11 else np.zeros(0, np.int64)
     if rows.size:
+        from .dot11 import decode_dot11
         d_cols, llc_off, llc_end, d_marks = decode_dot11(
             buf, dot11_off[rows], end[rows], fcs_at_end[rows], truncated[rows],
             None if wanted is None else wanted | {"bad"})

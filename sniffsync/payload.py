@@ -7,12 +7,9 @@ captured bytes, so snaplen-cut frames still get the right ``tcp_payload_len``.
 """
 from __future__ import annotations
 
-import ipaddress
-import socket
-
 import numpy as np
 
-from .dot11 import categorical_from_bytes, window
+from .bytecols import gather as window
 from .table import Cat, Cols, Marks, factorize
 
 __all__ = ["decode_llc", "decode_l3", "ETH_IPV4", "ETH_IPV6"]
@@ -64,8 +61,11 @@ def _ip_category(w, r4, a4, r6, a6, n):
     if r4.size:      # IPv4: hash the 32-bit value, format each distinct address once
         c, uniq = factorize(np.ascontiguousarray(w[r4, a4:a4 + 4]).view(">u4")[:, 0].astype(np.uint32))
         codes[r4] = c
-        names += [str(ipaddress.IPv4Address(int(u))) for u in uniq]
+        names += [f"{u >> 24}.{u >> 16 & 255}.{u >> 8 & 255}.{u & 255}" for u in uniq.tolist()]
     if r6.size:
+        import socket
+
+        from .dot11 import categorical_from_bytes          # (IPv6 only: wired IPv4 captures skip both)
         cat = categorical_from_bytes(w[r6, a6:a6 + 16], lambda b: socket.inet_ntop(socket.AF_INET6, b))
         codes[r6] = cat.codes + len(names)
         names += list(cat.categories)
