@@ -8,6 +8,7 @@ into DataFrames for the Python API; :mod:`sniffsync.fairness_report` writes them
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -55,9 +56,10 @@ class Capture:
     package needs one: 802.11 captures with radiotap); ``attrs`` the table's attrs.
     """
 
-    def __init__(self, get, ip_codes, to_frame, attrs=None):
+    def __init__(self, get, ip_codes, to_frame, attrs=None, threads: bool = False):
         self.get, self.ip_codes, self.to_frame = get, ip_codes, to_frame
         self.attrs = attrs or {}
+        self.threads = threads        # ``get`` may run on another thread (numpy columns)
 
     @classmethod
     def from_columns(cls, n: int, cols: dict, marks=(), columns=None) -> "Capture":
@@ -65,7 +67,7 @@ class Capture:
         def to_frame():
             from .table import frame_table
             return frame_table(n, cols, list(marks), columns)
-        return cls(frame_getter(n, cols), lambda rows: cat_codes(n, cols, rows), to_frame)
+        return cls(frame_getter(n, cols), lambda rows: cat_codes(n, cols, rows), to_frame, threads=True)
 
     @classmethod
     def from_frame(cls, frames) -> "Capture":
@@ -87,8 +89,20 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     only for directions without any), as ``fairness.analyze_run`` documents them.
     """
     seg, names = segment_arrays(cap.get, cap.ip_codes, dedup)
-    classify_arrays(seg)
-    pairs = ack_arrays(seg, min_rto_ns)
+    if not cap.threads:
+        classify_arrays(seg)
+        return _analyze_rest(seg, names, ack_arrays(seg, min_rto_ns))
+    # numpy releases the GIL: a second thread gathers the columns the ACK analysis reads
+    # while the sequence analysis runs, then dates deliveries while the ACK analysis runs
+    with ThreadPoolExecutor(1) as pool:
+        seg.compute_async(["ack_raw", "win", "tsval", "tsecr"], pool)
+        classify_arrays(seg, pool)
+        pairs = ack_arrays(seg, min_rto_ns)
+    return _analyze_rest(seg, names, pairs)
+
+
+def _analyze_rest(seg, names, pairs):
+    """Flow table, retransmission counts, RTT samples and handshakes after the ACK analysis."""
     ft = flow_arrays(seg)
     fds, fd = ft["fd"], seg["fd"]
     size = int(fds.max()) + 3 if len(fds) else 3          # room for fd ^ 1

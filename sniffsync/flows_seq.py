@@ -96,12 +96,13 @@ def in_order_delivery(seg, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
 CLASSIFY_COLUMNS = ["rel_seq", "seg_end", "is_data", "frontier", "new_bytes", "kind", "deliver_ns"]
 
 
-def classify_arrays(seg) -> None:
+def classify_arrays(seg, pool=None) -> None:
     """Relative sequence numbers, new bytes and sequence class (see ``flows.classify_segments``).
 
     Adds :data:`CLASSIFY_COLUMNS` to ``seg`` (a :class:`Lazy`; ``frontier`` is computed
     when first read). The frontier tests run on the data rows only: pure ACKs neither
-    move a frontier nor carry new bytes.
+    move a frontier nor carry new bytes. With a thread ``pool``, ``deliver_ns`` is
+    computed on it (reading it waits).
     """
     fd_all = seg["fd"]
     n = len(fd_all)
@@ -175,7 +176,11 @@ def classify_arrays(seg) -> None:
     nb = seg["new_bytes"] = put(dd, new_bytes, 0, np.int64)
     kd = seg["kind"] = put(dd, kind, KIND["none"], np.int8)
     del new_bytes, kind, dd
-    seg["deliver_ns"] = in_order_delivery(seg, tcp, rel)
+    seg.thunks["deliver_ns"] = lambda: in_order_delivery(seg, tcp, rel)
+    if pool is not None:     # every input is computed: it can run beside the ACK analysis
+        seg.compute_async(["deliver_ns"], pool)
+    else:
+        seg["deliver_ns"]
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = np.flatnonzero(is_proto(seg, 17) & ~mac_dup)
     if len(udp):
