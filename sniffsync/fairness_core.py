@@ -258,6 +258,29 @@ def queue_delay(rtt: dict, horizon_ns: int) -> dict:
     return {"min_rtt_ns": mins, "qdelay_ns": rtt["rtt_ns"] - mins}
 
 
+class _Inline:
+    """Stands in for a one-thread pool: ``submit`` runs the call at once."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @staticmethod
+    def submit(fn, *args):
+        from concurrent.futures import Future
+        done = Future()
+        done.set_result(fn(*args))
+        return done
+
+
+def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int) -> np.ndarray:
+    """Adds ``min_rtt_ns``/``qdelay_ns`` to ``rtt``; p50/p95 queueing delay per window."""
+    rtt.update(queue_delay(rtt, horizon_ns))
+    return window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns)
+
+
 def _airtime_frames(cap: Capture, ppdus):
     """802.11 captures: date segments at their PPDU's end (airtime package); (cap, ppdus)."""
     if cap.attrs.get("stamps") == "end":
@@ -294,16 +317,19 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
     starts = window_starts(t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
     W = len(starts)
-    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
-    if ppdus is None and radiotap:
-        try:
-            from airtime.ppdu import group_ppdus       # another helper's package
-            ppdus = group_ppdus(cap.to_frame())[0]
-        except (ImportError, AttributeError):
-            ppdus = None
-    st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
-    rtt.update(queue_delay(rtt, horizon_ns))
-    qd = window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns)
+    # queueing delay per window needs only the RTT samples: on a second thread when the
+    # capture allows it, beside the goodput windows and the cross-layer view
+    with ThreadPoolExecutor(1) if cap.threads else _Inline() as pool:
+        queueing = pool.submit(_queueing, rtt, starts, window_ns, horizon_ns)
+        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
+        if ppdus is None and radiotap:
+            try:
+                from airtime.ppdu import group_ppdus       # another helper's package
+                ppdus = group_ppdus(cap.to_frame())[0]
+            except (ImportError, AttributeError):
+                ppdus = None
+        st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
+        qd = queueing.result()
     tot_thr = thr.sum(axis=0)
     ja = np.full(W, np.nan)
     if st is not None:
