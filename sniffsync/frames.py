@@ -255,9 +255,10 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
         fcs_at_end[rows] = fcs
     rows = np.flatnonzero(lt == LINK_DOT11)
     dot11_off[rows] = off[rows]
-    has_rt = rt_len > 0
-    cols["rt_len"] = (rt_len, has_rt)
-    cols["mpdu_len"] = (wire - rt_len, (dot11_off >= 0) & (wire >= rt_len))
+    if wanted is None or "rt_len" in wanted:
+        cols["rt_len"] = (rt_len, rt_len > 0)
+    if wanted is None or "mpdu_len" in wanted:
+        cols["mpdu_len"] = (wire - rt_len, (dot11_off >= 0) & (wire >= rt_len))
 
     l3_off = np.full(n, -1, np.int64)
     ethertype = np.zeros(n, np.uint16)

@@ -54,6 +54,16 @@ def decode_llc(buf, off, end):
     return {"ethertype": (ethertype, snap)}, np.where(snap, off + 8, -1)
 
 
+def _ipv4_category(addr) -> Cat:
+    """:func:`_ip_category` of rows that all hold an IPv4 address (``addr``: (n, 4) bytes)."""
+    c, uniq = factorize(np.ascontiguousarray(addr).view(">u4")[:, 0].astype(np.uint32))
+    names = [f"{u >> 24}.{u >> 16 & 255}.{u >> 8 & 255}.{u & 255}" for u in uniq.tolist()]
+    order = sorted(range(len(names)), key=names.__getitem__)      # text order, as np.unique
+    remap = np.empty(len(names), np.int32)
+    remap[order] = np.arange(len(names), dtype=np.int32)
+    return Cat(remap[c], [names[i] for i in order])
+
+
 def _ip_category(w, r4, a4, r6, a6, n):
     """Category column of the IPv4 (window column ``a4``) / IPv6 (``a6``) address of each row."""
     codes = np.full(n, -1, np.int64)
@@ -96,12 +106,10 @@ def _fixed_cols(w) -> Cols:
     n = len(w)
     yes, no = np.ones(n, bool), np.zeros(n, bool)
     ip_len = _be16(w, 2).astype(np.int64)
-    everything = np.arange(n)
     cols: Cols = {"ip_proto": (w[:, 9].copy(), yes), "ip_len": (ip_len.astype(np.uint32), yes),
                   "ip_id": (_be16(w, 4), yes)}
     for name, at in (("ip_src", 12), ("ip_dst", 16)):
-        cat = _ip_category(w, everything, at, everything[:0], 0, n)
-        cols[name] = (cat, cat.codes >= 0)
+        cols[name] = (_ipv4_category(w[:, at:at + 4]), yes)
     cols.update({
         "sport": (_be16(w, 20), yes), "dport": (_be16(w, 22), yes),
         "tcp_seq": (_be32(w, 24), yes), "tcp_ack": (_be32(w, 28), yes),

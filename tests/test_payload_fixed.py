@@ -56,7 +56,7 @@ def _decode_both(packets, ethertypes):
     return decode_l3(buf, off, end, et), payload._decode_l3(buf, off, end, et)
 
 
-def _same(got, want):
+def _same(got, want, categories=False):
     (gc, gm), (wc, wm) = got, want
     assert list(gc) == list(wc)
     for name in wc:
@@ -64,6 +64,8 @@ def _same(got, want):
         gv, wv = np.asarray(gv), np.asarray(wv)
         gok = np.ones(len(gv), bool) if gok is None else np.asarray(gok)
         wok = np.ones(len(wv), bool) if wok is None else np.asarray(wok)
+        if categories and hasattr(wc[name][0], "categories"):   # the same categories, in order
+            assert list(gc[name][0].categories) == list(wc[name][0].categories), name
         assert gv.dtype == wv.dtype, name
         assert np.array_equal(gok, wok), name
         assert np.array_equal(gv[wok], wv[wok]), name
@@ -80,13 +82,14 @@ def test_fixed_layout_equals_general_decoder(share, seed):
     kinds = ["fixed" if RNG.random() < share else others[RNG.integers(0, len(others))] for _ in range(400)]
     packets = [KINDS[k]() for k in kinds]
     ethertypes = [0x86DD if k == "ipv6" else 0x0800 for k in kinds]
-    _same(*_decode_both(packets, ethertypes))
+    # (a chunk in both paths unites their categories in first-seen order, as batches do)
+    _same(*_decode_both(packets, ethertypes), categories=share == 1.0)
 
 
 def test_every_kind_alone_and_the_fixed_rows_are_recognised():
     for kind, make in KINDS.items():
         packets = [make() for _ in range(20)]
-        _same(*_decode_both(packets, [0x86DD if kind == "ipv6" else 0x0800] * 20))
+        _same(*_decode_both(packets, [0x86DD if kind == "ipv6" else 0x0800] * 20), categories=True)
     packets = [KINDS["fixed"]() for _ in range(5)]
     buf = np.frombuffer(b"".join(packets), np.uint8)
     off = np.arange(5, dtype=np.int64) * 0 + np.concatenate([[0], np.cumsum([len(p) for p in packets])[:-1]])
