@@ -62,12 +62,19 @@ class Capture:
         self.threads = threads        # ``get`` may run on another thread (numpy columns)
 
     @classmethod
-    def from_columns(cls, n: int, cols: dict, marks=(), columns=None) -> "Capture":
-        """From :func:`sniffsync.frames.decode_columns` output (no pandas)."""
+    def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False) -> "Capture":
+        """From :func:`sniffsync.frames.decode_columns` output (no pandas).
+
+        ``consume``: the analysis frees each column of ``cols`` once it has read it (for
+        a capture analysed once; ``to_frame`` is then unavailable).
+        """
         def to_frame():
+            if consume:
+                raise ValueError("the columns of a consumed capture are gone")
             from .table import frame_table
             return frame_table(n, cols, list(marks), columns)
-        return cls(frame_getter(n, cols), lambda rows: cat_codes(n, cols, rows), to_frame, threads=True)
+        return cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
+                   to_frame, threads=True)
 
     @classmethod
     def from_frame(cls, frames) -> "Capture":
@@ -75,6 +82,11 @@ class Capture:
         from .flows import frame_source
         get, ip_codes = frame_source(frames)
         return cls(get, ip_codes, lambda: frames, frames.attrs)
+
+
+# segment columns :func:`run_tables` reads after :func:`analyze_arrays`
+_WINDOW_COLUMNS = {"fd", "is_data", "mac_dup", "deliver_ns", "new_bytes", "ts_ns", "payload_len",
+                   "ta", "retry", "mcs"}
 
 
 def _per_fd(fd: np.ndarray, mask: np.ndarray, fds: np.ndarray, size: int) -> np.ndarray:
@@ -311,6 +323,10 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     if radiotap:
         cap, ppdus = _airtime_frames(cap, ppdus)
     seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns)
+    # the windows and the cross-layer view read only these: the rest of the segment
+    # table is freed, so their temporaries reuse its memory instead of fresh pages
+    for name in [c for c in seg if c not in _WINDOW_COLUMNS]:
+        del seg[name]
     data = ft["goodput_bytes"] > 0
     if not data.any():
         raise UsageError("no TCP/UDP data segments in the capture")

@@ -128,24 +128,30 @@ def lex_order(*keys) -> np.ndarray:
     return np.lexsort(keys[::-1])
 
 
-def frame_getter(n: int, cols: dict):
+def frame_getter(n: int, cols: dict, consume: bool = False):
     """``get(name, fill, dtype, rows=None)`` over decoded columns (:func:`sniffsync.frames.decode_columns`).
 
     Values are cast through the schema dtype and nulls replaced by ``fill``, exactly as
     the frame table's nullable column ``.to_numpy(dtype, na_value=fill)`` gives them.
+    With ``consume``, a column is removed from ``cols`` once read (its memory goes back
+    to the analysis) and reading it again raises KeyError.
     """
     from .schema import COLUMNS
     schema = {c.name: c.dtype for c in COLUMNS}
 
-    all_valid = {}
+    all_valid, consumed = {}, set()
 
     def get(name, fill, dtype, rows=None):
         if rows is not None and len(rows) == n and (n == 0 or rows[-1] == n - 1):
             rows = None                   # every frame, in order: no gather
         size = n if rows is None else len(rows)
+        if name in consumed:
+            raise KeyError(f"frame column {name} was read already (consumed)")
         if name not in cols:              # e.g. 802.11 fields of a wired capture: no memory
             return np.broadcast_to(np.asarray(fill, dtype), (size,))
-        v, ok = cols[name]
+        if consume:
+            consumed.add(name)
+        v, ok = cols.pop(name) if consume else cols[name]
         if ok is not None and all_valid.setdefault(name, bool(ok.all())):
             ok = None
         v = np.asarray(v) if rows is None else np.asarray(v)[rows]
@@ -159,15 +165,16 @@ def frame_getter(n: int, cols: dict):
     return get
 
 
-def cat_codes(n: int, cols: dict, rows: np.ndarray):
-    """Codes of ``ip_src``/``ip_dst`` on ``rows`` in one shared list of names (-1 = null)."""
+def cat_codes(n: int, cols: dict, rows: np.ndarray, consume: bool = False):
+    """Codes of ``ip_src``/``ip_dst`` on ``rows`` in one shared list of names (-1 = null);
+    with ``consume``, both columns are removed from ``cols``."""
     from .table import as_cat
     names, index, out = [], {}, []
     for name in ("ip_src", "ip_dst"):
         if name not in cols:
             out.append(np.full(len(rows), -1, np.int64))
             continue
-        cat = as_cat(*cols[name])
+        cat = as_cat(*(cols.pop(name) if consume else cols[name]))
         remap = np.full(len(cat.categories) + 1, -1, np.int32 if len(cat.categories) < 1 << 30 else np.int64)
         for i, v in enumerate(cat.categories):
             remap[i] = index.setdefault(v, len(names))

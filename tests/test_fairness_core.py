@@ -247,3 +247,19 @@ def test_handshake_matches_loop(seed):
                 a, b = max(syn, key=lambda i: tr[i]), min(ack, key=lambda i: tr[i])
                 want.append((f, seg["ts_ns"][b] - seg["ts_ns"][a]))
         assert list(zip(got["flow"].tolist(), got["hs_rtt_ns"].tolist())) == want
+
+
+def test_consuming_getter_frees_each_column_once_and_refuses_a_second_read():
+    from sniffsync.flows_core import cat_codes, frame_getter
+    from sniffsync.table import Cat
+    n = 4
+    cols = {"tcp_seq": (np.array([1, 2, 3, 4], np.uint32), None),
+            "ip_src": (Cat(np.array([0, 1, 0, -1], np.int32), ["a", "b"]), None)}
+    get = frame_getter(n, cols, consume=True)
+    assert get("tcp_seq", -1, np.int64).tolist() == [1, 2, 3, 4]
+    assert "tcp_seq" not in cols
+    with pytest.raises(KeyError):
+        get("tcp_seq", -1, np.int64)              # never a silent column of fill values
+    assert get("ta", -1, np.int64).tolist() == [-1] * 4      # absent columns still fill
+    s, d, names = cat_codes(n, cols, np.arange(n), consume=True)
+    assert [names[c] if c >= 0 else None for c in s] == ["a", "b", "a", None] and "ip_src" not in cols

@@ -55,7 +55,8 @@ def _captures(paths):
         if columns is WIRED_COLUMNS and not np.isin(cols["linktype"][0], WIRED_LINKTYPES).all():
             # a pcapng interface described after the first packet is not wired: read it all
             _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
-        yield Capture.from_columns(n, cols, marks, columns)
+        # a wired capture is analysed once, without the frame table: its columns are freed as read
+        yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS)
 
 
 def run(args) -> int:
