@@ -7,8 +7,9 @@ and by k x each direction's sequence span in seq/ack/TSval, so the flows continu
 
     python bench/bench_fairness.py [--packets 1000000] [--repeat 3] [--phases] [--keep PATH] [--no-compile]
 
-Both sides are whole processes, timed in the same run (ours, then tshark, then ours
-again): tshark with the tcp.analysis fields the fairness report needs, and
+Both sides are whole processes, timed in the same run, interleaved (ours, tshark, ours,
+tshark, ..., then the rest of ours; medians): tshark with the tcp.analysis fields the
+fairness report needs, and
 ``python -m sniffsync fairness`` (read + analyse + report). ``--phases`` adds in-process
 phase timers (minimum over the repeats) of the command's stages.
 """
@@ -153,7 +154,8 @@ def phases(path: str, repeat: int) -> list[tuple[str, float]]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of sniffsync (median reported)")
+    ap.add_argument("--tshark-repeat", type=int, default=1, help="runs of tshark (median reported)")
     ap.add_argument("--keep", help="write the capture here and keep it")
     ap.add_argument("--phases", action="store_true", help="also time the stages in this process")
     ap.add_argument("--no-compile", action="store_true",
@@ -168,18 +170,23 @@ def main(argv=None) -> int:
     n = build_capture(path, args.packets)
     print(f"capture: {n} packets, {os.path.getsize(path) / 1e6:.0f} MB ({path})")
     ours_cmd = [sys.executable, "-m", "sniffsync", "fairness", path, "-o", os.path.join(tmp, "r.json")]
-    ours = [timed(ours_cmd)]
-    t_ts = None
-    if tshark:
-        t_ts = timed([tshark, "-r", path, "-T", "fields", "-e", "frame.number",
-                      "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
-                      "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.bytes_in_flight"])
-    ours += [timed(ours_cmd) for _ in range(args.repeat - 1)]
+    tshark_cmd = [tshark, "-r", path, "-T", "fields", "-e", "frame.number",
+                  "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
+                  "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.bytes_in_flight"]
+    # interleaved (ours, tshark, ours, tshark, ...): both medians see the same machine
+    ours, theirs = [], []
+    for i in range(max(args.repeat, args.tshark_repeat if tshark else 0)):
+        if i < args.repeat:
+            ours.append(timed(ours_cmd))
+        if tshark and i < args.tshark_repeat:
+            theirs.append(timed(tshark_cmd))
     t_ours = statistics.median(ours)
     print(f"sniffsync fairness: {t_ours:.2f} s  ({n / t_ours:,.0f} packets/s, median of {len(ours)}: "
           + ", ".join(f"{t:.2f}" for t in ours) + ")")
-    if t_ts is not None:
-        print(f"tshark tcp.analysis: {t_ts:.2f} s  ({n / t_ts:,.0f} packets/s)")
+    if theirs:
+        t_ts = statistics.median(theirs)
+        print(f"tshark tcp.analysis: {t_ts:.2f} s  ({n / t_ts:,.0f} packets/s, median of {len(theirs)}: "
+              + ", ".join(f"{t:.2f}" for t in theirs) + ")")
         print(f"speed-up: {t_ts / t_ours:.1f}x")
     if args.phases:
         for name, sec in phases(path, args.repeat):

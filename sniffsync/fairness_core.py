@@ -110,11 +110,13 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
         seg.compute_async(["ack_raw", "win", "tsval", "tsecr"], pool)
         classify_arrays(seg, pool)
         pairs = ack_arrays(seg, min_rto_ns)
-    return _analyze_rest(seg, names, pairs)
+        # handshakes read only computed columns: beside the flow table and RTT samples
+        return _analyze_rest(seg, names, pairs, pool.submit(handshake_arrays, seg))
 
 
-def _analyze_rest(seg, names, pairs):
-    """Flow table, retransmission counts, RTT samples and handshakes after the ACK analysis."""
+def _analyze_rest(seg, names, pairs, handshakes=None):
+    """Flow table, retransmission counts, RTT samples and handshakes after the ACK analysis
+    (``handshakes``: a future of :func:`handshake_arrays` already started)."""
     ft = flow_arrays(seg)
     fds, fd = ft["fd"], seg["fd"]
     size = int(fds.max()) + 3 if len(fds) else 3          # room for fd ^ 1
@@ -136,7 +138,7 @@ def _analyze_rest(seg, names, pairs):
         k, m = group_median(rfd, r_ns)
         med[k] = m.astype(np.int64)
     ft["rtt_min_ns"], ft["rtt_median_ns"] = lo[fds], med[fds]
-    hs = handshake_arrays(seg)
+    hs = handshake_arrays(seg) if handshakes is None else handshakes.result()
     flows = ft["flow"]
     hs_lut = np.full(max(int(flows.max()) + 1 if len(flows) else 1, int(hs["flow"].max()) + 1
                          if len(hs["flow"]) else 1), -1, np.int64)
