@@ -18,6 +18,7 @@ from .fairness_windows import (cdf_arrays, jain, summarize, trailing_min, window
 from .flows_core import cat_codes, flow_arrays, frame_getter, segment_arrays
 from .flows_seq import classify_arrays
 from .flows_tcp import MIN_RTO_NS, RETX_NAMES, ack_arrays, group_median, handshake_arrays, rtt_arrays
+from .inline import Inline
 from .macs import mac_text
 
 __all__ = ["Capture", "DEFINITIONS", "TABLES", "PROTO_NAMES", "queue_delay", "analyze_arrays", "jain_arrays", "cross_layer_arrays",
@@ -272,23 +273,6 @@ def queue_delay(rtt: dict, horizon_ns: int) -> dict:
     return {"min_rtt_ns": mins, "qdelay_ns": rtt["rtt_ns"] - mins}
 
 
-class _Inline:
-    """Stands in for a one-thread pool: ``submit`` runs the call at once."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    @staticmethod
-    def submit(fn, *args):
-        from concurrent.futures import Future
-        done = Future()
-        done.set_result(fn(*args))
-        return done
-
-
 def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int) -> np.ndarray:
     """Adds ``min_rtt_ns``/``qdelay_ns`` to ``rtt``; p50/p95 queueing delay per window."""
     rtt.update(queue_delay(rtt, horizon_ns))
@@ -337,7 +321,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     W = len(starts)
     # queueing delay per window needs only the RTT samples: on a second thread when the
     # capture allows it, beside the goodput windows and the cross-layer view
-    with ThreadPoolExecutor(1) if cap.threads else _Inline() as pool:
+    with ThreadPoolExecutor(1) if cap.threads else Inline() as pool:
         queueing = pool.submit(_queueing, rtt, starts, window_ns, horizon_ns)
         units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
         if ppdus is None and radiotap:

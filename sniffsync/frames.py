@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .capture import concat_records, iter_records, prefetch, release
+from .inline import Inline
 from .linklayer import decode_link
 from .payload import decode_l3, decode_llc
 from .schema import COLUMNS
@@ -87,7 +88,7 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
     cuts = [n * i // k for i in range(k + 1)]
     bounds = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
     # chunks are independent and numpy releases the GIL: decode them on two threads
-    with ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else _Serial() as pool:
+    with ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else Inline() as pool:
         done = pool.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
         for (lo, hi), (chunk_cols, chunk_marks) in zip(bounds, done):
             parts.append(chunk_cols)
@@ -103,18 +104,6 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
         cols = {k: v for k, v in cols.items() if k in wanted}
     return n, cols, marks
 
-
-class _Serial:
-    """Stands in for a thread pool: maps in the calling thread."""
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    @staticmethod
-    def map(fn, items):
-        return map(fn, items)
 
 
 def split_records(rec, rows: int = BATCH_ROWS):

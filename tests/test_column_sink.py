@@ -93,3 +93,15 @@ def test_read_columns_matches_concatenated_batches(tmp_path):
         fr.BATCH_ROWS = old
     assert len(parts) > 5 and n2 == n
     _same(cols2, concat_cols(parts))
+
+
+def test_inline_pool_runs_at_once_and_raises_from_result():
+    from sniffsync.inline import Inline
+    calls = []
+    with Inline() as pool:
+        fut = pool.submit(lambda a, b=0: calls.append(a + b) or a + b, 2, b=3)
+        assert calls == [5] and fut.done() and fut.result() == 5     # ran before submit returned
+        bad = pool.submit(lambda: 1 // 0)
+        with pytest.raises(ZeroDivisionError):
+            bad.result()
+        assert list(pool.map(lambda x: x * x, [1, 2, 3])) == [1, 4, 9]
