@@ -102,12 +102,10 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     only for directions without any), as ``fairness.analyze_run`` documents them.
     """
     seg, names = segment_arrays(cap.get, cap.ip_codes, dedup)
-    if not cap.threads:
-        classify_arrays(seg)
-        return _analyze_rest(seg, names, ack_arrays(seg, min_rto_ns))
-    # numpy releases the GIL: a second thread gathers the columns the ACK analysis reads
-    # while the sequence analysis runs, then dates deliveries while the ACK analysis runs
-    with ThreadPoolExecutor(1) as pool:
+    # numpy releases the GIL: when the capture allows it, a second thread gathers the
+    # columns the ACK analysis reads while the sequence analysis runs, then dates
+    # deliveries while the ACK analysis runs (otherwise each runs at once, in turn)
+    with ThreadPoolExecutor(1) if cap.threads else Inline() as pool:
         seg.compute_async(["ack_raw", "win", "tsval", "tsecr"], pool)
         classify_arrays(seg, pool)
         pairs = ack_arrays(seg, min_rto_ns)
@@ -115,9 +113,9 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
         return _analyze_rest(seg, names, pairs, pool.submit(handshake_arrays, seg))
 
 
-def _analyze_rest(seg, names, pairs, handshakes=None):
+def _analyze_rest(seg, names, pairs, handshakes):
     """Flow table, retransmission counts, RTT samples and handshakes after the ACK analysis
-    (``handshakes``: a future of :func:`handshake_arrays` already started)."""
+    (``handshakes``: the future of :func:`handshake_arrays`)."""
     ft = flow_arrays(seg)
     fds, fd = ft["fd"], seg["fd"]
     size = int(fds.max()) + 3 if len(fds) else 3          # room for fd ^ 1
@@ -139,7 +137,7 @@ def _analyze_rest(seg, names, pairs, handshakes=None):
         k, m = group_median(rfd, r_ns)
         med[k] = m.astype(np.int64)
     ft["rtt_min_ns"], ft["rtt_median_ns"] = lo[fds], med[fds]
-    hs = handshake_arrays(seg) if handshakes is None else handshakes.result()
+    hs = handshakes.result()
     flows = ft["flow"]
     hs_lut = np.full(max(int(flows.max()) + 1 if len(flows) else 1, int(hs["flow"].max()) + 1
                          if len(hs["flow"]) else 1), -1, np.int64)

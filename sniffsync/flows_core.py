@@ -216,15 +216,11 @@ def _direction_codes(s_code, d_code, sport, dport, udp):
 
 
 def _flow_codes(lo: np.ndarray, hi: np.ndarray, udp: np.ndarray) -> np.ndarray:
-    """Dense codes of the (lo, hi, udp) triples (any order of codes)."""
+    """Dense codes of the (lo, hi, udp) triples of the few flow directions (any order)."""
     from .table import factorize
     m = len(lo)
     if not m:
         return np.zeros(0, np.int64)
-    if lo.min() >= -(1 << 16) and hi.max() < (1 << 30) - (1 << 16):
-        # endpoints are (address code << 16 | port): both fit 30 bits, one key per row
-        key = (((lo + (1 << 16)) << 31) | (hi + (1 << 16))) << 1 | udp
-        return np.asarray(factorize(key)[0], np.int64)
     ep = np.asarray(factorize(np.concatenate([lo, hi]))[0], np.int64)
     n_ep = int(ep.max()) + 1
     return np.asarray(factorize((ep[:m] * n_ep + ep[m:]) * 2 + udp)[0], np.int64)

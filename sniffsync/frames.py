@@ -83,10 +83,7 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
     }
     marks = list(rec.marks)
     parts = []
-    # chunks of about CHUNK_ROWS (a batch of CHUNK_ROWS + a few is one chunk, not two)
-    k = max(1, round(n / CHUNK_ROWS))
-    cuts = [n * i // k for i in range(k + 1)]
-    bounds = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
+    bounds = _even_bounds(n, CHUNK_ROWS)
     # chunks are independent and numpy releases the GIL: decode them on two threads
     with ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else Inline() as pool:
         done = pool.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
@@ -105,16 +102,23 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
     return n, cols, marks
 
 
+def _even_bounds(n: int, size: int) -> list:
+    """``[(lo, hi)]`` splitting ``0..n`` into equal parts of about ``size`` rows (at most
+    1.5 x ``size``): a window walked a few records past ``size`` stays one part, not two."""
+    k = max(1, round(n / size))
+    cuts = [n * i // k for i in range(k + 1)]
+    return [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
 
-def split_records(rec, rows: int = BATCH_ROWS):
-    """Consecutive slices of ``rec`` of at most ``rows`` records (``row0`` and marks adjusted)."""
+
+def split_records(rec, rows: int | None = None):
+    """Consecutive slices of ``rec`` of about ``rows`` records (``BATCH_ROWS``; ``row0``
+    and marks adjusted)."""
     n = len(rec.data_off)
-    if n <= rows + rows // 4:          # a window walked a few records past ``rows``: one batch
+    bounds = _even_bounds(n, rows or BATCH_ROWS)
+    if len(bounds) <= 1:
         yield rec
         return
-    k = -(-n // rows)
-    cuts = [n * i // k for i in range(k + 1)]
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    for lo, hi in bounds:
         marks = []
         for r, why in rec.marks:
             r = np.asarray(r, np.int64)

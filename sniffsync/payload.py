@@ -54,10 +54,15 @@ def decode_llc(buf, off, end):
     return {"ethertype": (ethertype, snap)}, np.where(snap, off + 8, -1)
 
 
+def _dotted(addrs: np.ndarray) -> list:
+    """Dotted-quad text of 32-bit IPv4 addresses."""
+    return [f"{u >> 24}.{u >> 16 & 255}.{u >> 8 & 255}.{u & 255}" for u in addrs.tolist()]
+
+
 def _ipv4_category(addr) -> Cat:
     """:func:`_ip_category` of rows that all hold an IPv4 address (``addr``: (n, 4) bytes)."""
     c, uniq = factorize(np.ascontiguousarray(addr).view(">u4")[:, 0].astype(np.uint32))
-    names = [f"{u >> 24}.{u >> 16 & 255}.{u >> 8 & 255}.{u & 255}" for u in uniq.tolist()]
+    names = _dotted(uniq)
     order = sorted(range(len(names)), key=names.__getitem__)      # text order, as np.unique
     remap = np.empty(len(names), np.int32)
     remap[order] = np.arange(len(names), dtype=np.int32)
@@ -71,7 +76,7 @@ def _ip_category(w, r4, a4, r6, a6, n):
     if r4.size:      # IPv4: hash the 32-bit value, format each distinct address once
         c, uniq = factorize(np.ascontiguousarray(w[r4, a4:a4 + 4]).view(">u4")[:, 0].astype(np.uint32))
         codes[r4] = c
-        names += [f"{u >> 24}.{u >> 16 & 255}.{u >> 8 & 255}.{u & 255}" for u in uniq.tolist()]
+        names += _dotted(uniq)
     if r6.size:
         import socket
 
