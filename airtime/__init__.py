@@ -1,7 +1,7 @@
 """Airtime: exact PPDU durations (IEEE 802.11-2020 TXTIME) and MPDU -> PPDU grouping."""
-from .phy import (data_rate_kbps, ldpc_extra_symbol, legacy_response_rate_kbps,
+from airtime.phy import (data_rate_kbps, ldpc_extra_symbol, legacy_response_rate_kbps,
                   nonht_reference_rate_kbps, ppdu_duration_ns, sifs_ns, slot_ns)
-from .ppdu import KIND_NAMES, detect_tsft_at, group_ppdus, kind_codes, mpdu_bytes
+from airtime.ppdu import KIND_NAMES, detect_tsft_at, group_ppdus, kind_codes, mpdu_bytes
 
 __all__ = ["ppdu_duration_ns", "data_rate_kbps", "legacy_response_rate_kbps",
            "nonht_reference_rate_kbps", "ldpc_extra_symbol", "sifs_ns", "slot_ns",

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .match import match_in_window, overlapping_pairs
-from .phy import legacy_response_rate_kbps, ppdu_duration_ns
+from airtime.match import match_in_window, overlapping_pairs
+from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns
 
 __all__ = ["detect", "DetectResult", "EVENT_KINDS"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import phy_tables as T
+from airtime import phy_tables as T
 
 __all__ = ["ppdu_duration_ns", "data_rate_kbps", "legacy_response_rate_kbps",
            "nonht_reference_rate_kbps", "sifs_ns", "slot_ns", "ldpc_extra_symbol"]

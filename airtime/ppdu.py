@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import phy_tables as T
-from .phy import ppdu_duration_ns, sifs_ns
+from airtime import phy_tables as T
+from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.errors import UsageError
 
 __all__ = ["group_ppdus", "KIND_NAMES", "kind_codes", "mpdu_bytes", "detect_tsft_at"]

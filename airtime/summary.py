@@ -12,7 +12,7 @@ __all__ = ["station_airtime", "detect_summary", "histogram"]
 BIN_10S_NS = 10_000_000_000
 
 
-from sniffsync.macs import mac_text as _mac  # noqa: E402
+from sniffsync.decode.macs import mac_text as _mac  # noqa: E402
 
 
 def station_airtime(ppdus: pd.DataFrame) -> pd.DataFrame:

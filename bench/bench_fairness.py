@@ -127,17 +127,17 @@ def phases(path: str, repeat: int) -> list[tuple[str, float]]:
     """Minimum wall time of each stage of ``sniffsync fairness`` in this process."""
     import io
 
-    from sniffsync.capture import read_records
-    from sniffsync.commands.fairness import COLUMNS
-    from sniffsync.fairness_core import Capture, fairness_tables
-    from sniffsync.fairness_report import write_json
+    from sniffsync.io.capture import read_records
+    from sniffsync.cli.fairness import COLUMNS
+    from sniffsync.fairness.core import Capture, fairness_tables
+    from sniffsync.fairness.report import write_json
     best: dict = {}
 
     def tick(name, t0):
         best[name] = min(best.get(name, float("inf")), time.perf_counter() - t0)
         return time.perf_counter()
 
-    from sniffsync.frames import decode_columns
+    from sniffsync.decode.frames import decode_columns
     for _ in range(repeat):
         t = time.perf_counter()
         rec = read_records(path)

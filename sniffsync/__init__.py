@@ -6,9 +6,9 @@ __version__ = "0.1.0"
 def __getattr__(name):
     # lazy: keep `import sniffsync` (and the CLI's --help) free of pandas
     if name in ("read_capture", "read_captures"):
-        from . import frames
+        from sniffsync.decode import frames
         return getattr(frames, name)
     if name == "merge":
-        from .merge import merge
+        from sniffsync.sync.merge import merge
         return merge
     raise AttributeError(name)

@@ -32,7 +32,7 @@ def _js_number(v: float) -> str:
 
 @pytest.fixture(scope="module")
 def run():
-    from sniffsync.pipeline import analyse
+    from sniffsync.pipeline.run import analyse
     try:
         return analyse([str(p) for p in SNIFFERS])
     except Exception:          # merging is another stage's job: the UI still needs testing

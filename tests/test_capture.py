@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sniffsync.capture import read_records
+from sniffsync.io.capture import read_records
 from sniffsync.errors import CaptureError
 
 CAPTURES = Path(__file__).parent / "data" / "captures"

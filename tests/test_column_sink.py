@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sniffsync.table import Cat, ColumnSink, concat_cols
+from sniffsync.decode.table import Cat, ColumnSink, concat_cols
 
 
 def _chunk(rng, k, present, dtypes):
@@ -78,7 +78,7 @@ def test_read_columns_matches_concatenated_batches(tmp_path):
     """A capture read in many batches: the sink's columns equal the concatenated batches."""
     import os
 
-    import sniffsync.frames as fr
+    import sniffsync.decode.frames as fr
     src = os.path.join(os.path.dirname(__file__), "data", "captures",
                        "ns3-11ac-vht80-snifferA-s256.pcap")
     parts, n = [], 0
@@ -96,7 +96,7 @@ def test_read_columns_matches_concatenated_batches(tmp_path):
 
 
 def test_inline_pool_runs_at_once_and_raises_from_result():
-    from sniffsync.inline import Inline
+    from sniffsync.runtime import Inline
     calls = []
     with Inline() as pool:
         fut = pool.submit(lambda a, b=0: calls.append(a + b) or a + b, 2, b=3)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.cli import main
+from sniffsync.cli.main import main
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "hidden-node"
 
@@ -31,7 +31,7 @@ def test_outputs_and_conservation(demo_out):
 
 def test_ppdus_and_tcp_share_one_clock():
     # sample sniffers' TSF and capture clocks differ by hours: PPDUs must be moved to the capture clock
-    from sniffsync.pipeline import analyse
+    from sniffsync.pipeline.run import analyse
     paths = sorted(str(p) for p in SAMPLES.glob("*.pcap.gz"))
     run = analyse(paths)
     frames_t0 = int(run.frames["ts_ns"].min())

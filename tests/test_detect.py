@@ -5,7 +5,7 @@ import pytest
 
 from airtime.detect import detect
 from airtime.match import match_in_window, overlapping_pairs
-from sniffsync.table import frame_table
+from sniffsync.decode.table import frame_table
 
 AP, STA1, STA2 = 0x020000000003, 0x020000000001, 0x020000000002
 US = 1000

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.dot11 import decode_dot11
-from sniffsync.payload import decode_l3, decode_llc
+from sniffsync.decode.dot11 import decode_dot11
+from sniffsync.decode.payload import decode_l3, decode_llc
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 RA, TA, A3, A4 = "aabbccddeeff", "112233445566", "020000000003", "020000000004"
@@ -78,8 +78,8 @@ def load_capture(path):
 
 def decode_all(buf, off, end, fcs, trunc=None):
     """802.11 + LLC + L3 columns as a DataFrame of pandas nullable columns (schema dtypes)."""
-    from sniffsync.schema import DTYPES
-    from sniffsync.table import nullable
+    from sniffsync.decode.schema import DTYPES
+    from sniffsync.decode.table import nullable
     cols, llc_off, llc_end, marks = decode_dot11(buf, off, end, fcs, trunc)
     c2, l3 = decode_llc(buf, llc_off, llc_end)
     c3, m3 = decode_l3(buf, l3, llc_end, c2["ethertype"][0])

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.fairness import (cdf, fairness, jain, queueing_delay, summarize, window_quantiles,
+from sniffsync.fairness.frames import (cdf, fairness, jain, queueing_delay, summarize, window_quantiles,
                                 window_starts, window_sums)
 from test_flows import CAPS, MS, make_frames
 
@@ -152,7 +152,7 @@ def test_bufferbloat_flag_on_busy_window():
 
 
 def test_several_runs_one_cdf_each_and_cli(tmp_path):
-    pytest.importorskip("sniffsync.frames", reason="capture reader not built yet")
+    pytest.importorskip("sniffsync.decode.frames", reason="capture reader not built yet")
     caps = [os.path.join(CAPS, f"ns3-11n-ht20-hidden-sniffer{s}.pcap") for s in ("A-nearAP", "B-nearSTA1")]
     out = tmp_path / "r.json"
     p = subprocess.run([sys.executable, "-m", "sniffsync", "fairness", *caps, "--window", "0.2",

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.fairness_windows import trailing_min, window_quantiles, window_starts, window_sums
-from sniffsync.flows import classify_segments, flow_table, segments
-from sniffsync.flows_core import grouped_cummax, lex_order, restart_cumsum
-from sniffsync.flows_tcp import group_median, rto_arrays
+from sniffsync.fairness.windows import trailing_min, window_quantiles, window_starts, window_sums
+from sniffsync.tcp.frames import classify_segments, flow_table, segments
+from sniffsync.tcp.core import grouped_cummax, lex_order, restart_cumsum
+from sniffsync.tcp.acks import group_median, rto_arrays
 from test_flows import ACK, MS, SYN, make_frames
 
 RNG = np.random.default_rng(20261122)
@@ -180,7 +180,7 @@ def test_flow_ids_and_directions_match_pandas(n_addr, shuffled):
     # many addresses take the two-step endpoint coding; flows numbered by first appearance
     # in time (input order among equal times); shuffled: rows out of time order, with ties,
     # and rows that are neither TCP nor UDP
-    from sniffsync.flows_core import segment_arrays
+    from sniffsync.tcp.core import segment_arrays
     n = 5000
     src, dst = RNG.integers(-1, n_addr, n), RNG.integers(-1, n_addr, n)
     sport, dport = RNG.integers(0, 4, n), RNG.integers(0, 4, n)
@@ -218,8 +218,8 @@ def test_flow_ids_and_directions_match_pandas(n_addr, shuffled):
 @pytest.mark.parametrize("seed", range(4))
 def test_handshake_matches_loop(seed):
     # SYN -> SYN/ACK -> ACK per flow: the last SYN before the first SYN/ACK, the first ACK after it
-    from sniffsync.flows_core import Lazy
-    from sniffsync.flows_tcp import handshake_arrays
+    from sniffsync.tcp.core import Lazy
+    from sniffsync.tcp.acks import handshake_arrays
     rng = np.random.default_rng(seed)
     for _ in range(50):
         n, k = int(rng.integers(1, 300)), int(rng.integers(1, 6))
@@ -250,8 +250,8 @@ def test_handshake_matches_loop(seed):
 
 
 def test_consuming_getter_frees_each_column_once_and_refuses_a_second_read():
-    from sniffsync.flows_core import cat_codes, frame_getter
-    from sniffsync.table import Cat
+    from sniffsync.tcp.core import cat_codes, frame_getter
+    from sniffsync.decode.table import Cat
     n = 4
     cols = {"tcp_seq": (np.array([1, 2, 3, 4], np.uint32), None),
             "ip_src": (Cat(np.array([0, 1, 0, -1], np.int32), ["a", "b"]), None)}

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.fairness import fairness, result_frames
-from sniffsync.fairness_report import flow_lines, write_json
-from sniffsync.frames import read_capture
+from sniffsync.fairness.frames import fairness, result_frames
+from sniffsync.fairness.report import flow_lines, write_json
+from sniffsync.decode.frames import read_capture
 from test_flows import CAPS
 
 HERE = os.path.dirname(__file__)
@@ -66,7 +66,7 @@ def _rtt0():
 
 @pytest.mark.parametrize("paths", [NS3[:1], NS3], ids=["one", "two-runs"])
 def test_report_of_the_core_equals_the_pandas_api(paths):
-    from sniffsync.fairness_core import Capture, fairness_tables
+    from sniffsync.fairness.core import Capture, fairness_tables
     runs, summary = fairness_tables([Capture.from_frame(read_capture(p)) for p in paths],
                                     200_000_000, 100_000_000)
     res = fairness([read_capture(p) for p in paths], 200_000_000, 100_000_000)
@@ -138,7 +138,7 @@ def test_head_linktypes_reads_pcap_pcapng_and_gzip_headers(ethernet_pcap, tmp_pa
     import gzip
     import struct
 
-    from sniffsync.capture import head_linktypes, read_records
+    from sniffsync.io.capture import head_linktypes, read_records
     assert head_linktypes(ethernet_pcap) == {1}
     assert head_linktypes(NS3[0]) == {127}
     raw = open(NS3[0], "rb").read()
@@ -159,7 +159,7 @@ def test_head_linktypes_reads_pcap_pcapng_and_gzip_headers(ethernet_pcap, tmp_pa
 def test_late_radiotap_interface_is_read_in_full(ethernet_pcap, tmp_path):
     """An Ethernet IDB first and a radiotap one after the first packet: the wired column
     set is not enough, and the command reads the capture again with every column."""
-    from sniffsync.capture import read_records
+    from sniffsync.io.capture import read_records
     path = tmp_path / "two.pcapng"
     path.write_bytes(_to_pcapng([(1, read_records(ethernet_pcap)), (127, read_records(NS3[0]))]))
     out = tmp_path / "r.json"
@@ -169,8 +169,8 @@ def test_late_radiotap_interface_is_read_in_full(ethernet_pcap, tmp_path):
 
 
 def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch):
-    import sniffsync.frames as frames
-    from sniffsync.commands import fairness as cmd
+    import sniffsync.decode.frames as frames
+    from sniffsync.cli import fairness as cmd
     asked = []
     real = frames.read_columns
 
@@ -186,8 +186,8 @@ def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch
 def test_threaded_analysis_equals_serial(path, ethernet_pcap):
     """The CLI's analysis gathers columns and dates deliveries on a second thread: the
     report is the one the serial analysis gives (a wired and an 802.11 capture)."""
-    from sniffsync.commands.fairness import _captures
-    from sniffsync.fairness_core import fairness_tables
+    from sniffsync.cli.fairness import _captures
+    from sniffsync.fairness.core import fairness_tables
     path = ethernet_pcap if path == "ethernet" else path
     out = []
     for threads in (True, False):

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.flows import KIND, classify_segments, flow_table, segments
-from sniffsync.table import frame_table
-from sniffsync.tcp_rtt import RETX, analyze_acks, handshake_rtt, rtt_samples
+from sniffsync.tcp.frames import KIND, classify_segments, flow_table, segments
+from sniffsync.decode.table import frame_table
+from sniffsync.tcp.rtt_frames import RETX, analyze_acks, handshake_rtt, rtt_samples
 
 HERE = os.path.dirname(__file__)
 CAPS = os.path.join(HERE, "data", "captures")
@@ -201,7 +201,7 @@ SNIFFERS = ["A-nearAP", "B-nearSTA1", "C-nearSTA2"]
 
 
 def _load(s):
-    frames_mod = pytest.importorskip("sniffsync.frames", reason="capture reader not built yet")
+    frames_mod = pytest.importorskip("sniffsync.decode.frames", reason="capture reader not built yet")
     f = frames_mod.read_capture(os.path.join(CAPS, f"ns3-11n-ht20-hidden-sniffer{s}.pcap"))
     ws = pd.read_csv(os.path.join(TSHARK, f"ns3-hidden-sniffer{s}.tsv"), sep="\t", dtype=str)
     return f, ws.set_index(ws["frame.number"].astype(int))

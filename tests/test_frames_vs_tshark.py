@@ -379,7 +379,7 @@ def expected(name: str, column: str) -> list:
 # ---------------------------------------------------------------- ours
 @lru_cache(maxsize=None)
 def our_table(name: str) -> pd.DataFrame:
-    frames = pytest.importorskip("sniffsync.frames")
+    frames = pytest.importorskip("sniffsync.decode.frames")
     return frames.read_capture(CAPTURES / name)
 
 

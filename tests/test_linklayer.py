@@ -5,8 +5,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from sniffsync.linklayer import decode_link
-from sniffsync.writers import write_pcap
+from sniffsync.decode.linklayer import decode_link
+from sniffsync.io.writers import write_pcap
 
 
 def h(text: str) -> bytes:

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.cli import main
-from sniffsync.merge import MERGE_KEY, merge, write_merged
-from sniffsync.skew import skew
+from sniffsync.cli.main import main
+from sniffsync.sync.merge import MERGE_KEY, merge, write_merged
+from skew import skew
 
 CAPS = Path(__file__).parent / "data" / "captures"
 HIDDEN = [CAPS / f"ns3-11n-ht20-hidden-sniffer{x}.pcap" for x in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
@@ -154,8 +154,8 @@ def test_bad_input_one_clear_message_no_output(tmp_path, capsys, case):
             "ethernet": [a, b, "ETH"], "linktype": [a, "LT105"], "unwritable": [a, b]}[case]
     (tmp_path / "empty.pcap").write_bytes(b"")
     if "ETH" in args or "LT105" in args:
-        from sniffsync.capture import read_records
-        from sniffsync.writers import write_pcap
+        from sniffsync.io.capture import read_records
+        from sniffsync.io.writers import write_pcap
         rec = read_records(HIDDEN[0])
         idx = np.arange(len(rec.data_off))
         off = np.r_[0, np.cumsum(rec.caplen.astype(np.int64))]
@@ -186,7 +186,7 @@ def _slow_comment(mask, sig, names):
 
 
 def test_heard_by_matches_a_plain_loop():
-    from sniffsync.merge import heard_by
+    from sniffsync.sync.merge import heard_by
     rng = np.random.default_rng(0)
     n, names = 2000, ["A", "bee", "C3"]
     mask = rng.integers(1, 8, n)
@@ -202,8 +202,8 @@ def test_heard_by_matches_a_plain_loop():
 def test_streamed_pcapng_is_byte_identical_to_the_generic_writer(tmp_path, monkeypatch):
     """write_merged streams EPBs in chunks; the reference is writers.write_pcapng (checked
     against tshark in test_writers.py) fed with bytes gathered by a per-packet slice loop."""
-    import sniffsync.merge as M
-    from sniffsync.writers import write_pcapng
+    import sniffsync.sync.merge as M
+    from sniffsync.io.writers import write_pcapng
     merged, _ = merge([str(p) for p in HIDDEN], columns=[])
     merged["signal_dbm_s1"] = merged["signal_dbm_s1"].mask(merged.index % 7 == 0)   # some "?"
     monkeypatch.setattr(M, "_CHUNK_BYTES", 50_000)              # dozens of chunks

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import sniffsync.merge_pcapng as W
-from sniffsync.capture import Records
-from sniffsync.merge import _concat_columns, _str_categories, best_copy
-from sniffsync.writers import _idb, _shb, write_pcapng
+import sniffsync.sync.pcapng as W
+from sniffsync.io.capture import Records
+from sniffsync.sync.merge import _concat_columns, _str_categories, best_copy
+from sniffsync.io.writers import _idb, _shb, write_pcapng
 
 CAPS = Path(__file__).parent / "data" / "captures"
 
@@ -129,7 +129,7 @@ def test_best_copy_equals_lexsort_oracle(seed):
 
 def test_concat_columns_equals_concat_tables():
     from sniffsync import read_capture
-    from sniffsync.frames import concat_tables
+    from sniffsync.decode.frames import concat_tables
     files = ["ns3-11n-ht20-hidden-snifferA-nearAP.pcap", "wltrace_trace.pcap",
              "fragattacks_ping_D_BP_bcast_ra-fromap.pcapng"]
     tables = [read_capture(CAPS / f, sniffer=i) for i, f in enumerate(files)]
@@ -146,7 +146,7 @@ def test_concat_columns_equals_concat_tables():
 
 def test_merge_leaves_the_callers_tables_whole():
     from sniffsync import read_capture
-    from sniffsync.merge import merge
+    from sniffsync.sync.merge import merge
     tables = [read_capture(CAPS / f"ns3-11n-ht20-hidden-sniffer{x}.pcap", sniffer=i)
               for i, x in enumerate(["A-nearAP", "B-nearSTA1"])]
     before = [t.copy() for t in tables]

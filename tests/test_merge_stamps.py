@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from airtime.ppdu import group_ppdus
-from sniffsync.frames import read_capture
-from sniffsync.merge import merge
-from sniffsync.skew import skew
+from sniffsync.decode.frames import read_capture
+from sniffsync.sync.merge import merge
+from skew import skew
 
 CAP = Path(__file__).parent / "data" / "captures"
 A = CAP / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
@@ -61,7 +61,7 @@ def test_group_ppdus_honours_merged_stamps():
     # the README's API path (group_ppdus(merged) with the default tsft_at) must place PPDUs as the
     # pipeline does: merged stamps are PPDU ends whatever the best copy's sniffer
     from airtime.detect import detect
-    from sniffsync.pipeline import analyse
+    from sniffsync.pipeline.run import analyse
     C = CAP / "ns3-11n-ht20-hidden-snifferC-nearSTA2.pcap"
     merged, _ = merge([str(A), str(B), str(C)])
     p, fp = group_ppdus(merged)

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.payload import decode_l3, decode_llc
+from sniffsync.decode.payload import decode_l3, decode_llc
 from test_dot11 import CAPTURE_FILES, CAPTURES, compare_with_tshark, frames_buffer, h
 
 IPV4_TCP_TS_SACK = (
@@ -53,8 +53,8 @@ IPV4_CUT = "4500" "0054" "0000"               # IPv4 header truncated after 6 by
 def decode(packets, ethertypes):
     buf, off, end = frames_buffer(packets)
     cols, marks = decode_l3(buf, off, end, np.asarray(ethertypes, np.uint16))
-    from sniffsync.schema import DTYPES
-    from sniffsync.table import nullable
+    from sniffsync.decode.schema import DTYPES
+    from sniffsync.decode.table import nullable
     df = pd.DataFrame({k: nullable(v, ok, DTYPES[k]) for k, (v, ok) in cols.items()})
     df["bad"] = None
     for rows, why in marks:

@@ -9,8 +9,8 @@ import struct
 import numpy as np
 import pytest
 
-from sniffsync import payload
-from sniffsync.payload import decode_l3
+from sniffsync.decode import payload
+from sniffsync.decode.payload import decode_l3
 
 RNG = np.random.default_rng(7)
 ADDRS = [b"\x0a\x01\x01\x01", b"\x0a\x01\x01\x02", b"\xc0\xa8\x00\x07"]

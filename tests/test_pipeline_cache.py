@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sniffsync.commands.serve import build_view
-from sniffsync.pipeline import cache_dir
+from sniffsync.cli.serve import build_view
+from sniffsync.pipeline.run import cache_dir
 
 CAP = Path(__file__).parent / "data" / "captures"
 PATHS = [str(CAP / f"ns3-11n-ht20-hidden-sniffer{s}.pcap") for s in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
@@ -52,7 +52,7 @@ def test_no_cache_recomputes(tmp_path, monkeypatch):
 def test_report_for_a_capture_without_tcp(tmp_path, monkeypatch):
     # wltrace: real driver radiotap, encrypted data, no TCP visible: timeline and detection still go
     # into the report; the fairness views are simply empty
-    from sniffsync.cli import main
+    from sniffsync.cli.main import main
     monkeypatch.setenv("SNIFFSYNC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "r.html"
     assert main(["report", "-q", str(CAP / "wltrace_trace.pcap"), "-o", str(out)]) == 0

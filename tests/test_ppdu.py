@@ -7,7 +7,7 @@ import pytest
 
 from airtime.phy import ppdu_duration_ns
 from airtime.ppdu import group_ppdus
-from sniffsync.table import frame_table
+from sniffsync.decode.table import frame_table
 
 FIX = Path(__file__).parent / "data" / "tshark_phy"
 

@@ -13,7 +13,7 @@ import dpkt
 import numpy as np
 import pytest
 
-from sniffsync.radiotap import decode_radiotap, layout_offsets
+from sniffsync.decode.radiotap import decode_radiotap, layout_offsets
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 

@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync import capture, frames
-from sniffsync.capture import read_records
-from sniffsync.cli import main
-from sniffsync.frames import read_capture, read_captures
-from sniffsync.schema import COLUMNS, DTYPES
-from sniffsync.table import factorize
-from sniffsync.writers import write_pcap, write_pcapng
+from sniffsync.io import capture
+from sniffsync.decode import frames
+from sniffsync.io.capture import read_records
+from sniffsync.cli.main import main
+from sniffsync.decode.frames import read_capture, read_captures
+from sniffsync.decode.schema import COLUMNS, DTYPES
+from sniffsync.decode.table import factorize
+from sniffsync.io.writers import write_pcap, write_pcapng
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 REAL = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))

@@ -11,11 +11,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from sniffsync import capture, frames
-from sniffsync.capture import iter_records, read_records
-from sniffsync.cli import main
-from sniffsync.frames import iter_columns, read_capture, read_columns
-from sniffsync.writers import write_pcap
+from sniffsync.io import capture
+from sniffsync.decode import frames
+from sniffsync.io.capture import iter_records, read_records
+from sniffsync.cli.main import main
+from sniffsync.decode.frames import iter_columns, read_capture, read_columns
+from sniffsync.io.writers import write_pcap
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 HT20_A = CAPTURES / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"

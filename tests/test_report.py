@@ -16,7 +16,7 @@ EXTERNAL = re.compile(r"""<[a-zA-Z][^>]*?\s(?:src|href|action|srcset|poster)\s*=
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from sniffsync.cli import main
+    from sniffsync.cli.main import main
     out = tmp_path_factory.mktemp("report")
     rc = main(["report", *map(str, SNIFFERS), "-o", str(out / "report.html"), "--no-cache", "-q"])
     assert rc == 0
@@ -67,7 +67,7 @@ EVIL = "</script><script>window.__pwned = 1</script><!--<script>"
 
 @pytest.mark.browser
 def test_embedded_json_cannot_break_out(tmp_path):
-    from sniffsync.pipeline import analyse
+    from sniffsync.pipeline.run import analyse
     from viz.analysis import analysis_data
     from viz.report import build_report
     from viz.runview import RunView

@@ -1,7 +1,7 @@
 """The column contract: names the issue fixes, docs in sync, dtypes nullable."""
 from pathlib import Path
 
-from sniffsync.schema import COLUMNS, column_doc
+from sniffsync.decode.schema import COLUMNS, column_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -145,7 +145,7 @@ def test_sniffers_miss_at_their_rate_and_never_write_collided_frames(run):
 
 
 def test_read_capture_agrees_with_truth(run):
-    frames = pytest.importorskip("sniffsync.frames")
+    frames = pytest.importorskip("sniffsync.decode.frames")
     mp = pd.read_csv(run / "truth" / "mpdus.csv")
     for name in ("snifA", "snifC"):
         df = frames.read_capture(run / f"{name}.pcap")
@@ -166,7 +166,7 @@ def test_read_capture_agrees_with_truth(run):
 
 @pytest.mark.parametrize("phy,bw,field", [("vht", 80, "vht"), ("he", 40, "he")])
 def test_vht_he_radiotap_read_back(tmp_path, phy, bw, field):
-    frames = pytest.importorskip("sniffsync.frames")
+    frames = pytest.importorskip("sniffsync.decode.frames")
     simulate(scenario("clean", [f"phy={phy}", f"bw_mhz={bw}", "mcs=4", "nss=2"], seconds=0.15), tmp_path)
     df = frames.read_capture(tmp_path / "snifA.pcap")
     d = df[df["type_subtype"] == 0x28]

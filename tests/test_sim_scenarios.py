@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from sniffsync.cli import main
+from sniffsync.cli.main import main
 from sniffsync.errors import UsageError
 from sniffsync.sim import scenario
 

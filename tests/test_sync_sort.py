@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.sync import (_cluster, _key_only_clusters, anchor_pairs, cluster, hash_key,
+from sniffsync.sync.anchors import (_cluster, _key_only_clusters, anchor_pairs, cluster, hash_key,
                             key_order)
-from sniffsync.sync_fit import ClockModel
-from sniffsync.sync_sort import order_by
+from sniffsync.sync.fit import ClockModel
+from sniffsync.sync.order import order_by
 
 
 def _major(rng, n, kind):

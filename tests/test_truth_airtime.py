@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from airtime.ppdu import group_ppdus
-from sniffsync.frames import read_capture
+from sniffsync.decode.frames import read_capture
 from sniffsync.sim import scenario, simulate
 
 US = 1000

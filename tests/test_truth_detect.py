@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.merge import merge
+from sniffsync.sync.merge import merge
 from airtime.detect import detect
 from airtime.ppdu import group_ppdus
-from sniffsync.frames import read_capture
+from sniffsync.decode.frames import read_capture
 from sniffsync.sim import scenario, simulate
 
 NAMES = ["snifA", "snifB", "snifC"]

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.fairness import fairness
-from sniffsync.frames import read_capture
+from sniffsync.fairness.frames import fairness
+from sniffsync.decode.frames import read_capture
 from sniffsync.sim import scenario, simulate
 
 BIN = 200_000_000

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.merge import merge
+from sniffsync.sync.merge import merge
 from sniffsync.sim import scenario, simulate
 
 NAMES = ["snifA", "snifB", "snifC"]

@@ -6,10 +6,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from sniffsync import writers
-from sniffsync.capture import read_records
+from sniffsync.io import writers
+from sniffsync.io.capture import read_records
 from sniffsync.errors import CaptureError, UsageError
-from sniffsync.writers import write_pcap, write_pcapng
+from sniffsync.io.writers import write_pcap, write_pcapng
 
 
 def h(text: str) -> bytes:

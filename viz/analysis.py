@@ -15,7 +15,7 @@ __all__ = ["analysis_data", "MAX_POINTS"]
 MAX_POINTS = 2000
 
 
-from sniffsync.macs import mac_text as _mac
+from sniffsync.decode.macs import mac_text as _mac
 
 
 def _thin(idx: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .analysis import analysis_data
-from sniffsync.macs import mac_text, mac_texts
+from viz.analysis import analysis_data
+from sniffsync.decode.macs import mac_text, mac_texts
 
-from .tiles import KINDS, SEVERITY
+from viz.tiles import KINDS, SEVERITY
 
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .tiles import build_index, tile as make_tile
+from viz.tiles import build_index, tile as make_tile
 
 __all__ = ["RunView"]
 
 
-from sniffsync.macs import mac_text as _mac
+from sniffsync.decode.macs import mac_text as _mac
 
 
 def _py(v):

@@ -44,7 +44,7 @@ class TimelineIndex(NamedTuple):
     kbounds: np.ndarray        # block (lane, kind) is [kbounds[lane*K+kind], kbounds[lane*K+kind+1])
 
 
-from sniffsync.macs import mac_text as _fmt_mac
+from sniffsync.decode.macs import mac_text as _fmt_mac
 
 
 def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,

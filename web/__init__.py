@@ -19,7 +19,7 @@ def create_app(run=None, test_config: dict | None = None) -> Flask:
         app.config.update(test_config)
     app.extensions["sniffsync.run"] = run
 
-    from .views import analysis, pages, timeline
+    from web.views import analysis, pages, timeline
     app.register_blueprint(pages.bp)
     app.register_blueprint(timeline.bp)
     app.register_blueprint(analysis.bp)

@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-from ..radiotap import FIELDS
+from sniffsync.decode.radiotap import FIELDS
 
 __all__ = ["KINDS", "mpdu_bytes", "radiotap_headers", "assemble", "rt_layout", "SERVER_MAC"]
 

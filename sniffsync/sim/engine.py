@@ -18,9 +18,9 @@ from collections import deque
 
 import numpy as np
 
-from .mac import Mac
-from .medium import Phy, hearing, positions
-from .scenarios import AC_PARAMS
+from sniffsync.sim.mac import Mac
+from sniffsync.sim.medium import Phy, hearing, positions
+from sniffsync.sim.scenarios import AC_PARAMS
 
 __all__ = ["Engine", "ACS"]
 

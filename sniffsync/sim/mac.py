@@ -14,8 +14,8 @@ from collections import deque
 
 import numpy as np
 
-from .medium import ampdu_psdu_bytes
-from .scenarios import AC_PARAMS, AC_TID
+from sniffsync.sim.medium import ampdu_psdu_bytes
+from sniffsync.sim.scenarios import AC_PARAMS, AC_TID
 
 __all__ = ["Mac", "MPDU_COLS", "QOS_HDR", "LLC"]
 

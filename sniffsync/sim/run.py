@@ -6,14 +6,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import UsageError
-from .encode import KINDS, SERVER_MAC, assemble, mpdu_bytes, radiotap_headers
-from .engine import Engine
-from .mac import FCS, LLC, QOS_HDR
-from .medium import mac_int, positions
-from .sniffers import observe, sniffer_params
-from .traffic import Traffic
-from .truth import clocks_doc, flow_table, mpdu_table, ppdu_table, rts_table, write_truth
+from sniffsync.errors import UsageError
+from sniffsync.sim.encode import KINDS, SERVER_MAC, assemble, mpdu_bytes, radiotap_headers
+from sniffsync.sim.engine import Engine
+from sniffsync.sim.mac import FCS, LLC, QOS_HDR
+from sniffsync.sim.medium import mac_int, positions
+from sniffsync.sim.sniffers import observe, sniffer_params
+from sniffsync.sim.traffic import Traffic
+from sniffsync.sim.truth import clocks_doc, flow_table, mpdu_table, ppdu_table, rts_table, write_truth
 
 __all__ = ["run_model", "frame_table", "simulate"]
 
@@ -103,7 +103,7 @@ def simulate(cfg: dict, out: str | Path) -> dict:
 
     Returns a small summary dict (counts per sniffer, unanswered RTS, ...).
     """
-    from ..writers import write_pcap
+    from sniffsync.io.writers import write_pcap
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     eng, tr = run_model(cfg)

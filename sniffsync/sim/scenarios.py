@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 
-from ..errors import UsageError
+from sniffsync.errors import UsageError
 
 __all__ = ["DEFAULTS", "SCENARIOS", "scenario", "apply_set", "AC_PARAMS", "AC_TID"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .scenarios import AC_PARAMS
+from sniffsync.sim.scenarios import AC_PARAMS
 
 __all__ = ["Traffic", "PKT_COLS"]
 

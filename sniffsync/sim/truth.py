@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .mac import MPDU_COLS
+from sniffsync.sim.mac import MPDU_COLS
 
 __all__ = ["ppdu_table", "mpdu_table", "rts_table", "flow_table", "clocks_doc", "write_truth"]
 

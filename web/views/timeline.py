@@ -1,6 +1,6 @@
 from flask import Blueprint, abort, current_app, jsonify, request
 
-from . import int_arg, run
+from web.views import int_arg, run
 
 bp = Blueprint("timeline", __name__, url_prefix="/api")
 

@@ -1,0 +1,46 @@
+"""``sniffsync detect``: RTS/CTS collisions, unanswered RTS, overlaps, failed MPDUs, retries."""
+
+HELP = "find RTS/CTS collisions, unanswered RTS, overlaps, failed MPDUs (-o events.csv)"
+
+
+def add_arguments(p):
+    from sniffsync.cli.common import add_input_args
+    add_input_args(p)
+    p.add_argument("-o", "--output", help="events: .csv, .parquet or .jsonl")
+    p.add_argument("--summary", help="counters and histograms as JSON")
+    p.add_argument("--mpdus", help="per-MPDU outcomes (.csv/.parquet/.jsonl)")
+    p.add_argument("--slack-us", type=float, default=6.0, help="tolerance on response timing (µs)")
+
+
+def run(args) -> int:
+    import json
+
+    from airtime.detect import detect
+    from airtime.ppdu import group_ppdus
+    from airtime.summary import detect_summary
+
+    from sniffsync.export.tables import write_table
+    from sniffsync.pipeline.run import load_frames
+    from sniffsync.cli.common import mac, print_table, progress_printer
+
+    frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
+                            progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
+    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=args.tsft_at)
+    res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
+    summ = detect_summary(ppdus, res)
+    if args.output:
+        write_table(res.events, args.output)
+    if args.mpdus:
+        write_table(res.mpdus, args.mpdus)
+    if args.summary:
+        with open(args.summary, "w") as fh:
+            json.dump({"summary": summ, "stations": json.loads(
+                res.stations.assign(ta=[mac(v) for v in res.stations.ta]).to_json(orient="records"))},
+                fh, indent=1)
+    print("events: " + ", ".join(f"{k} {v}" for k, v in summ["counts"].items()))
+    st = res.stations.copy()
+    st["ta"] = [mac(v) for v in st["ta"]]
+    cols = [c for c in ("ta", "ppdus", "rts", "cts_received", "cts_per_rts", "rts_cts_collisions", "mpdus",
+                        "mpdu_retries", "mpdus_failed", "mpdus_lost", "ba_missing") if c in st]
+    print_table(st[cols])
+    return 0

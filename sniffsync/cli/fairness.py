@@ -1,0 +1,90 @@
+"""``sniffsync fairness``: TCP/UDP flows, windowed goodput, Jain's index and its CDF per run.
+
+The command runs on the reader's numpy columns and the pandas-free fairness core; pandas
+is imported only for 802.11 captures with radiotap (PPDU grouping) and for ``--csv``.
+"""
+
+HELP = "per-flow goodput, retransmissions, RTT, Jain's fairness index per window (one CDF per capture)"
+
+# what flows, RTT and PPDU grouping read
+COLUMNS = [
+    "sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad", "rt_len", "mpdu_len",
+    "tsft_us", "rt_flags", "fcs_bad", "short_preamble", "rate_kbps", "freq_mhz", "signal_dbm",
+    "phy", "mcs", "nss", "bw_mhz", "gi_ns", "ldpc", "stbc", "ness", "ht_format", "he_format",
+    "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype", "retry", "duration_us",
+    "ra", "ta", "seq", "ethertype", "ip_src", "ip_dst", "ip_proto", "ip_len", "sport", "dport",
+    "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_mss", "tcp_payload_len",
+    "tcp_tsval", "tcp_tsecr", "tcp_sack", "udp_len"]
+
+# what flows and RTT read of a wired (Ethernet, cooked, raw IP) capture: no 802.11 and
+# no columns the analysis never reads, so less to decode and to hold
+WIRED_COLUMNS = ["ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "dport", "tcp_seq",
+                 "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
+                 "tcp_tsecr", "udp_len"]
+
+
+def add_arguments(p):
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="one capture per run (pcap/pcapng)")
+    p.add_argument("--window", type=float, default=0.4, metavar="S", help="window length, seconds (0.4)")
+    p.add_argument("--step", type=float, default=0.2, metavar="S", help="window step, seconds (0.2)")
+    p.add_argument("--bloat-ms", type=float, default=50.0, metavar="MS",
+                   help="queueing delay p95 that flags a busy window (50)")
+    p.add_argument("--origin", type=float, metavar="EPOCH_S",
+                   help="start of the window grid (Unix seconds; default: each run's first data segment)")
+    p.add_argument("--no-dedup", action="store_true",
+                   help="keep 802.11 MAC retries of one MPDU as separate segments (as Wireshark does)")
+    p.add_argument("-o", "--output", metavar="report.json", help="write the JSON report")
+    p.add_argument("--csv", metavar="DIR", help="write flows.csv, windows.csv, jain.csv, rtt.csv into DIR")
+
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * 1e9))
+
+
+def _captures(paths):
+    """One :class:`Capture` per path, read when the analysis reaches it."""
+    import numpy as np
+
+    from sniffsync.io.capture import head_linktypes
+    from sniffsync.fairness.core import Capture
+    from sniffsync.decode.frames import WIRED_LINKTYPES, read_columns
+    for p in paths:
+        kinds = head_linktypes(p)
+        columns = WIRED_COLUMNS if kinds and kinds <= set(WIRED_LINKTYPES) else COLUMNS
+        _rec, n, cols, marks = read_columns(p, 0, columns, records=False)   # walk/decode overlap
+        if columns is WIRED_COLUMNS and not np.isin(cols["linktype"][0], WIRED_LINKTYPES).all():
+            # a pcapng interface described after the first packet is not wired: read it all
+            _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
+        # a wired capture is analysed once, without the frame table: its columns are freed as read
+        yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS)
+
+
+def run(args) -> int:
+    import os
+
+    from sniffsync.errors import UsageError
+    from sniffsync.fairness.core import fairness_tables
+    from sniffsync.fairness.report import flow_lines, write_csv, write_json
+
+    if args.window <= 0 or args.step <= 0:
+        raise UsageError("--window and --step must be positive")
+    runs, summary = fairness_tables(
+        _captures(args.captures), _ns(args.window), _ns(args.step),
+        t0_ns=None if args.origin is None else int(round(args.origin * 1e9)),
+        qdelay_threshold_ns=_ns(args.bloat_ms / 1000), dedup=not args.no_dedup)
+    print("\n".join(flow_lines(runs)))
+    below = summary["unfair_below"]
+    for s, path in zip(summary["runs"], args.captures):
+        med = "n/a" if s["median"] is None else f"{s['median']:.3f}"
+        p10 = "n/a" if s["p10"] is None else f"{s['p10']:.3f}"
+        share = s[f"share_below_{below}"]
+        share = "n/a" if share is None else f"{share:.0%}"
+        print(f"run {s['run']} {os.path.basename(path)}: Jain over {s['windows']} windows "
+              f"(>= 2 active flows): median {med}, p10 {p10}, below {below}: {share}; "
+              f"bufferbloat windows: {s['bloat_windows']}")
+    if args.output:
+        with open(args.output, "w") as fh:
+            write_json(fh, runs, summary)
+    if args.csv:
+        write_csv(args.csv, runs, summary)
+    return 0

@@ -1,0 +1,366 @@
+"""Vectorised IEEE 802.11 MAC header decoder (IEEE 802.11-2020 clause 9).
+
+Every frame's first ``WINDOW`` bytes are copied once into an ``(n, WINDOW)`` array;
+fixed-offset fields are column slices of it and the few variable offsets (4th
+address, QoS, +HTC) are ``np.where`` choices. Variable-length parts (Block Ack
+bitmaps, the SSID element) are decoded only on the rows that have them. A field
+is valid only when it lies inside the frame (FCS excluded), so truncated frames
+decode what they carry and are marked.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sniffsync.decode import dot11_tables as T
+from sniffsync.io.bytecols import gather, u16le, u32le, u64le
+from sniffsync.decode.table import Cat, Cols, Marks, factorize
+
+__all__ = ["decode_dot11", "window", "categorical_from_bytes", "WINDOW"]
+
+WINDOW = 40          # covers the longest MAC header (36) and beacon fixed fields (+HTC: 40)
+ADDR_OFF = np.array([0, 4, 10, 16, 24], np.int64)   # offset of address k (1-4); 0 = none
+SSID_MAX_STEPS = 64  # elements examined before giving up on finding the SSID
+# optional column groups, decoded only when one of their columns is requested
+_ROLES = ("bssid", "sa", "da")
+_BA = ("ba_type", "ba_ssn", "ba_n_tid", "ba_bitmap", "ba_bitmap_lo", "tid")
+_MGMT = ("beacon_tsf_us", "beacon_interval_tu", "ssid")
+
+
+def window(buf: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
+    """Bytes ``buf[off[i]:off[i]+width]`` as an ``(n, width)`` uint8 array, zero past the buffer."""
+    return gather(buf, off, width)
+
+
+def categorical_from_bytes(keys: np.ndarray, fmt) -> Cat:
+    """:class:`~sniffsync.table.Cat` of ``fmt(bytes)`` per row of ``keys`` (k, m) uint8,
+    formatting each distinct key once.
+
+    Rows are numbered 8 bytes at a time (1-D integer factorisation per word), which is
+    much faster than sorting fixed-width byte strings.
+    """
+    keys = np.ascontiguousarray(keys, np.uint8)
+    k, m = keys.shape
+    if k == 0:
+        return Cat(np.zeros(0, np.int32), [])
+    if m % 8:
+        keys = np.concatenate([keys, np.zeros((k, 8 - m % 8), np.uint8)], axis=1)
+    words = keys.view("<u8")
+    codes = np.zeros(k, np.int64)
+    for j in range(words.shape[1]):
+        c, uniq = factorize(words[:, j])
+        codes, _ = factorize(codes * len(uniq) + c)
+    n_uniq = int(codes.max()) + 1
+    first = np.empty(n_uniq, np.int64)
+    first[codes[::-1]] = np.arange(k - 1, -1, -1)        # first row of each distinct key
+    names = np.array([fmt(keys[i, :m].tobytes()) for i in first], dtype=object)
+    cats, remap = np.unique(names, return_inverse=True)   # distinct keys may format alike
+    return Cat(remap.ravel()[codes].astype(np.int32), list(cats))
+
+
+def _le16(w, a):
+    return w[:, a].astype(np.uint16) | (w[:, a + 1].astype(np.uint16) << 8)
+
+
+def _mac(w, a):
+    """48-bit address at window column ``a``, first on-air byte most significant."""
+    b = np.zeros((w.shape[0], 8), np.uint8)
+    b[:, 2:] = w[:, a:a + 6]
+    return b.view(">u8")[:, 0].astype(np.uint64)
+
+
+def _pick(idx, addrs):
+    """Per row, the address numbered ``idx`` (1-4) from ``addrs`` (list of 4 arrays); 0 -> 0."""
+    out = np.zeros(idx.shape[0], np.uint64)
+    for k, a in enumerate(addrs, start=1):
+        out = np.where(idx == k, a, out)
+    return out
+
+
+def _hexstr(b: bytes) -> str:
+    return b.hex()
+
+
+def _ssid_str(key: bytes) -> str:
+    raw = key[1:1 + key[0]]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace")
+
+
+def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
+    """Decode the 802.11 MAC header of every frame.
+
+    Parameters
+    ----------
+    buf : np.ndarray of uint8
+        The whole capture.
+    off : int64[n]
+        Start of each 802.11 header in ``buf``.
+    end : int64[n]
+        End of the captured bytes of each frame.
+    fcs_at_end : bool[n]
+        The original frame ends with a 4-byte FCS.
+    truncated : bool[n], optional
+        The capture cut the frame (caplen < wirelen): the FCS, if any, was not captured.
+    columns : iterable of str, optional
+        Columns wanted (default: all); the optional parts (address roles, Block Ack,
+        beacon body, FCS) are decoded only when one of their columns is wanted.
+
+    Returns
+    -------
+    cols : Cols
+        802.11 columns of ``sniffsync.schema`` as ``(values, valid)``.
+    llc_off, llc_end : int64[n]
+        Where the LLC payload starts / ends (-1: none decodable: not data, null data,
+        protected, truncated). For an A-MSDU, the first subframe's LLC.
+    marks : Marks
+        Rows that could not be fully decoded.
+    """
+    off = np.asarray(off, np.int64)
+    end = np.asarray(end, np.int64)
+    n = off.shape[0]
+    wanted = None if columns is None else set(columns)
+
+    def want(group):
+        return wanted is None or not wanted.isdisjoint(group)
+
+    strip = np.asarray(fcs_at_end, bool).copy()
+    if truncated is not None:
+        strip &= ~np.asarray(truncated, bool)
+    strip &= end - off >= 4
+    body_end = end - 4 * strip
+    flen = body_end - off
+
+    def fits(a, size):
+        return flen >= a + size
+
+    w = window(buf, off, WINDOW)
+    fc0, fc1 = w[:, 0], w[:, 1]
+    has_fc = fits(0, 2)
+    ftype = (fc0 >> 2) & 3
+    sub = fc0 >> 4
+    is_m, is_c, is_d, is_x = (ftype == T.MGMT), (ftype == T.CTRL), (ftype == T.DATA), (ftype == T.EXT)
+    not_x = has_fc & ~is_x
+
+    # Control wrapper: the carried frame's FC sits at 10 and its fields start 6 bytes later.
+    wrap = is_c & (sub == 7)
+    in_type = np.where(wrap, (w[:, 10] >> 2) & 3, ftype)
+    in_sub = np.where(wrap, w[:, 10] >> 4, sub)
+    in_ctrl = in_type == T.CTRL
+    shift = 6 * wrap.astype(np.int64)
+
+    ds = (fc1 & 3).astype(np.int64)
+    order = (fc1 & 0x80) != 0
+    a4 = is_d & (ds == 3)
+    qos = is_d & ((sub & 8) != 0)
+    htc = (is_m | qos) & order
+    hdr = np.where(is_c, T.CTRL_HDR_LEN[sub], 24 + 6 * a4 + 2 * qos + 4 * htc)
+    hdr = np.where(wrap & in_ctrl, 6 + T.CTRL_HDR_LEN[in_sub], hdr)
+    hdr = np.where(is_x, 2, hdr)
+    short = flen < hdr
+
+    type_subtype = (in_type.astype(np.uint16) << 4) | in_sub
+    type_subtype = np.where(is_c & (sub == 6), T.CTRL_EXT_BASE + (fc1 & 0xF).astype(np.uint16), type_subtype)
+
+    cols: Cols = {
+        "type": (ftype, fits(0, 1)),
+        "subtype": (sub, fits(0, 1)),
+        "type_subtype": (type_subtype, has_fc & (~wrap | fits(10, 2))),
+        "fc_flags": (fc1, has_fc),
+        "to_ds": ((fc1 & 1) != 0, not_x),
+        "from_ds": ((fc1 & 2) != 0, not_x),
+        "retry": ((fc1 & 8) != 0, not_x),
+        "protected": ((fc1 & 0x40) != 0, not_x),
+        "htc": (htc, has_fc & (is_m | is_d)),
+    }
+
+    dur = _le16(w, 2)
+    ps_poll = is_c & (in_sub == 0xA) & in_ctrl
+    cols["duration_us"] = (dur, not_x & fits(2, 2) & ((dur & 0x8000) == 0) & ~ps_poll)
+    cols["aid"] = (dur & 0x3FFF, ps_poll & fits(2, 2))
+
+    a1, a2, a3 = _mac(w, 4), _mac(w, 10), _mac(w, 16)
+    a4v = _mac(w, 24) if want(_ROLES) else None
+    has_ta = ~is_c | np.where(wrap, in_ctrl & T.CTRL_HAS_TA[in_sub], T.CTRL_HAS_TA[sub])
+    cols["ra"] = (a1, not_x & fits(4, 6))
+    cols["ta"] = (np.where(wrap, a3, a2), not_x & has_ta & fits(10 + shift, 6))
+    zero = np.zeros(n, np.int8)
+    roles = {} if not want(_ROLES) else {
+        "bssid": np.select([is_m, is_d, is_c & ~wrap],
+                           [3, T.DS_ADDR_BSSID[ds], T.CTRL_BSSID_ADDR[sub]], zero),
+        "sa": np.select([is_m, is_d], [2, T.DS_ADDR_SA[ds]], zero),
+        "da": np.select([is_m, is_d], [1, T.DS_ADDR_DA[ds]], zero),
+    }
+    addrs = [a1, a2, a3, a4v]
+    for name, idx in roles.items() if want(_ROLES) else ():
+        cols[name] = (_pick(idx, addrs), has_fc & (idx > 0) & (flen >= ADDR_OFF[idx] + 6))
+
+    sc = _le16(w, 22)
+    has_sc = has_fc & (is_m | is_d) & fits(22, 2)
+    cols["seq"] = (sc >> 4, has_sc)
+    cols["frag"] = (sc & 0xF, has_sc)
+
+    qosv = np.where(a4, w[:, 30], w[:, 24])
+    has_qos = has_fc & qos & fits(24 + 6 * a4, 2)
+    tid = (qosv & 0xF).astype(np.uint8)
+    tid_ok = has_qos.copy()
+    cols["amsdu"] = ((qosv & 0x80) != 0, has_qos)
+
+    marks: Marks = []
+    bad_hdr = np.flatnonzero(short)
+    if bad_hdr.size:
+        marks.append((bad_hdr, "802.11: header truncated"))
+
+    # --- Block Ack / Block Ack Request (possibly inside a control wrapper)
+    ba_rows = np.flatnonzero(has_fc & in_ctrl & is_c & ((in_sub == 8) | (in_sub == 9)))
+    if want(_BA + ("bad",)):        # its marks feed the bad column
+        cols.update(_block_ack(buf, off[ba_rows] + 16 + shift[ba_rows], flen[ba_rows] - 16 - shift[ba_rows],
+                           in_sub[ba_rows] == 9, ba_rows, n, tid, tid_ok, marks))
+    cols["tid"] = (tid, tid_ok)
+
+    # --- beacon / probe response fixed fields and SSID
+    ie_rows = np.flatnonzero(has_fc & is_m & (T.MGMT_IE_OFF[sub] >= 0) & ~short)
+    body = off[ie_rows] + hdr[ie_rows]
+    tsf = T.MGMT_HAS_TSF[sub[ie_rows]]
+    if want(_MGMT):
+        cols.update(_mgmt_body(buf, body, body_end[ie_rows], tsf, body + T.MGMT_IE_OFF[sub[ie_rows]], ie_rows, n))
+
+    # --- FCS as sent
+    fcs = np.zeros(n, np.uint32)
+    rows = np.flatnonzero(strip) if want(("fcs",)) else np.zeros(0, np.int64)
+    fcs[rows] = u32le(buf, body_end[rows])
+    cols["fcs"] = (fcs, strip)
+
+    # --- where the LLC payload starts
+    protected = (fc1 & 0x40) != 0
+    has_body = has_fc & is_d & ((sub & 4) == 0) & ~protected & (flen > hdr)
+    llc_off = np.where(has_body, off + hdr, -1)
+    llc_end = np.where(has_body, body_end, -1)
+    # A-MSDU: skip the first subframe header (DA, SA, length) to its LLC.
+    amsdu = np.flatnonzero(has_body & has_qos & ((qosv & 0x80) != 0))
+    if amsdu.size:
+        sub_ok = llc_off[amsdu] + 14 <= body_end[amsdu]
+        sub_len = gather(buf, llc_off[amsdu] + 12, 2).astype(np.int64)
+        sub_len = (sub_len[:, 0] << 8) | sub_len[:, 1]
+        new_off = llc_off[amsdu] + 14
+        llc_end[amsdu] = np.where(sub_ok, np.minimum(new_off + sub_len, body_end[amsdu]), -1)
+        llc_off[amsdu] = np.where(sub_ok, new_off, -1)
+    if wanted is not None:
+        cols = {k: v for k, v in cols.items() if k in wanted}
+    return cols, llc_off, llc_end, marks
+
+
+def _block_ack(buf, ctl_off, rem, is_ba, rows, n, tid, tid_ok, marks):
+    """BA / BAR control and information fields; ``ctl_off`` is the BA/BAR control field.
+
+    ``rem`` is the number of bytes from ``ctl_off`` to the end of the frame. Updates
+    ``tid``/``tid_ok`` in place (TID_INFO, or the first per-TID record's TID).
+    """
+    k = rows.shape[0]
+    ctl = u16le(buf, ctl_off)
+    ctl_ok = rem >= 2
+    batype = ((ctl >> 1) & 0xF).astype(np.int64)
+    tidinfo = (ctl >> 12).astype(np.uint8)
+    per_tid = (batype == 3) | (batype == 11)        # multi-TID, multi-STA: per-TID records
+    ssc_rel = np.where(per_tid, 4, 2)
+    ssc = u16le(buf, ctl_off + ssc_rel)
+    ssc_ok = ctl_ok & (rem >= ssc_rel + 2) & (batype != 11)   # multi-STA SSC may be absent
+    rec_tid = (u16le(buf, ctl_off + 2) >> 12).astype(np.uint8)
+    t = np.where(per_tid, rec_tid, tidinfo)
+    t_ok = ctl_ok & (~per_tid | (rem >= 4))
+    tid[rows] = t
+    tid_ok[rows] = t_ok
+
+    code = T.BA_TYPE_CODE[batype]
+    ba_code = np.full(n, -1, np.int8)
+    ba_code[rows] = np.where(ctl_ok, code, -1)
+    cols = {"ba_type": (Cat(ba_code, T.BA_TYPE_NAMES), ba_code >= 0)}
+    cols["ba_ssn"] = _scatter(n, rows, ssc >> 4, ssc_ok)
+    n_tid = np.zeros(n, np.uint8)
+    n_tid[rows] = tidinfo + 1
+    ok = np.zeros(n, bool)
+    ok[rows] = ctl_ok & (batype == 3)
+    cols["ba_n_tid"] = (n_tid, ok)
+
+    # Bitmap (BA only): its length depends on the variant and, for compressed, on the SSC.
+    bm_rel = np.where(batype == 3, 6, 4)
+    bm_len = np.where(batype == 2, T.COMPRESSED_BITMAP_LEN[(ssc >> 1) & 7], T.BA_FIXED_BITMAP_LEN[batype])
+    bm_ok = is_ba & ssc_ok & (bm_len > 0) & (rem >= bm_rel + bm_len)
+    reserved = np.flatnonzero(is_ba & ssc_ok & (batype == 2) & (bm_len == 0))
+    if reserved.size:
+        marks.append((rows[reserved], "802.11: reserved BA bitmap length"))
+    lo = np.zeros(k, np.uint64)
+    bm_codes, bm_names = np.full(n, -1, np.int32), []
+    for length in np.unique(bm_len[bm_ok]):
+        sel = np.flatnonzero(bm_ok & (bm_len == length))
+        raw = gather(buf, ctl_off[sel] + bm_rel[sel], int(length))
+        if length == 128:
+            # Basic BA: 64 MSDUs x 16 fragment bits; bit i of lo = fragment 0 of ssn+i acknowledged.
+            frag0 = (raw.view("<u2") & 1).astype(np.uint64)
+            lo[sel] = (frag0 << np.arange(64, dtype=np.uint64)).sum(1, dtype=np.uint64)
+        else:
+            first = np.zeros((sel.shape[0], 8), np.uint8)
+            m = min(int(length), 8)
+            first[:, :m] = raw[:, :m]
+            lo[sel] = first.view("<u8")[:, 0]
+        cat = categorical_from_bytes(raw, _hexstr)       # lengths differ: names never collide
+        bm_codes[rows[sel]] = cat.codes + len(bm_names)
+        bm_names += cat.categories
+    cols["ba_bitmap"] = (Cat(bm_codes, bm_names), _full(n, rows, bm_ok))
+    cols["ba_bitmap_lo"] = _scatter(n, rows, lo, bm_ok)
+    return cols
+
+
+def _mgmt_body(buf, body, body_end, has_tsf, ie_off, rows, n):
+    """Timestamp and beacon interval (beacons, probe responses) and the SSID element.
+
+    ``body`` is where the frame body starts, ``ie_off`` where its elements start.
+    """
+    cols = {
+        "beacon_tsf_us": _scatter(n, rows, u64le(buf, body), has_tsf & (body + 8 <= body_end)),
+        "beacon_interval_tu": _scatter(n, rows, u16le(buf, body + 8), has_tsf & (body + 10 <= body_end)),
+    }
+    # Walk the elements, a mask step per element index, until the SSID (id 0) is found.
+    found = np.full(rows.shape[0], -1, np.int64)
+    idx = np.arange(rows.shape[0])
+    pos = ie_off
+    stop = body_end
+    for _ in range(SSID_MAX_STEPS):
+        alive = pos + 2 <= stop[idx]
+        idx, pos = idx[alive], pos[alive]
+        if idx.shape[0] == 0:
+            break
+        eid = buf[pos]
+        elen = buf[pos + 1].astype(np.int64)
+        is_ssid = eid == 0
+        hit = is_ssid & (pos + 2 + elen <= stop[idx])
+        found[idx[hit]] = pos[hit]
+        idx, pos = idx[~is_ssid], pos[~is_ssid] + 2 + elen[~is_ssid]
+    have = np.flatnonzero(found >= 0)
+    codes = np.full(n, -1, np.int32)
+    cats: list = []
+    if have.size:
+        p = found[have]
+        length = np.minimum(buf[p + 1], 32)
+        key = np.zeros((have.size, 33), np.uint8)
+        key[:, 0] = length
+        key[:, 1:] = gather(buf, p + 2, 32)
+        key[:, 1:][np.arange(32) >= length[:, None]] = 0     # bytes past the element are not SSID
+        cat = categorical_from_bytes(key, _ssid_str)
+        codes[rows[have]] = cat.codes
+        cats = list(cat.categories)
+    cols["ssid"] = (Cat(codes, cats), codes >= 0)
+    return cols
+
+
+def _full(n, rows, ok):
+    out = np.zeros(n, bool)
+    out[rows] = ok
+    return out
+
+
+def _scatter(n, rows, vals, ok):
+    full = np.zeros(n, np.asarray(vals).dtype)
+    full[rows] = vals
+    return full, _full(n, rows, ok)

@@ -1,0 +1,147 @@
+"""Streamed export of the frame table: CSV or Parquet written batch by batch, as decoded.
+
+:class:`BatchWriter` splits the work so that the costly part runs where the batch was
+decoded: :meth:`BatchWriter.convert` (numpy columns -> Arrow -> CSV bytes) is
+thread-safe and runs on the decoding worker; :meth:`BatchWriter.write` appends the
+result in file order. Every batch is cast to one fixed schema (dictionary columns
+with int32 indices), so a Parquet file gets one row group per batch and the same
+pandas dtypes as a file written at once. Memory holds a few batches, not the table.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from sniffsync.errors import CaptureError, UsageError
+from sniffsync.export.tables import _NP, FORMATS, MAC_COLUMNS, _pandas_meta, _plain, arrow_columns
+from sniffsync.decode.schema import DTYPES
+
+__all__ = ["BatchWriter", "stream_schema"]
+
+
+def stream_schema(names: list):
+    """Arrow schema every streamed batch is cast to (with pandas metadata)."""
+    import pyarrow as pa
+    fields = []
+    for name in names:
+        dtype = DTYPES[name]
+        if name in MAC_COLUMNS or dtype in ("category", "string"):
+            typ = pa.dictionary(pa.int32(), pa.string())
+        elif dtype == "boolean":
+            typ = pa.bool_()
+        else:
+            typ = pa.from_numpy_dtype(np.dtype(_NP[dtype]))
+        fields.append(pa.field(name, typ))
+    empty = [pa.nulls(0, f.type) for f in fields]          # (pa.array would import pandas)
+    meta = {"index_columns": [], "column_indexes": [], "attributes": {},
+            "columns": [_pandas_meta(n, DTYPES[n], a) for n, a in zip(names, empty)],
+            "creator": {"library": "pyarrow", "version": pa.__version__}}
+    return pa.schema(fields, metadata={"pandas": json.dumps(meta)})
+
+
+def _cast(table, schema):
+    """``table`` with the types of ``schema`` (an all-null column may come as Arrow null)."""
+    import pyarrow as pa
+    cols = []
+    for col, field in zip(table.columns, schema):
+        if col.type == field.type:
+            cols.append(col)
+        elif pa.types.is_null(col.type):
+            cols.append(pa.nulls(len(col), field.type))
+        else:
+            cols.append(col.cast(field.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+class BatchWriter:
+    """Write frame-table batches to ``path`` (CSV on stdout when ``path`` is None or "-").
+
+    A file is written under a temporary name and renamed into place by :meth:`close`;
+    :meth:`abort` (or leaving a ``with`` block by an exception) removes it, so a failure
+    leaves no partial output.
+    """
+
+    def __init__(self, path: str | None, names: list, fmt: str | None = None):
+        self.names = list(names)
+        self.path = None if path in (None, "-") else path
+        self.fmt = fmt or ("csv" if self.path is None else FORMATS.get(os.path.splitext(path)[1].lower()))
+        if self.fmt not in ("csv", "parquet"):
+            raise UsageError(f"{path}: streamed output is CSV or Parquet")
+        self.schema = stream_schema(self.names)
+        self.rows = 0
+        self._tmp, self._fh, self._pq = None, sys.stdout.buffer, None
+        if self.path is not None:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            try:
+                fd, self._tmp = tempfile.mkstemp(prefix=".sniffsync-", dir=folder)
+            except OSError as exc:
+                raise CaptureError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+            self._fh = os.fdopen(fd, "wb")
+        if self.fmt == "parquet":
+            import pyarrow.parquet as pq
+            self._pq = pq.ParquetWriter(self._fh, self.schema)
+        else:
+            import pyarrow as pa          # (schema.empty_table() would import pandas)
+            empty = pa.Table.from_arrays([pa.nulls(0, f.type) for f in self.schema], schema=self.schema)
+            self._fh.write(self._csv(empty, header=True))
+
+    @staticmethod
+    def _csv(table, header: bool = False) -> bytes:
+        import pyarrow.csv as pacsv
+        sink = io.BytesIO()
+        pacsv.write_csv(_plain(table), sink, write_options=pacsv.WriteOptions(
+            quoting_style="needed", include_header=header))
+        return sink.getvalue()
+
+    def convert(self, n: int, cols: dict):
+        """Arrow table (Parquet) or CSV bytes of one batch; thread-safe."""
+        table = _cast(arrow_columns(n, cols, self.names), self.schema)
+        return table if self.fmt == "parquet" else self._csv(table)
+
+    def write(self, converted) -> None:
+        """Append one converted batch (in file order)."""
+        if self.fmt == "parquet":
+            self.rows += converted.num_rows
+            if converted.num_rows:
+                self._pq.write_table(converted)
+        else:
+            self._fh.write(converted)
+
+    def close(self) -> None:
+        if self._pq is not None:
+            self._pq.close()
+        if self._tmp is None:
+            self._fh.flush()
+            return
+        self._fh.close()
+        os.replace(self._tmp, self.path)
+        self._tmp = None
+
+    def abort(self) -> None:
+        if self._pq is not None:
+            try:
+                self._pq.close()
+            except Exception:        # the file is removed anyway
+                pass
+            self._pq = None
+        if self._tmp is not None:
+            try:
+                self._fh.close()
+            finally:
+                os.unlink(self._tmp)
+                self._tmp = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
