@@ -1,14 +1,43 @@
-"""A stand-in for a thread pool that runs every call at once, in the calling thread.
+"""How work is spread over the machine: one worker count, one pool factory, one switch.
 
-Where work may go to a ``concurrent.futures`` pool (numpy releases the GIL) but sometimes
-must not (one core, one chunk, columns that are not thread-safe), the code keeps one
-shape: ``with pool_or_inline as pool: pool.map(...)`` / ``pool.submit(...).result()``.
+Decoding, export and merge hand independent numpy work (which releases the GIL) to a
+thread pool sized by :func:`workers`: ``os.cpu_count()`` by default, or the value of the
+environment variable ``SNIFFSYNC_THREADS`` (``1`` runs everything in the calling
+thread, which is also what a library host that manages its own threads may want).
+Nothing here retunes the process (allocator, page advice, I/O flags): a library must
+not change its host, and such tricks paid off only on one benchmark machine.
 """
 from __future__ import annotations
 
-from concurrent.futures import Future
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["Inline"]
+__all__ = ["workers", "pool", "Inline", "ENV_THREADS"]
+
+ENV_THREADS = "SNIFFSYNC_THREADS"
+
+
+def workers(tasks: int | None = None) -> int:
+    """Threads to use for ``tasks`` independent pieces of work (at least 1).
+
+    ``SNIFFSYNC_THREADS`` if set to a positive integer, else ``os.cpu_count()``; never
+    more than ``tasks`` when that is given.
+    """
+    text = os.environ.get(ENV_THREADS, "").strip()
+    n = int(text) if text.isdigit() and int(text) > 0 else (os.cpu_count() or 1)
+    return max(1, min(n, tasks) if tasks is not None else n)
+
+
+def pool(tasks: int | None = None, limit: int | None = None):
+    """A thread pool for ``tasks`` pieces of work, or :class:`Inline` when one thread is all.
+
+    ``limit`` caps the threads (e.g. 1 for one background helper beside the caller).
+    Use as ``with pool(len(chunks)) as ex: ex.map(...)``.
+    """
+    n = workers(tasks)
+    if limit is not None:
+        n = min(n, limit)
+    return ThreadPoolExecutor(n) if n > 1 or (limit == 1 and workers() > 1) else Inline()
 
 
 class Inline:
