@@ -1,9 +1,7 @@
-"""The merged-pcapng writer (Arrow-gathered EPBs, direct writes) and merge helpers, against
-the generic writer and plain oracles."""
+"""The merged-pcapng writer (EPBs gathered from the inputs) and merge helpers, against the
+generic writer and plain oracles."""
 from __future__ import annotations
 
-import errno
-import os
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +31,7 @@ def _records(rng, n, shift):
 
 
 @pytest.mark.parametrize("chunk", [1, 700, 1 << 20])
-@pytest.mark.parametrize("win", [None, 4096])
-def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chunk, win):
-    if win:                              # small input windows: views in many Arrow buffers
-        monkeypatch.setattr(W, "_WIN", win)
+def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
     rng = np.random.default_rng(chunk)
     recs = [_records(rng, 400, 24), _records(rng, 300, 5000)]
     n = 600
@@ -51,10 +46,8 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     head = _shb() + _idb({"name": "a", "linktype": 127}) + _idb({"name": "b", "linktype": 127})
     got = tmp_path / "got.pcapng"
     with open(got, "wb") as fh:
-        sink = W.DirectSink(fh, stage_bytes=3 * 4096)
-        sink.write(head)
-        W.write_epbs(sink, recs, sn, start, caplen, wirelen, ts, W.comment_blob(texts) + (inv,), chunk)
-        sink.close()
+        fh.write(head)
+        W.write_epbs(fh, recs, sn, start, caplen, wirelen, ts, W.comment_blob(texts) + (inv,), chunk)
     data = np.concatenate([recs[s].buf[o:o + c] for s, o, c in zip(sn, start, caplen)])
     want = tmp_path / "want.pcapng"
     write_pcapng(want, [{"name": "a", "linktype": 127}, {"name": "b", "linktype": 127}], sn, ts, data,
@@ -62,46 +55,13 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     assert got.read_bytes() == want.read_bytes()
 
 
-@pytest.mark.parametrize("sizes", [[10], [4096, 1], [5000, 9000, 3, 70000], [0, 8192]])
-def test_direct_sink_writes_every_byte(tmp_path, sizes):
-    rng = np.random.default_rng(len(sizes))
-    parts = [rng.integers(0, 256, k, dtype=np.uint8).tobytes() for k in sizes]
-    p = tmp_path / "out.bin"
-    with open(p, "wb") as fh:
-        sink = W.DirectSink(fh, stage_bytes=2 * 4096)
-        for b in parts:
-            sink.write(b)
-        sink.close()
-    assert p.read_bytes() == b"".join(parts)
-
-
-def test_direct_sink_falls_back_when_direct_io_is_refused(tmp_path, monkeypatch):
-    real = os.write
-
-    def refuse(fd, data):                # a file system without O_DIRECT support
-        import fcntl
-        if fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0):
-            raise OSError(errno.EINVAL, "Invalid argument")
-        return real(fd, data)
-    monkeypatch.setattr(W.os, "write", refuse)
-    p = tmp_path / "out.bin"
-    payload = bytes(range(256)) * 100
-    with open(p, "wb") as fh:
-        sink = W.DirectSink(fh, stage_bytes=4096)
-        sink.write(payload)
-        sink.close()
-    assert p.read_bytes() == payload
-
-
-def test_direct_sink_appends_normally_after_other_bytes(tmp_path):
-    p = tmp_path / "out.bin"
-    with open(p, "wb") as fh:
-        fh.write(b"abc")
-        sink = W.DirectSink(fh, stage_bytes=4096)
-        assert not sink.direct           # not at offset 0: no alignment to keep
-        sink.write(b"x" * 10000)
-        sink.close()
-    assert p.read_bytes() == b"abc" + b"x" * 10000
+@pytest.mark.parametrize("seed", range(3))
+def test_ragged_index_equals_concatenated_ranges(seed):
+    rng = np.random.default_rng(seed)
+    starts, lens = rng.integers(0, 1000, 50), rng.integers(0, 9, 50)
+    want = np.concatenate([np.arange(s, s + k) for s, k in zip(starts, lens)])
+    assert W.ragged_index(starts, lens).tolist() == want.tolist()
+    assert len(W.ragged_index(starts[:0], lens[:0])) == 0
 
 
 def _best_oracle(group, sniffer, sig):
@@ -152,9 +112,3 @@ def test_merge_leaves_the_callers_tables_whole():
     before = [t.copy() for t in tables]
     merge(tables, anchors=("beacon", "ba", "unique"))
     assert all(t.equals(b) and list(t.columns) == list(b.columns) for t, b in zip(tables, before))
-
-
-def test_numpy_path_for_old_pyarrow_writes_the_same_bytes(tmp_path, monkeypatch):
-    assert W._arrow_views()              # this environment has the fast path
-    monkeypatch.setattr(W, "_arrow_views", lambda: False)
-    test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, 700, 4096)

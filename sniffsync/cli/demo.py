@@ -12,6 +12,16 @@ def add_arguments(p):
     p.add_argument("-q", "--quiet", action="store_true")
 
 
+OUTPUTS = ("merged.pcapng", "sync.json", "ppdus.csv", "events.csv", "summary.json", "flows.csv",
+           "windows.csv", "rtt.csv", "report.html")
+
+
+def _write_text(path, text: str) -> None:
+    from sniffsync.io.atomic import atomic_output
+    with atomic_output(path, "w") as fh:
+        fh.write(text)
+
+
 def samples_dir():
     from pathlib import Path
     return Path(__file__).resolve().parents[2] / "samples" / "hidden-node"
@@ -32,6 +42,7 @@ def run(args) -> int:
     from sniffsync.cli.common import mac, print_table, progress_printer
     from sniffsync.cli.report import write_report
     from sniffsync.cli.serve import serve_view
+    from sniffsync.io.atomic import check_outputs
 
     folder = Path(args.samples) if args.samples else samples_dir()
     paths = sorted(str(p) for p in [*folder.glob("*.pcap"), *folder.glob("*.pcap.gz"), *folder.glob("*.pcapng")])
@@ -39,6 +50,7 @@ def run(args) -> int:
         raise UsageError(f"{folder}: no .pcap samples found")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    check_outputs([out / name for name in OUTPUTS], paths)
     say = (lambda *a: None) if args.quiet else print
     say(f"sniffsync demo: {len(paths)} sniffers from {folder}")
     run_ = analyse(paths, progress=progress_printer(args.quiet))
@@ -48,10 +60,10 @@ def run(args) -> int:
         say(f"merge: frames in {tot['frames_in']} = frames out {tot['frames_out']} + duplicates removed "
             f"{tot['duplicates_removed']}")
         write_merged(str(out / "merged.pcapng"), run_.frames)
-        (out / "sync.json").write_text(json.dumps(rep, indent=1, default=str))
+        _write_text(out / "sync.json", json.dumps(rep, indent=1, default=str))
     write_table(run_.ppdus, str(out / "ppdus.csv"))
     write_table(run_.events, str(out / "events.csv"))
-    (out / "summary.json").write_text(json.dumps(run_.detect_summary, indent=1, default=str))
+    _write_text(out / "summary.json", json.dumps(run_.detect_summary, indent=1, default=str))
     say("events: " + ", ".join(f"{k} {v}" for k, v in run_.detect_summary["counts"].items()))
     if run_.fairness is not None and len(run_.fairness.flows):
         f = run_.fairness.flows

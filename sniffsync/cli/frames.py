@@ -20,6 +20,7 @@ def run(args) -> int:
 
     from sniffsync.errors import UsageError
     from sniffsync.export.tables import FORMATS
+    from sniffsync.io.atomic import check_outputs
     from sniffsync.decode.schema import COLUMNS, DTYPES
 
     names = [c.name for c in COLUMNS]
@@ -29,6 +30,7 @@ def run(args) -> int:
         if unknown:
             raise UsageError(f"unknown column(s): {', '.join(unknown)} (see docs/columns.md)")
     out = args.output
+    check_outputs([out], args.captures)
     fmt = "csv" if out in (None, "-") else FORMATS.get(os.path.splitext(out)[1].lower())
     if fmt is None:
         raise UsageError(f"{out}: unknown output format (use .csv, .parquet or .jsonl)")

@@ -36,41 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_malloc_arena() -> None:
-    """glibc: let the decoding threads allocate from the main thread's heap.
-
-    By default each thread gets its own arena, so the memory a decoding thread frees is
-    not reused by the analysis that follows: every stage touches fresh pages (~80 MB
-    more page faults on a 1M-frame capture). One arena costs a little lock contention.
-    Only the command line does this: a library call must not retune its host process.
-    """
-    import os
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
-            return
-        import ctypes
-        ctypes.CDLL(None).mallopt(-8, 1)          # M_ARENA_MAX = 1
-    except (OSError, ValueError, AttributeError):
-        pass                                      # not glibc: nothing to tune
-
-
-def _no_hugepage_advice() -> None:
-    """Ask numpy not to advise huge pages for its large arrays (unless the user chose).
-
-    A command's arrays live for about a second; on a huge-page fault in an advised
-    region the kernel may first compact memory (THP ``defrag=madvise``, the common
-    default), which costs far more than the TLB misses saved: 320 MB of fresh arrays
-    took 0.13 s without the advice and 0.5-0.8 s with it on the benchmark VM. Read by
-    numpy when it is imported, so this runs before any command imports it.
-    """
-    import os
-    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-
-
 def main(argv: list[str] | None = None) -> int:
-    _one_malloc_arena()
-    if "numpy" not in sys.modules:
-        _no_hugepage_advice()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -13,10 +13,10 @@ import io
 import json
 import os
 import sys
-import tempfile
 
 import numpy as np
 
+from sniffsync.io.atomic import atomic_output
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.export.tables import _NP, FORMATS, MAC_COLUMNS, _pandas_meta, _plain, arrow_columns
 from sniffsync.decode.schema import DTYPES
@@ -74,14 +74,10 @@ class BatchWriter:
             raise UsageError(f"{path}: streamed output is CSV or Parquet")
         self.schema = stream_schema(self.names)
         self.rows = 0
-        self._tmp, self._fh, self._pq = None, sys.stdout.buffer, None
-        if self.path is not None:
-            folder = os.path.dirname(os.path.abspath(self.path))
-            try:
-                fd, self._tmp = tempfile.mkstemp(prefix=".sniffsync-", dir=folder)
-            except OSError as exc:
-                raise CaptureError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
-            self._fh = os.fdopen(fd, "wb")
+        self._out, self._fh, self._pq = None, sys.stdout.buffer, None
+        if self.path is not None:                 # entered here, left by close() or abort()
+            self._out = atomic_output(self.path)
+            self._fh = self._out.__enter__()
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
             self._pq = pq.ParquetWriter(self._fh, self.schema)
@@ -115,12 +111,11 @@ class BatchWriter:
     def close(self) -> None:
         if self._pq is not None:
             self._pq.close()
-        if self._tmp is None:
+        if self._out is None:
             self._fh.flush()
             return
-        self._fh.close()
-        os.replace(self._tmp, self.path)
-        self._tmp = None
+        out, self._out = self._out, None
+        out.__exit__(None, None, None)
 
     def abort(self) -> None:
         if self._pq is not None:
@@ -129,12 +124,9 @@ class BatchWriter:
             except Exception:        # the file is removed anyway
                 pass
             self._pq = None
-        if self._tmp is not None:
-            try:
-                self._fh.close()
-            finally:
-                os.unlink(self._tmp)
-                self._tmp = None
+        if self._out is not None:                 # the temporary file is removed
+            out, self._out = self._out, None
+            out.__exit__(RuntimeError, RuntimeError("aborted"), None)
 
     def __enter__(self):
         return self

@@ -11,10 +11,10 @@ from __future__ import annotations
 import io
 import os
 import sys
-import tempfile
 
 import numpy as np
 
+from sniffsync.io.atomic import atomic_output
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.decode.schema import DTYPES
 from sniffsync.decode.table import Cat, factorize
@@ -229,21 +229,8 @@ def _write_parquet(table, fh) -> None:
 
 
 def _atomic(path: str, write) -> None:
-    """Run ``write(file)`` on a temporary file next to ``path``, then rename it into place,
-    so a failure leaves no partial output."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".sniffsync-", dir=folder)
-    except OSError as exc:
-        raise CaptureError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_output(path) as fh:
+        write(fh)
 
 
 def write_table(df, path: str | None, fmt: str | None = None) -> None:

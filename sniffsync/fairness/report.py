@@ -17,6 +17,7 @@ from sniffsync.fairness.core import PROTO_NAMES
 __all__ = ["REPORT_TABLES", "report_columns", "write_json", "flow_lines", "write_csv"]
 
 REPORT_TABLES = ("flows", "windows", "jain", "cdf", "stations")
+CSV_TABLES = ("flows", "windows", "jain", "rtt")          # what ``--csv DIR`` writes
 
 
 def _texts(codes: np.ndarray, names) -> np.ndarray:
@@ -100,7 +101,9 @@ def flow_lines(runs: list) -> list[str]:
 def write_csv(folder: str, runs: list, summary: dict) -> None:
     """flows.csv, windows.csv, jain.csv, rtt.csv (through the pandas API tables)."""
     from sniffsync.fairness.frames import result_frames
+    from sniffsync.io.atomic import atomic_output
     res = result_frames(runs, summary)
     os.makedirs(folder, exist_ok=True)
-    for name in ("flows", "windows", "jain", "rtt"):
-        getattr(res, name).to_csv(os.path.join(folder, f"{name}.csv"), index=False)
+    for name in CSV_TABLES:
+        with atomic_output(os.path.join(folder, f"{name}.csv"), "w") as fh:
+            getattr(res, name).to_csv(fh, index=False)

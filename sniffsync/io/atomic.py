@@ -33,11 +33,19 @@ def same_file(a, b) -> bool:
         return False
 
 
-def check_outputs(outputs, inputs=()) -> None:
+def _existing_parent(folder: str) -> str:
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return folder
+
+
+def check_outputs(outputs, inputs=(), *, new_dirs: bool = False) -> None:
     """Refuse outputs that would destroy an input or each other, or that cannot be written.
 
     ``outputs`` and ``inputs`` are paths (``None`` and ``"-"`` are skipped: stdout).
-    Raises :class:`~sniffsync.errors.UsageError` naming the path.
+    ``new_dirs``: the command creates missing folders (then the nearest existing one must
+    be writable). Raises :class:`~sniffsync.errors.UsageError` (or ``CaptureError`` for a
+    folder that cannot be written) naming the path.
     """
     outs = [os.fspath(o) for o in outputs if o not in (None, "-")]
     ins = [os.fspath(i) for i in inputs if i not in (None, "-")]
@@ -51,8 +59,10 @@ def check_outputs(outputs, inputs=()) -> None:
         if os.path.isdir(out):
             raise UsageError(f"{out}: is a directory, not an output file")
         folder = os.path.dirname(os.path.abspath(out))
+        if new_dirs:
+            folder = _existing_parent(folder)
         if not os.path.isdir(folder):
-            raise UsageError(f"{out}: folder {folder} does not exist")
+            raise CaptureError(f"{out}: cannot write here (folder {folder} does not exist)")
         if not os.access(folder, os.W_OK):
             raise CaptureError(f"{out}: cannot write here (folder not writable)")
 

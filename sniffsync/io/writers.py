@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 
 import numpy as np
 
+from sniffsync.io.atomic import atomic_output
 from sniffsync.errors import CaptureError, UsageError
 
 __all__ = ["write_pcap", "write_pcapng"]
@@ -54,7 +54,7 @@ def _check(ts_ns, data, off, wirelen, n_name="ts_ns"):
     return ts_ns, data, off, caplen, wirelen
 
 
-def _assemble(fh, n: int, pieces) -> None:
+def assemble(fh, n: int, pieces, chunk_bytes: int = _CHUNK_BYTES) -> None:
     """Write record ``i`` as the concatenation of every piece's part ``i``, for all ``i``.
 
     ``pieces`` is a list of ``(src, lens)``: ``lens`` int64[n] bytes per record and
@@ -65,7 +65,7 @@ def _assemble(fh, n: int, pieces) -> None:
     lens = np.stack([np.broadcast_to(np.asarray(ln, np.int64), (n,)) for _, ln in pieces], axis=1)
     rec_end = np.cumsum(lens.sum(axis=1))
     # chunk boundaries in records: each chunk ~ _CHUNK_BYTES of output (at least 1 record)
-    cuts = np.searchsorted(rec_end, np.arange(_CHUNK_BYTES, rec_end[-1] if n else 0, _CHUNK_BYTES),
+    cuts = np.searchsorted(rec_end, np.arange(chunk_bytes, rec_end[-1] if n else 0, chunk_bytes),
                            side="right") if n else np.zeros(0, np.int64)
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     codes_row = np.arange(k, dtype=np.int8)
@@ -82,28 +82,6 @@ def _assemble(fh, n: int, pieces) -> None:
                 part = src[a:b].reshape(-1)
             out[which == code] = part
         fh.write(out.data)
-
-
-def _atomic_write(path, produce) -> None:
-    """Run ``produce(file)`` on a temp file next to ``path``, then rename it into place."""
-    path = os.fspath(path)
-    tmp = None
-    try:
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
-                                   suffix=".part")
-        with os.fdopen(fd, "wb") as fh:
-            produce(fh)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)               # mkstemp makes 0600; use normal perms
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise CaptureError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def write_pcap(path, linktype, ts_ns, data, off, wirelen=None, nanosecond=True, snaplen=262144):
@@ -151,9 +129,10 @@ def write_pcap(path, linktype, ts_ns, data, off, wirelen=None, nanosecond=True, 
     def produce(fh):
         fh.write(head)
         if n:
-            _assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 16), 16), ((data, off), caplen)])
+            assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 16), 16), ((data, off), caplen)])
 
-    _atomic_write(path, produce)
+    with atomic_output(path) as fh:
+        produce(fh)
 
 
 def _shb() -> bytes:
@@ -241,7 +220,8 @@ def write_pcapng(path, interfaces, iface, ts_ns, data, off, wirelen=None, commen
     def produce(fh):
         fh.write(head)
         if n:
-            _assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 28), 28), ((data, off), caplen),
+            assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 28), 28), ((data, off), caplen),
                               (None, pad), ((opt_bytes, opt_off), opt_lens), (trailer, 4)])
 
-    _atomic_write(path, produce)
+    with atomic_output(path) as fh:
+        produce(fh)

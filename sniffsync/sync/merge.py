@@ -448,15 +448,13 @@ def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
     comment ``"heard by: A(-41 dBm) B(-67 dBm)"``. The file is streamed (bounded
     memory) to a temporary name and renamed into place. Returns the number of packets.
     """
-    from sniffsync.sync.pcapng import DirectSink, comment_blob, write_epbs
-    from sniffsync.io.writers import _atomic_write, _idb, _shb
+    from sniffsync.sync.pcapng import comment_blob, write_epbs
+    from sniffsync.io.atomic import atomic_output
+    from sniffsync.io.writers import _idb, _shb
     records = records if records is not None else merged.attrs.get("records")
     names = names or merged.attrs.get("names")
     if records is None:
         raise UsageError("writing a pcapng needs the capture records (merge from file paths)")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.access(d, os.W_OK):
-        raise CaptureError(f"{path}: cannot write here (directory not writable)")
     sn = merged["sniffer"].to_numpy(np.int64)
     idx = merged["frame"].to_numpy(np.int64) - 1
     start, caplen = np.zeros(len(merged), np.int64), np.zeros(len(merged), np.int64)
@@ -474,11 +472,10 @@ def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
                                    if len(r.linktype) else 127}) for n, r in zip(names, records))
 
     def produce(fh):
-        sink = DirectSink(fh)
-        sink.write(head)
-        write_epbs(sink, records, sn, start, caplen, merged["wirelen"].to_numpy(np.int64), ts_ns, opt,
+        fh.write(head)
+        write_epbs(fh, records, sn, start, caplen, merged["wirelen"].to_numpy(np.int64), ts_ns, opt,
                    _CHUNK_BYTES)
-        sink.close()
 
-    _atomic_write(path, produce)
+    with atomic_output(path) as fh:
+        produce(fh)
     return len(merged)
