@@ -6,10 +6,11 @@ for the group ids and ``np.add.reduceat`` for the per-PPDU sums.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
-from airtime import phy_tables as T
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.errors import UsageError
 
@@ -161,7 +162,14 @@ def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
     return out
 
 
-def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
+class PpduGrouping(NamedTuple):
+    """What :func:`group_ppdus` returns."""
+    ppdus: pd.DataFrame          # one row per PPDU (columns in docs/airtime.md)
+    frame_ppdu: np.ndarray       # PPDU id of each frame row
+    tsft_at: dict                # per sniffer: what its stamps marked ("start" / "end")
+
+
+def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture") -> PpduGrouping:
     """Group MPDUs into PPDUs and give each its start, end and exact airtime.
 
     Parameters
@@ -171,19 +179,20 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     tsft_at : {"auto", "start", "end"} or dict
         What the sniffers' timestamps mark; ``"auto"`` decides per sniffer from
         response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer. Ignored
-        for a merged table (``attrs["stamps"] == "end"``): its stamps already mark ends.
+        when ``stamps == "end"``.
+    stamps : {"capture", "end"}
+        ``"end"`` for a table whose stamps already mark PPDU ends (a merged table,
+        :class:`sniffsync.sync.merge.Merged` ``stamps``).
 
     Returns
     -------
-    ppdus : pd.DataFrame
-        One row per PPDU (columns in ``docs/airtime.md``); ``attrs["tsft_at"]``
-        holds the per-sniffer decision.
-    frame_ppdu : np.ndarray of int64
-        PPDU id of each frame row.
+    PpduGrouping
+        ``(ppdus, frame_ppdu, tsft_at)``: the PPDU table, the PPDU id of each frame row,
+        and the per-sniffer decision.
     """
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
-    if frames.attrs.get("stamps") == "end":
+    if stamps == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
     n = len(frames)
     sniffer = _np(frames, "sniffer", 0)
@@ -266,23 +275,21 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
         "first_frame": first.astype(np.int64),
         "signal_dbm": grouped("signal_dbm", "Int8"),
     })
-    ppdus.attrs["tsft_at"] = decided
-    return ppdus, frame_ppdu
+    return PpduGrouping(ppdus, frame_ppdu, decided)
 
 
-def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None) -> pd.DataFrame:
+def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None) -> tuple[pd.DataFrame, dict]:
     """Copy of ``frames`` whose ``ts_ns``/``tsft_us`` mark the END of each frame's PPDU.
 
     Sniffers disagree on what TSFT marks (radiotap says the first bit; ns-3 and many
     drivers stamp the end). Before the copies of one transmission heard by several
     sniffers can be matched in time, every sniffer must mean the same instant: this
-    moves start-stamping sniffers forward by each PPDU's computed airtime. The decision
-    per sniffer is kept in ``attrs["tsft_at"]``. ``grouped`` is an already computed
+    moves start-stamping sniffers forward by each PPDU's computed airtime. Returns the
+    copy and the decision per sniffer. ``grouped`` is an already computed
     ``group_ppdus(frames, tsft_at)`` result (callers that also need the PPDU table
     pass it to avoid grouping twice).
     """
-    ppdus, frame_ppdu = grouped if grouped is not None else group_ppdus(frames, tsft_at=tsft_at)
-    conv = ppdus.attrs["tsft_at"]
+    ppdus, frame_ppdu, conv = grouped if grouped is not None else group_ppdus(frames, tsft_at=tsft_at)
     air = ppdus["airtime_ns"].to_numpy(np.int64)
     starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
     sniffer = _np(frames, "sniffer", 0)
@@ -291,5 +298,4 @@ def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None) -> pd.
     out["ts_ns"] = frames["ts_ns"].to_numpy(np.int64) + shift
     if "tsft_us" in frames:
         out["tsft_us"] = frames["tsft_us"] + np.rint(shift / 1000).astype(np.int64)
-    out.attrs["tsft_at"] = conv
-    return out
+    return out, conv

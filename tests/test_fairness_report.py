@@ -180,21 +180,3 @@ def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch
     monkeypatch.setattr(frames, "read_columns", spy)
     caps = list(cmd._captures([ethernet_pcap, NS3[0]]))
     assert asked == [cmd.WIRED_COLUMNS, cmd.COLUMNS] and len(caps) == 2
-
-
-@pytest.mark.parametrize("path", ["ethernet", NS3[0]])
-def test_threaded_analysis_equals_serial(path, ethernet_pcap):
-    """The CLI's analysis gathers columns and dates deliveries on a second thread: the
-    report is the one the serial analysis gives (a wired and an 802.11 capture)."""
-    from sniffsync.cli.fairness import _captures
-    from sniffsync.fairness.core import fairness_tables
-    path = ethernet_pcap if path == "ethernet" else path
-    out = []
-    for threads in (True, False):
-        cap = next(_captures([path]))
-        assert cap.threads                          # numpy columns: the CLI's default
-        cap.threads = threads
-        buf = io.StringIO()
-        write_json(buf, *fairness_tables([cap], 300_000_000, 100_000_000))
-        out.append(buf.getvalue())
-    assert out[0] == out[1]

@@ -101,8 +101,9 @@ def test_retransmission_is_another_frame(skewed):
 @tshark
 def test_merged_pcapng_opens_in_tshark(tmp_path):
     out = tmp_path / "m.pcapng"
-    merged, rep = merge([str(p) for p in HIDDEN])
-    write_merged(out, merged)
+    m = merge([str(p) for p in HIDDEN])
+    merged, rep = m
+    write_merged(out, m)
     f = subprocess.run(["tshark", "-r", str(out), "-T", "fields", "-e", "frame.interface_name",
                         "-e", "frame.comment", "-e", "frame.len", "-e", "wlan.seq"],
                        capture_output=True, text=True, check=True).stdout.splitlines()
@@ -204,12 +205,13 @@ def test_streamed_pcapng_is_byte_identical_to_the_generic_writer(tmp_path, monke
     against tshark in test_writers.py) fed with bytes gathered by a per-packet slice loop."""
     import sniffsync.sync.merge as M
     from sniffsync.io.writers import write_pcapng
-    merged, _ = merge([str(p) for p in HIDDEN], columns=[])
+    m = merge([str(p) for p in HIDDEN], columns=[])
+    merged = m.frames
     merged["signal_dbm_s1"] = merged["signal_dbm_s1"].mask(merged.index % 7 == 0)   # some "?"
     monkeypatch.setattr(M, "_CHUNK_BYTES", 50_000)              # dozens of chunks
     got = tmp_path / "got.pcapng"
-    assert write_merged(got, merged) == len(merged)
-    recs, names = merged.attrs["records"], merged.attrs["names"]
+    assert write_merged(got, m) == len(merged)
+    recs, names = m.records, m.sniffers
     pkts, comments = [], []
     for row in merged.itertuples(index=False):
         r = recs[row.sniffer]

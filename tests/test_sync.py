@@ -97,7 +97,7 @@ def _normal_oracle(ca, ta, cb, tb, y, w, knots, ref, reg):
     """Slow oracle of fit_clocks: the dense design matrix built row by row in Python
     (hat basis: weight 1-f on the knot left of t and f on the knot right of it), then
     the textbook weighted normal equations with the same penalty and diagonal guard."""
-    from sniffsync.sync.anchors import _smoothness
+    from sniffsync.sync.fit import _smoothness
     base = np.cumsum([0] + [len(k) for k in knots])
     u = int(base[-1])
     A = np.zeros((len(y), u))
@@ -124,7 +124,7 @@ def _normal_oracle(ca, ta, cb, tb, y, w, knots, ref, reg):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fit_clocks_equals_row_by_row_normal_equations(seed):
-    from sniffsync.sync.anchors import fit_clocks
+    from sniffsync.sync.fit import fit_clocks
     rng = np.random.default_rng(seed)
     knots = [np.linspace(0, 1e9, 5), np.linspace(0, 2e9, 4), np.linspace(0, 1e9, 2)]
     n = 300

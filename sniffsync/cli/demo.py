@@ -29,7 +29,6 @@ def samples_dir():
 
 def run(args) -> int:
     import json
-    import os
     from pathlib import Path
 
     from viz.analysis import analysis_data
@@ -39,7 +38,7 @@ def run(args) -> int:
     from sniffsync.export.tables import write_table
     from sniffsync.sync.merge import write_merged
     from sniffsync.pipeline.run import analyse
-    from sniffsync.cli.common import mac, print_table, progress_printer
+    from sniffsync.cli.common import print_table, progress_printer
     from sniffsync.cli.report import write_report
     from sniffsync.cli.serve import serve_view
     from sniffsync.io.atomic import check_outputs
@@ -59,7 +58,7 @@ def run(args) -> int:
     if tot:
         say(f"merge: frames in {tot['frames_in']} = frames out {tot['frames_out']} + duplicates removed "
             f"{tot['duplicates_removed']}")
-        write_merged(str(out / "merged.pcapng"), run_.frames)
+        write_merged(str(out / "merged.pcapng"), run_.merged)
         _write_text(out / "sync.json", json.dumps(rep, indent=1, default=str))
     write_table(run_.ppdus, str(out / "ppdus.csv"))
     write_table(run_.events, str(out / "events.csv"))

@@ -25,9 +25,9 @@ def run(args) -> int:
     from sniffsync.io.atomic import atomic_output, check_outputs
 
     check_outputs([args.output, args.summary, args.mpdus], args.captures)
-    frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
+    frames, _, stamps = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=args.tsft_at)
+    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=stamps)
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
     if args.output:

@@ -45,15 +45,15 @@ def _progress(quiet: bool):
 
 
 def run(args) -> int:
-    from sniffsync.errors import UsageError
     from sniffsync.sync.merge import merge, write_merged
     from sniffsync.io.atomic import atomic_output, check_outputs
     check_outputs([args.output, args.report], args.inputs)
     anchors = tuple(a.strip() for a in args.anchors.split(",") if a.strip())
     say = _progress(args.quiet)
-    merged, report = merge(args.inputs, reference=_reference(args.reference, args.inputs), columns=[],
-                           allow_unsynced=args.allow_unsynced, anchors=anchors,
-                           keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say)
+    merged = merge(args.inputs, reference=_reference(args.reference, args.inputs), columns=[],
+                   allow_unsynced=args.allow_unsynced, anchors=anchors,
+                   keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say)
+    report = merged.report
     if args.output:
         say(f"write {args.output}")
         write_merged(args.output, merged)

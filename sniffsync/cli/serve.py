@@ -24,7 +24,6 @@ def build_view(args):
     run, cached = analyse_cached(args.captures, use_cache=not args.no_cache, reference=args.reference,
                                  allow_unsynced=args.allow_unsynced, tsft_at=args.tsft_at,
                                  progress=progress_printer(args.quiet))
-    base = int(run.ppdus["start_ns"].min()) if len(run.ppdus) else 0
     title = " + ".join(Path(p).name for p in args.captures)
     view = RunView(run.ppdus, run.events, lambda t0, t1: analysis_data(run, t0, t1), run.names, title)
     return run, view, cached

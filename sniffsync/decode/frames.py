@@ -23,7 +23,7 @@ from sniffsync.decode.schema import COLUMNS
 from sniffsync.decode.table import ColumnSink, concat_cols, frame_table, scatter
 
 __all__ = ["read_capture", "read_captures", "read_columns", "iter_columns", "decode_columns",
-           "decode_records", "concat_tables", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES", "CHUNK_ROWS"]
+           "concat_tables", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES", "CHUNK_ROWS"]
 
 CHUNK_ROWS = 1 << 16      # frames per decoding chunk: temporaries stay in the tens of MB
 BATCH_ROWS = 1 << 16      # frames per streamed batch (a Parquet row group)
@@ -201,14 +201,6 @@ def _rows_estimate(rec) -> int:
         return 1024
     end = int(rec.data_off[-1]) + int(rec.caplen[-1])
     return int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
-
-
-def decode_records(rec, sniffer: int = 0, columns=None):
-    """Frame table (pandas DataFrame) of the records returned by :func:`sniffsync.capture.read_records`.
-
-    With ``columns``, only those columns, and stages no requested column needs are skipped.
-    """
-    return frame_table(*decode_columns(rec, sniffer, columns), columns)
 
 
 def _sub(a: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:

@@ -248,7 +248,6 @@ def _decode_l3(buf, off, end, ethertype):
 
 def _l4(buf, l4_off, end, is_tcp, is_udp, l4_len, marks):
     """TCP and UDP headers at ``l4_off``; ``l4_len`` = IP payload bytes after IP headers."""
-    n = l4_off.shape[0]
     w = window(buf, np.where(is_tcp | is_udp, l4_off, 0), L4_WINDOW)
     cap = end - l4_off
     tcp_ok = is_tcp & (cap >= 20)

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 from sniffsync.io.atomic import atomic_output
-from sniffsync.errors import CaptureError, UsageError
+from sniffsync.errors import UsageError
 from sniffsync.export.tables import _NP, FORMATS, MAC_COLUMNS, _pandas_meta, _plain, arrow_columns
 from sniffsync.decode.schema import DTYPES
 

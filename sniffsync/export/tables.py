@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from sniffsync.io.atomic import atomic_output
-from sniffsync.errors import CaptureError, UsageError
+from sniffsync.errors import UsageError
 from sniffsync.decode.schema import DTYPES
 from sniffsync.decode.table import Cat, factorize
 

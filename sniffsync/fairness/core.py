@@ -8,7 +8,6 @@ into DataFrames for the Python API; :mod:`sniffsync.fairness_report` writes them
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -18,7 +17,6 @@ from sniffsync.fairness.windows import (cdf_arrays, jain, summarize, trailing_mi
 from sniffsync.tcp.core import cat_codes, flow_arrays, frame_getter, segment_arrays
 from sniffsync.tcp.sequence import classify_arrays
 from sniffsync.tcp.acks import MIN_RTO_NS, RETX_NAMES, ack_arrays, group_median, handshake_arrays, rtt_arrays
-from sniffsync.runtime import Inline
 from sniffsync.decode.macs import mac_text
 
 __all__ = ["Capture", "DEFINITIONS", "TABLES", "PROTO_NAMES", "queue_delay", "analyze_arrays", "jain_arrays", "cross_layer_arrays",
@@ -54,13 +52,13 @@ class Capture:
 
     ``get`` and ``ip_codes`` as :func:`sniffsync.flows_core.segment_arrays` takes them;
     ``to_frame()`` gives the frame-table DataFrame (built only when the ``airtime``
-    package needs one: 802.11 captures with radiotap); ``attrs`` the table's attrs.
+    package needs one: 802.11 captures with radiotap); ``stamps`` what the table's
+    timestamps mark: ``"end"`` of the PPDU (a merged table) or ``"capture"`` (as captured).
     """
 
-    def __init__(self, get, ip_codes, to_frame, attrs=None, threads: bool = False):
+    def __init__(self, get, ip_codes, to_frame, stamps: str = "capture"):
         self.get, self.ip_codes, self.to_frame = get, ip_codes, to_frame
-        self.attrs = attrs or {}
-        self.threads = threads        # ``get`` may run on another thread (numpy columns)
+        self.stamps = stamps
 
     @classmethod
     def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False) -> "Capture":
@@ -75,14 +73,14 @@ class Capture:
             from sniffsync.decode.table import frame_table
             return frame_table(n, cols, list(marks), columns)
         return cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
-                   to_frame, threads=True)
+                   to_frame)
 
     @classmethod
-    def from_frame(cls, frames) -> "Capture":
-        """From a frame-table DataFrame."""
+    def from_frame(cls, frames, stamps: str = "capture") -> "Capture":
+        """From a frame-table DataFrame whose stamps mark ``stamps`` (see above)."""
         from sniffsync.tcp.frames import frame_source
         get, ip_codes = frame_source(frames)
-        return cls(get, ip_codes, lambda: frames, frames.attrs)
+        return cls(get, ip_codes, lambda: frames, stamps)
 
 
 # segment columns :func:`run_tables` reads after :func:`analyze_arrays`
@@ -102,20 +100,14 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     only for directions without any), as ``fairness.analyze_run`` documents them.
     """
     seg, names = segment_arrays(cap.get, cap.ip_codes, dedup)
-    # numpy releases the GIL: when the capture allows it, a second thread gathers the
-    # columns the ACK analysis reads while the sequence analysis runs, then dates
-    # deliveries while the ACK analysis runs (otherwise each runs at once, in turn)
-    with ThreadPoolExecutor(1) if cap.threads else Inline() as pool:
-        seg.compute_async(["ack_raw", "win", "tsval", "tsecr"], pool)
-        classify_arrays(seg, pool)
-        pairs = ack_arrays(seg, min_rto_ns)
-        # handshakes read only computed columns: beside the flow table and RTT samples
-        return _analyze_rest(seg, names, pairs, pool.submit(handshake_arrays, seg))
+    classify_arrays(seg)
+    pairs = ack_arrays(seg, min_rto_ns)
+    return _analyze_rest(seg, names, pairs, handshake_arrays(seg))
 
 
-def _analyze_rest(seg, names, pairs, handshakes):
-    """Flow table, retransmission counts, RTT samples and handshakes after the ACK analysis
-    (``handshakes``: the future of :func:`handshake_arrays`)."""
+def _analyze_rest(seg, names, pairs, hs):
+    """Flow table, retransmission counts, RTT samples and handshakes (``hs``) after the
+    ACK analysis."""
     ft = flow_arrays(seg)
     fds, fd = ft["fd"], seg["fd"]
     size = int(fds.max()) + 3 if len(fds) else 3          # room for fd ^ 1
@@ -137,7 +129,6 @@ def _analyze_rest(seg, names, pairs, handshakes):
         k, m = group_median(rfd, r_ns)
         med[k] = m.astype(np.int64)
     ft["rtt_min_ns"], ft["rtt_median_ns"] = lo[fds], med[fds]
-    hs = handshakes.result()
     flows = ft["flow"]
     hs_lut = np.full(max(int(flows.max()) + 1 if len(flows) else 1, int(hs["flow"].max()) + 1
                          if len(hs["flow"]) else 1), -1, np.int64)
@@ -279,19 +270,16 @@ def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int) ->
 
 def _airtime_frames(cap: Capture, ppdus):
     """802.11 captures: date segments at their PPDU's end (airtime package); (cap, ppdus)."""
-    if cap.attrs.get("stamps") == "end":
+    if cap.stamps == "end":
         return cap, ppdus
     # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
     # sniffer's TSFT convention (an A-MPDU can last 5 ms)
-    try:
-        from airtime.ppdu import align_to_ppdu_end, group_ppdus
-        frames = cap.to_frame()
-        grouped = group_ppdus(frames)
-        frames = align_to_ppdu_end(frames, grouped=grouped)
-    except ImportError:
-        return cap, ppdus
+    from airtime.ppdu import align_to_ppdu_end, group_ppdus   # pandas: only for 802.11 captures
+    frames = cap.to_frame()
+    grouped = group_ppdus(frames)
+    frames, _ = align_to_ppdu_end(frames, grouped=grouped)
     # one grouping serves alignment and the cross-layer view
-    return Capture.from_frame(frames), grouped[0] if ppdus is None else ppdus
+    return Capture.from_frame(frames, "end"), grouped[0] if ppdus is None else ppdus
 
 
 def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
@@ -317,19 +305,12 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
     starts = window_starts(t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
     W = len(starts)
-    # queueing delay per window needs only the RTT samples: on a second thread when the
-    # capture allows it, beside the goodput windows and the cross-layer view
-    with ThreadPoolExecutor(1) if cap.threads else Inline() as pool:
-        queueing = pool.submit(_queueing, rtt, starts, window_ns, horizon_ns)
-        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
-        if ppdus is None and radiotap:
-            try:
-                from airtime.ppdu import group_ppdus  # another helper's package
-                ppdus = group_ppdus(cap.to_frame())[0]
-            except (ImportError, AttributeError):
-                ppdus = None
-        st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
-        qd = queueing.result()
+    qd = _queueing(rtt, starts, window_ns, horizon_ns)
+    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
+    if ppdus is None and radiotap:
+        from airtime.ppdu import group_ppdus
+        ppdus = group_ppdus(cap.to_frame(), stamps=cap.stamps)[0]
+    st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
     tot_thr = thr.sum(axis=0)
     ja = np.full(W, np.nan)
     if st is not None:

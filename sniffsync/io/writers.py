@@ -9,13 +9,12 @@ failed write never leaves a partial capture behind.
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
 
 from sniffsync.io.atomic import atomic_output
-from sniffsync.errors import CaptureError, UsageError
+from sniffsync.errors import UsageError
 
 __all__ = ["write_pcap", "write_pcapng"]
 

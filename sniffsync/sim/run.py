@@ -54,7 +54,7 @@ def _ep_mac(ep: np.ndarray, server: int) -> np.ndarray:
 
 def frame_table(eng, pk: dict, pp: pd.DataFrame, mp: pd.DataFrame) -> dict:
     """Every frame on the air (one per non-data PPDU, one per MPDU) as numpy columns."""
-    cfg, ap, server = eng.cfg, eng.ap, eng.n
+    ap, server = eng.ap, eng.n
     ctrl = pp[pp["kind"] != "data"]
     sent = mp[mp["ppdu"] >= 0]
     d_pp = pp.set_index("ppdu").loc[sent["ppdu"].to_numpy()]

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.errors import SyncError
-from sniffsync.sync.fit import ClockModel, _robust_fit, _smoothness, fit_clocks  # noqa: F401
+from sniffsync.sync.fit import ClockModel, _robust_fit, fit_clocks
 from sniffsync.sync.order import order_by, rank_bits
 
 __all__ = ["ANCHOR_KEYS", "hash_key", "cluster", "local_clocks", "anchor_pairs",

@@ -9,16 +9,17 @@ held-out anchor residuals). The merged table keeps the copy with the strongest s
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.anchors import cluster, hash_key, local_clocks, reference_clock, sync
+from sniffsync.runtime import pool
 from sniffsync.sync.order import order_by
 
-__all__ = ["MERGE_KEY", "match_copies", "merged_table", "merge", "merge_report",
+__all__ = ["Merged", "MERGE_KEY", "match_copies", "merged_table", "merge", "merge_report",
            "heard_by", "write_merged", "best_copy"]
 
 # content of a transmission that every receiver decodes identically
@@ -226,6 +227,26 @@ def _read_all(paths, columns):
     return [r for r, _ in out], [t for _, t in out]
 
 
+@dataclass
+class Merged:
+    """What :func:`merge` returns: the merged table and what it knows about it.
+
+    ``frames`` the merged frame table in common-time order; ``report`` the sync/merge
+    report; ``records`` each input's capture records (``None`` when merged from tables:
+    then no pcapng can be written); ``sniffers`` the input names; ``stamps`` what the
+    table's ``ts_ns``/``tsft_us`` mark: ``"end"`` of the PPDU (the default) or
+    ``"capture"`` (``tsft_at=None``). Unpacks as ``frames, report = merge(...)``.
+    """
+    frames: pd.DataFrame
+    report: dict
+    records: list | None = field(default=None, repr=False)
+    sniffers: list = field(default_factory=list)
+    stamps: str = "end"
+
+    def __iter__(self):
+        return iter((self.frames, self.report))
+
+
 def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
           anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
           knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
@@ -252,7 +273,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     tsft_at : {"auto", "start", "end"} or None
         What each sniffer's timestamps mark (see :func:`airtime.ppdu.align_to_ppdu_end`);
         stamps are moved to PPDU ends before syncing, so the merged ``ts_ns``/``tsft_us``
-        mark PPDU ends (``attrs["stamps"] == "end"``). ``None`` leaves stamps as they are.
+        mark PPDU ends (``Merged.stamps == "end"``). ``None`` leaves stamps as they are.
     names : list of str, optional
         Sniffer names for the report (default: file stems or ``s0``, ``s1``...).
     progress : callable, optional
@@ -265,8 +286,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
 
     Returns
     -------
-    (DataFrame, dict)
-        The merged frame table sorted by common time, and the report.
+    Merged
+        The merged frame table sorted by common time, the report, the inputs' records,
+        names and stamp convention.
     """
     say = progress or (lambda stage: None)
     items = list(paths_or_tables)
@@ -288,19 +310,21 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         # every sniffer's stamps must mean the same instant: the end of the PPDU
         from airtime.ppdu import align_to_ppdu_end
         say("align stamps to PPDU ends")
-        with ThreadPoolExecutor(2) as pool:  # tables are independent; numpy releases the GIL
-            tables = list(pool.map(lambda t: align_to_ppdu_end(t, tsft_at), tables))
-    tsft_conv = {names[s]: t.attrs.get("tsft_at", {}).get(s, "end") for s, t in enumerate(tables)}
+        with pool(len(tables)) as ex:     # tables are independent; numpy releases the GIL
+            aligned = list(ex.map(lambda t: align_to_ppdu_end(t, tsft_at), tables))
+        tables = [t for t, _ in aligned]
+        tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(aligned)}
+        del aligned
     df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     clocks = local_clocks(df)
-    with ThreadPoolExecutor(1) as pool:  # what needs no fitted clock runs beside the fit
-        key = pool.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
+    with pool(limit=1) as ex:           # what needs no fitted clock runs beside the fit
+        key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
-        to_epoch = pool.submit(_epoch_map, ts_ns, clocks[0], on_ref)
+        to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
                    allow_unsynced=allow_unsynced, names=names, clocks=clocks)
         key, to_epoch = key.result(), to_epoch.result()
@@ -327,13 +351,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                        consume=True)
     del df
-    if recs is not None:
-        out.attrs["records"] = _Shared(recs)
-    out.attrs["names"] = names
     if tsft_at is not None:
-        out.attrs["stamps"] = "end"
         report["tsft_at"] = tsft_conv
-    return out, report
+    return Merged(out, report, recs, names, "capture" if tsft_at is None else "end")
 
 
 def _pct(x):
@@ -396,13 +416,6 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
 _CHUNK_BYTES = 32 << 20     # pcapng bytes assembled per step: memory stays bounded
 
 
-class _Shared(list):
-    """Records kept in ``DataFrame.attrs`` without pandas deep-copying them on every op."""
-
-    def __deepcopy__(self, memo):
-        return self
-
-
 def _heard_by_table(mask, signals: dict, names: list[str]):
     """``(inv, texts)``: row ``i``'s "heard by" text is ``texts[inv[i]]``.
 
@@ -440,7 +453,7 @@ def heard_by(mask: np.ndarray, signals: dict, names: list[str]) -> np.ndarray:
     return np.asarray(texts, dtype=object)[inv] if len(inv) else np.zeros(0, object)
 
 
-def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
+def write_merged(path, merged: Merged) -> int:
     """Write the merged table as pcapng: one IDB per sniffer, a comment per packet.
 
     Each row is written on the interface of its ``sniffer`` column (the strongest copy,
@@ -451,8 +464,7 @@ def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
     from sniffsync.sync.pcapng import comment_blob, write_epbs
     from sniffsync.io.atomic import atomic_output
     from sniffsync.io.writers import _idb, _shb
-    records = records if records is not None else merged.attrs.get("records")
-    names = names or merged.attrs.get("names")
+    records, names, merged = merged.records, merged.sniffers, merged.frames
     if records is None:
         raise UsageError("writing a pcapng needs the capture records (merge from file paths)")
     sn = merged["sniffer"].to_numpy(np.int64)

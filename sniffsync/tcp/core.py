@@ -45,20 +45,8 @@ class Lazy(dict):
     def __init__(self, cols=(), thunks=None):
         super().__init__(cols)
         self.thunks = dict(thunks or {})
-        self.pending = {}
-
-    def compute_async(self, names, pool) -> None:
-        """Compute the thunks of ``names`` on ``pool``; reading one waits for it. Only
-        for thunks that read no column of this mapping still to be computed (they run on
-        another thread; only the reading thread changes the mapping)."""
-        for name in names:
-            if name in self.thunks:
-                self.pending[name] = pool.submit(self.thunks.pop(name))
 
     def __missing__(self, name):
-        if name in self.pending:
-            value = self[name] = self.pending.pop(name).result()
-            return value
         if name not in self.thunks:
             raise KeyError(name)
         value = self[name] = self.thunks.pop(name)()

@@ -20,9 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sniffsync.tcp.core import (DEDUP_MAX_GAP_NS, KIND, KIND_NAMES, SEG_COLUMNS, SEQ_SPAN, TH_ACK,  # noqa: F401
-                         TH_FIN, TH_PSH, TH_RST, TH_SYN, Lazy, flow_arrays, group_starts,
-                         api_column, grouped_cummax, segment_arrays)
+from sniffsync.tcp.core import (KIND, KIND_NAMES, SEG_COLUMNS, TH_ACK, TH_FIN, TH_RST, TH_SYN,  # noqa: F401
+                                Lazy, api_column, flow_arrays, grouped_cummax, segment_arrays)
 from sniffsync.tcp.sequence import CLASSIFY_COLUMNS, classify_arrays
 
 __all__ = ["KIND_NAMES", "KIND", "segments", "classify_segments", "flow_table", "grouped_cummax",

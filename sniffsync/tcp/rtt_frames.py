@@ -10,15 +10,14 @@ DataFrame API over them.
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from sniffsync.tcp.frames import seg_view
 from sniffsync.tcp.core import api_column
 from sniffsync.tcp.acks import (ACK_COLUMNS, DUPTHRESH, MIN_RTO_NS, RETX, RETX_NAMES, SOURCES,  # noqa: F401
-                        ack_arrays, handshake_arrays, rto_arrays, rtt_arrays)
+                        ack_arrays, handshake_arrays, rtt_arrays)
 
-__all__ = ["RETX_NAMES", "RETX", "analyze_acks", "rtt_samples", "handshake_rtt", "rto_estimates",
+__all__ = ["RETX_NAMES", "RETX", "analyze_acks", "rtt_samples", "handshake_rtt",
            "DUPTHRESH", "MIN_RTO_NS", "rtt_frame"]
 
 
@@ -34,7 +33,7 @@ def analyze_acks(seg: pd.DataFrame, min_rto_ns: int = MIN_RTO_NS,
     ``acked``), ``retx_kind`` (code into :data:`RETX_NAMES`: ``fast`` when the last ACK
     from the other side before it was its ``dupthresh``-th or later duplicate ACK for this
     sequence number; else ``timeout`` when the gap since the previous data segment of the
-    direction exceeds :func:`rto_estimates`; else ``other``) and ``spurious`` (data
+    direction exceeds the RTO estimate (:func:`sniffsync.tcp.acks.rto_arrays`); else ``other``) and ``spurious`` (data
     already ACKed before it was retransmitted, or the first ACK covering it echoes a
     TSval older than the retransmission's: Eifel, RFC 3522).
     """
@@ -44,21 +43,6 @@ def analyze_acks(seg: pd.DataFrame, min_rto_ns: int = MIN_RTO_NS,
     for c in ACK_COLUMNS:
         out[c] = api_column(view[c])
     return out
-
-
-def rto_estimates(seg: pd.DataFrame, min_rto_ns: int = MIN_RTO_NS) -> pd.Series:
-    """Per-fd retransmission timeout estimate: max(min_rto, median RTT + 4 * mean |RTT - median|).
-
-    A robust stand-in for RFC 6298's SRTT + 4 RTTVAR, from Karn-filtered samples
-    (needs ``ack_rel``; returns an empty Series before :func:`analyze_acks` added it).
-    """
-    if "ack_rel" not in seg:
-        return pd.Series(dtype=np.int64)
-    s = rtt_arrays(seg_view(seg), karn=True, tsecr=False)
-    if not len(s["fd"]):
-        return pd.Series(dtype=np.int64)
-    fds, rto = rto_arrays(s["fd"], s["rtt_ns"], min_rto_ns)
-    return pd.Series(rto, index=pd.Index(fds, name="fd"), name="rtt_ns")
 
 
 _TEXT = pd.Series(["ack"]).dtype    # pandas' default dtype for text columns

@@ -96,7 +96,7 @@ def in_order_delivery(seg, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
 CLASSIFY_COLUMNS = ["rel_seq", "seg_end", "is_data", "frontier", "new_bytes", "kind", "deliver_ns"]
 
 
-def classify_arrays(seg, pool=None) -> None:
+def classify_arrays(seg) -> None:
     """Relative sequence numbers, new bytes and sequence class (see ``flows.classify_segments``).
 
     Adds :data:`CLASSIFY_COLUMNS` to ``seg`` (a :class:`Lazy`; ``frontier`` is computed
@@ -176,11 +176,7 @@ def classify_arrays(seg, pool=None) -> None:
     nb = seg["new_bytes"] = put(dd, new_bytes, 0, np.int64)
     kd = seg["kind"] = put(dd, kind, KIND["none"], np.int8)
     del new_bytes, kind, dd
-    seg.thunks["deliver_ns"] = lambda: in_order_delivery(seg, tcp, rel)
-    if pool is not None:     # every input is computed: it can run beside the ACK analysis
-        seg.compute_async(["deliver_ns"], pool)
-    else:
-        seg["deliver_ns"]
+    seg["deliver_ns"] = in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = np.flatnonzero(is_proto(seg, 17) & ~mac_dup)
     if len(udp):
