@@ -67,6 +67,18 @@ def test_no_module_imports_a_higher_layer():
     assert not bad, "\n".join(sorted(set(bad)))
 
 
+def test_no_import_guards_between_our_packages():
+    # a missing package of ours is a broken install, not an optional feature
+    bad = []
+    for path, mod in _modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ExceptHandler) and node.type is not None:
+                names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+                if names & {"ImportError", "ModuleNotFoundError"}:
+                    bad.append(f"{mod}:{node.lineno}")
+    assert not bad
+
+
 def test_checker_sees_an_upward_import(tmp_path):
     # the checker itself: an upward import in a lower layer is reported
     f = tmp_path / "m.py"

@@ -24,12 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"sniffsync.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"sniffsync.cli.{name}":
-                continue            # subcommand not built yet
-            raise
+        mod = importlib.import_module(f"sniffsync.cli.{name}")
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
