@@ -56,12 +56,18 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_ragged_index_equals_concatenated_ranges(seed):
+def test_copy_runs_equals_a_slice_loop(seed):
     rng = np.random.default_rng(seed)
-    starts, lens = rng.integers(0, 1000, 50), rng.integers(0, 9, 50)
-    want = np.concatenate([np.arange(s, s + k) for s, k in zip(starts, lens)])
-    assert W.ragged_index(starts, lens).tolist() == want.tolist()
-    assert len(W.ragged_index(starts[:0], lens[:0])) == 0
+    src = rng.integers(0, 256, 5000, dtype=np.uint8)
+    lens = rng.integers(0, 9, 60)
+    lens[:3] = 0
+    src_off = rng.integers(0, 4900, 60)
+    dst_off = np.cumsum(np.r_[0, lens[:-1] + 3])            # disjoint, gaps left alone
+    dst, want = np.full(1200, 7, np.uint8), np.full(1200, 7, np.uint8)
+    W.copy_runs(dst, dst_off, src, src_off, lens)
+    for d, s_, k in zip(dst_off, src_off, lens):
+        want[d:d + k] = src[s_:s_ + k]
+    assert dst.tolist() == want.tolist()
 
 
 def _best_oracle(group, sniffer, sig):

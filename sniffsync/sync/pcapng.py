@@ -1,9 +1,9 @@
 """Streamed pcapng writer of a merged table: the packet bytes come straight from the inputs.
 
-A chunk of rows (about ``chunk_bytes`` of output) is assembled at a time: the 28-byte block
-headers, the packet bytes gathered from each sniffer's memory-mapped input (one ragged
-index per chunk), the padding plus the "heard by" comment option (a few distinct texts),
-and the trailers, interleaved by :func:`sniffsync.io.writers.assemble`. Input pages below
+A chunk of rows (about ``chunk_bytes`` of output) is assembled at a time in one buffer: the
+28-byte block headers, the packet bytes copied from each sniffer's memory-mapped input
+(rows of one length at a time, :func:`copy_runs`), the padding plus the "heard by" comment
+option (a few distinct texts) and the trailers. Input pages below
 every sniffer's lowest pending record are released behind the writer, so memory stays
 bounded by the chunk, not by the capture.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view as windows
 
 __all__ = ["comment_blob", "write_epbs"]
 
@@ -31,26 +32,23 @@ def comment_blob(texts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.array(olen, np.int64))
 
 
-def ragged_index(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(starts[i], starts[i] + lens[i])`` over ``i``."""
+def copy_runs(dst: np.ndarray, dst_off: np.ndarray, src: np.ndarray, src_off: np.ndarray,
+              lens: np.ndarray) -> None:
+    """``dst[dst_off[i]:dst_off[i] + lens[i]] = src[src_off[i]:src_off[i] + lens[i]]`` for all ``i``.
+
+    Rows of one length are copied together as rows of two sliding-window views (a memcpy
+    per row inside numpy), so the Python loop runs once per distinct length, not per row.
+    """
     lens = np.asarray(lens, np.int64)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    first = np.cumsum(lens) - lens
-    return np.repeat(np.asarray(starts, np.int64) - first, lens) + np.arange(total, dtype=np.int64)
-
-
-def _packets(records, sn, start, caplen) -> np.ndarray:
-    """The packet bytes of rows (``start``/``caplen`` in sniffer ``sn``'s buffer), back to back."""
-    out = np.empty(int(caplen.sum()), np.uint8)
-    src = ragged_index(start, caplen)
-    owner = np.repeat(sn, caplen)
-    for s, rec in enumerate(records):        # per sniffer
-        m = owner == s
-        if m.any():
-            out[m] = np.asarray(rec.buf)[src[m]]
-    return out
+    order = np.argsort(lens, kind="stable")
+    ln = lens[order]
+    cut = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True])
+    for a, b in zip(cut[:-1], cut[1:]):      # per distinct length
+        w = int(ln[a])
+        if w == 0:
+            continue
+        rows = order[a:b]
+        windows(dst, w, writeable=True)[dst_off[rows]] = windows(src, w)[src_off[rows]]
 
 
 def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes) -> None:
@@ -69,7 +67,6 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes)
         Output bytes assembled per step.
     """
     from sniffsync.io.capture import release
-    from sniffsync.io.writers import assemble
     blob, oo, ol, inv = opt
     n, big = len(sn), np.iinfo(np.int64).max
     if n == 0:
@@ -84,17 +81,21 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes)
         low[s] = np.minimum.accumulate(np.r_[np.where(sn == s, start, big), big][::-1])[::-1]
     for a, b in zip(cuts[:-1], cuts[1:]):
         r = slice(a, b)
+        bo = end[r] - blen[r] - (end[a - 1] if a else 0)       # block offsets in the chunk
+        out = np.empty(int(bo[-1] + blen[b - 1]), np.uint8)
         head = np.empty((b - a, 7), "<u4")
         head[:, 0], head[:, 1], head[:, 2] = 6, blen[r], sn[r]
         head[:, 3], head[:, 4] = ts_ns[r] >> 32, ts_ns[r] & 0xFFFFFFFF     # ns ticks
         head[:, 5], head[:, 6] = caplen[r], wirelen[r]
-        packets = _packets(records, sn[r], start[r], caplen[r])
-        t_len = pad[r] + olen[r]
-        tails = blob[ragged_index(oo[inv[r]] - pad[r], t_len)]
-        assemble(fh, b - a, [(head.view(np.uint8).reshape(-1, 28), 28),
-                             ((packets, np.r_[0, np.cumsum(caplen[r])]), caplen[r]),
-                             ((tails, np.r_[0, np.cumsum(t_len)]), t_len),
-                             (blen[r].astype("<u4").view(np.uint8).reshape(-1, 4), 4)])
+        windows(out, 28, writeable=True)[bo] = head.view(np.uint8).reshape(-1, 28)
+        for s, rec in enumerate(records):    # per sniffer: its packets' bytes
+            m = np.flatnonzero(sn[r] == s)
+            if len(m):
+                copy_runs(out, bo[m] + 28, np.asarray(rec.buf), start[r][m], caplen[r][m])
+        copy_runs(out, bo + 28 + caplen[r], blob, oo[inv[r]] - pad[r], pad[r] + olen[r])
+        trailer = blen[r].astype("<u4").view(np.uint8).reshape(-1, 4)
+        windows(out, 4, writeable=True)[bo + blen[r] - 4] = trailer
+        fh.write(out.data)
         for s, rec in enumerate(records):   # input pages no later chunk needs
             if low[s, b] < big:
                 release(rec, int(low[s, b]))
