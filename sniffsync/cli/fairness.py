@@ -64,7 +64,8 @@ def _captures(paths):
             # a pcapng interface described after the first packet is not wired: read it all
             _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
         # a wired capture is analysed once, without the frame table: its columns are freed as read
-        yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS)
+        yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS,
+                                    stamps="capture")
 
 
 def run(args) -> int:

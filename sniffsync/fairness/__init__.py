@@ -1,4 +1,9 @@
-"""Fairness: goodput per window, Jain's index and its CDF, queueing delay, the air behind them."""
+"""Fairness: goodput per window, Jain's index and its CDF, queueing delay, the air behind them.
+
+In data-flow order: ``windows`` (window arithmetic), ``core`` (one run's analysis, numpy
+tables), ``crosslayer`` (the 802.11 view), ``report`` (JSON/CSV writers) and ``frames``
+(the DataFrame API: :func:`fairness`, :class:`FairnessResult`).
+"""
 
 
 def __getattr__(name):

@@ -1,9 +1,10 @@
-"""Pandas-free core of :mod:`sniffsync.fairness`: one run's flows, windows, Jain's index,
-bufferbloat and 802.11 cross-layer view, as tables of numpy columns.
+"""The fairness analysis of one run, pandas-free: its flows (TCP analysis), goodput and
+throughput per window, Jain's index, queueing delay and bufferbloat, and the 802.11
+cross-layer view, as tables of numpy columns.
 
 A table is a dict ``{column: values}`` of numpy arrays in column order; text columns are
-codes (see :func:`run_tables`). :mod:`sniffsync.fairness` turns them
-into DataFrames for the Python API; :mod:`sniffsync.fairness_report` writes them as JSON.
+codes (see :func:`run_tables`). :mod:`sniffsync.fairness.frames` turns them into
+DataFrames for the Python API; :mod:`sniffsync.fairness.report` writes them as JSON.
 """
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ import itertools
 import numpy as np
 
 from sniffsync.errors import UsageError
+from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
 from sniffsync.fairness.windows import (cdf_arrays, jain, summarize, trailing_min, window_quantiles,
-                               window_starts, window_sums)
-from sniffsync.tcp.core import cat_codes, flow_arrays, frame_getter, segment_arrays
+                                        window_starts, window_sums)
+from sniffsync.tcp.acks import RETX_NAMES, ack_arrays
+from sniffsync.tcp.columns import cat_codes, frame_getter, group_median
+from sniffsync.tcp.flows import flow_arrays
+from sniffsync.tcp.rtt import MIN_RTO_NS, handshake_arrays, rtt_arrays
+from sniffsync.tcp.segments import segment_arrays
 from sniffsync.tcp.sequence import classify_arrays
-from sniffsync.tcp.acks import MIN_RTO_NS, RETX_NAMES, ack_arrays, group_median, handshake_arrays, rtt_arrays
-from sniffsync.decode.macs import mac_text
 
-__all__ = ["Capture", "DEFINITIONS", "TABLES", "PROTO_NAMES", "queue_delay", "analyze_arrays", "jain_arrays", "cross_layer_arrays",
-           "why_texts", "run_tables", "fairness_tables"]
+__all__ = ["Capture", "DEFINITIONS", "TABLES", "PROTO_NAMES", "STAMPS", "queue_delay", "analyze_arrays",
+           "jain_arrays", "run_tables", "fairness_tables"]
 
 TABLES = ("flows", "windows", "jain", "cdf", "rtt", "stations")
 
@@ -47,25 +51,31 @@ DEFINITIONS = {
 PROTO_NAMES = {6: "tcp", 17: "udp"}
 
 
+STAMPS = ("capture", "end")
+
+
 class Capture:
     """One run's frames as the analysis reads them.
 
-    ``get`` and ``ip_codes`` as :func:`sniffsync.flows_core.segment_arrays` takes them;
+    ``get`` and ``ip_codes`` as :func:`sniffsync.tcp.segments.segment_arrays` takes them;
     ``to_frame()`` gives the frame-table DataFrame (built only when the ``airtime``
-    package needs one: 802.11 captures with radiotap); ``stamps`` what the table's
-    timestamps mark: ``"end"`` of the PPDU (a merged table) or ``"capture"`` (as captured).
+    package needs one: 802.11 captures with radiotap). ``stamps`` says what the frames'
+    ``ts_ns`` mark: ``"capture"``, each sniffer's own stamps (a capture file as read), or
+    ``"end"``, the end of each frame's PPDU (a merged table: the merge moved them there).
     """
 
     def __init__(self, get, ip_codes, to_frame, stamps: str = "capture"):
-        self.get, self.ip_codes, self.to_frame = get, ip_codes, to_frame
-        self.stamps = stamps
+        if stamps not in STAMPS:
+            raise UsageError(f"stamps must be capture or end, not {stamps!r}")
+        self.get, self.ip_codes, self.to_frame, self.stamps = get, ip_codes, to_frame, stamps
 
     @classmethod
-    def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False) -> "Capture":
-        """From :func:`sniffsync.frames.decode_columns` output (no pandas).
+    def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False,
+                     stamps: str = "capture") -> "Capture":
+        """From :func:`sniffsync.decode.frames.decode_columns` output (no pandas).
 
-        ``consume``: the analysis frees each column of ``cols`` once it has read it (for
-        a capture analysed once; ``to_frame`` is then unavailable).
+        ``consume``: the analysis frees each column of ``cols`` once it has read it (a
+        lower memory peak for a capture analysed once; ``to_frame`` is then unavailable).
         """
         def to_frame():
             if consume:
@@ -73,11 +83,11 @@ class Capture:
             from sniffsync.decode.table import frame_table
             return frame_table(n, cols, list(marks), columns)
         return cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
-                   to_frame)
+                   to_frame, stamps)
 
     @classmethod
     def from_frame(cls, frames, stamps: str = "capture") -> "Capture":
-        """From a frame-table DataFrame whose stamps mark ``stamps`` (see above)."""
+        """From a frame-table DataFrame."""
         from sniffsync.tcp.frames import frame_source
         get, ip_codes = frame_source(frames)
         return cls(get, ip_codes, lambda: frames, stamps)
@@ -96,18 +106,13 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     """Segments (classified and ACK-analysed), flow table and RTT samples of one capture.
 
     Returns ``(seg, names, ft, rtt)``: segment columns, endpoint names of the
-    ``src``/``dst`` codes, per-fd flow table, RTT samples (ACK samples; TSecr samples
-    only for directions without any), as ``fairness.analyze_run`` documents them.
+    ``src``/``dst`` codes, per-fd flow table (with retransmission kinds, RTT and
+    handshake statistics), RTT samples (ACK samples; TSecr samples only for directions
+    without any).
     """
     seg, names = segment_arrays(cap.get, cap.ip_codes, dedup)
     classify_arrays(seg)
     pairs = ack_arrays(seg, min_rto_ns)
-    return _analyze_rest(seg, names, pairs, handshake_arrays(seg))
-
-
-def _analyze_rest(seg, names, pairs, hs):
-    """Flow table, retransmission counts, RTT samples and handshakes (``hs``) after the
-    ACK analysis."""
     ft = flow_arrays(seg)
     fds, fd = ft["fd"], seg["fd"]
     size = int(fds.max()) + 3 if len(fds) else 3          # room for fd ^ 1
@@ -119,6 +124,19 @@ def _analyze_rest(seg, names, pairs, hs):
     no_ack = np.ones(size, bool)
     no_ack[fd[pairs[1]]] = False
     rtt = rtt_arrays(seg, karn=True, tsecr=True, tsecr_fds=no_ack, ack_pairs=pairs)
+    _rtt_stats(ft, rtt, size)
+    hs = handshake_arrays(seg)
+    flows = ft["flow"]
+    hs_lut = np.full(max(int(flows.max()) + 1 if len(flows) else 1, int(hs["flow"].max()) + 1
+                         if len(hs["flow"]) else 1), -1, np.int64)
+    hs_lut[hs["flow"]] = hs["hs_rtt_ns"]
+    ft["hs_rtt_ns"] = hs_lut[flows]
+    return seg, names, ft, rtt
+
+
+def _rtt_stats(ft: dict, rtt: dict, size: int) -> None:
+    """Adds ``rtt_samples``, ``rtt_min_ns`` and ``rtt_median_ns`` (-1: none) to ``ft``."""
+    fds = ft["fd"]
     rfd, r_ns = rtt["fd"], rtt["rtt_ns"]
     ft["rtt_samples"] = np.bincount(rfd, minlength=size)[fds].astype(np.int64)
     lo = np.full(size, -1, np.int64)
@@ -129,12 +147,6 @@ def _analyze_rest(seg, names, pairs, hs):
         k, m = group_median(rfd, r_ns)
         med[k] = m.astype(np.int64)
     ft["rtt_min_ns"], ft["rtt_median_ns"] = lo[fds], med[fds]
-    flows = ft["flow"]
-    hs_lut = np.full(max(int(flows.max()) + 1 if len(flows) else 1, int(hs["flow"].max()) + 1
-                         if len(hs["flow"]) else 1), -1, np.int64)
-    hs_lut[hs["flow"]] = hs["hs_rtt_ns"]
-    ft["hs_rtt_ns"] = hs_lut[flows]
-    return seg, names, ft, rtt
 
 
 def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int):
@@ -147,112 +159,12 @@ def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int):
     live = np.flatnonzero(seg["is_data"] & ~seg["mac_dup"] & (lut[fd] >= 0))
     u = lut[fd[live]]
     nu = len(units["fd"])
-    # goodput is dated by in-order delivery (flows_core.in_order_delivery), throughput by sending
+    # goodput is dated by in-order delivery (sniffsync.tcp.sequence.in_order_delivery), throughput by sending
     good = window_sums(u, seg["deliver_ns"][live], seg["new_bytes"][live].astype(float), nu, starts, window_ns)
     thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
     active = ((starts[None, :] <= units["last_ns"][:, None]) &
               (starts[None, :] + window_ns > units["first_ns"][:, None]))
     return units, good, thr, active, jain(good, active)
-
-
-def _known(table: np.ndarray, values: np.ndarray):
-    """(index into the sorted ``table``, found) of every value."""
-    idx = np.searchsorted(table, values)
-    return idx, (idx < len(table)) & (table[np.minimum(idx, len(table) - 1)] == values)
-
-
-def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.ndarray,
-                       starts: np.ndarray, window_ns: int):
-    """Per window and station: airtime share, goodput share, MAC retry rate, median MCS.
-
-    ``ppdus`` (DataFrame) needs ``ta``, ``start_ns``, ``airtime_ns``; a PPDU counts in the
-    windows that contain its start. Stations are the transmitters of the active flow
-    directions (``units['ta']``). None when there is no station or no PPDU.
-    """
-    u_ta = units["ta"]
-    st_ta = np.unique(u_ta[u_ta >= 0])
-    if not len(st_ta) or ppdus is None or len(ppdus) == 0:
-        return None
-    ppdus = ppdus[ppdus["airtime_ns"].to_numpy() >= 0]     # unknown airtime: not counted
-    sidx, known = _known(st_ta, ppdus["ta"].to_numpy(dtype=np.int64, na_value=-1))
-    other = len(st_ta)                                 # everyone else (BAs, CTS, beacons...)
-    air = window_sums(np.where(known, sidx, other), ppdus["start_ns"].to_numpy(np.int64),
-                      ppdus["airtime_ns"].to_numpy(float), other + 1, starts, window_ns)
-    u_st = np.searchsorted(st_ta, u_ta)
-    has = u_ta >= 0
-    W = len(starts)
-    g_st = np.zeros((len(st_ta), W))
-    np.add.at(g_st, u_st[has], good[has])
-    act_st = np.zeros((len(st_ta), W), bool)
-    np.logical_or.at(act_st, u_st[has], active[has])
-    w = np.flatnonzero(seg["ta"] >= 0)
-    w_ta = seg["ta"][w]
-    widx, ok = _known(st_ta, w_ta)
-    w_ts = seg["ts_ns"][w][ok]
-    frames_w = window_sums(widx[ok], w_ts, np.ones(ok.sum()), len(st_ta), starts, window_ns)
-    retry_w = window_sums(widx[ok], w_ts, seg["retry"][w][ok].astype(float), len(st_ta), starts, window_ns)
-    mcs = seg["mcs"][w]
-    m_ta, m_med = group_median(w_ta[ok & (mcs >= 0)], mcs[ok & (mcs >= 0)])
-    mi, mk = _known(m_ta, st_ta)
-    mcs_st = np.where(mk, m_med[np.minimum(mi, max(len(m_med) - 1, 0))] if len(m_med) else np.nan, np.nan)
-    tot_air = air.sum(axis=0)
-    tot_good = g_st.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return {
-            "window": np.tile(np.arange(W), len(st_ta)),
-            "ta": np.repeat(st_ta, W),
-            "active": act_st.ravel(),
-            "airtime_ns": air[:-1].ravel().astype(np.int64),
-            "airtime_share": (air[:-1] / tot_air).ravel(),
-            "goodput_bytes": g_st.ravel().astype(np.int64),
-            "goodput_share": (g_st / tot_good).ravel(),
-            "mac_retry_rate": (retry_w / frames_w).ravel(),
-            "mcs_median": np.repeat(mcs_st, W),
-            "utilisation": np.tile(tot_air / window_ns, len(st_ta)),
-        }
-
-
-def why_texts(j: np.ndarray, st, units: dict, names, good, active, below: float) -> np.ndarray:
-    """A short explanation per unfair window (vectorised choice, text formatted per window)."""
-    texts = np.full(len(j), "", dtype=object)
-    unfair = np.flatnonzero(j < below)
-    if not len(unfair):
-        return texts
-    if st is not None:
-        win = st["window"]
-        rows = np.flatnonzero(st["active"] & np.isin(win, unfair))
-        share = st["goodput_share"]
-        gap = st["airtime_share"][rows] - np.where(np.isnan(share[rows]), 0, share[rows])
-        o = rows[np.argsort(gap, kind="stable")]       # NaN last, as pandas sorts
-        pick = {int(win[i]): i for i in o}             # the largest gap per window wins
-        mcs = st["mcs_median"]
-        W = len(j)
-        best = np.full(W, np.nan)
-        fin = ~np.isnan(mcs)
-        np.fmax.at(best, win[fin], mcs[fin])
-        for w, i in pick.items():
-            why = []
-            if st["mac_retry_rate"][i] > 0.1:
-                why.append(f"many MAC retries ({st['mac_retry_rate'][i]:.0%})")
-            m = mcs[i]
-            if not np.isnan(m) and m < (best[w] if not np.isnan(best[w]) else m):
-                why.append(f"low MCS ({m:g} vs {best[w]:g})")
-            gs = share[i]
-            texts[w] = (f"station {mac_text(int(st['ta'][i]))}: {st['airtime_share'][i]:.0%} airtime, "
-                        f"{0 if np.isnan(gs) else gs:.0%} goodput" + (": " + " / ".join(why) if why else ""))
-        return texts
-    tot = good.sum(axis=0)
-    share = np.where(active, good / np.where(tot > 0, tot, 1), np.inf)
-    lo = share.argmin(axis=0)
-    for w in unfair:
-        u = lo[w]
-
-        def name(code):
-            return names[code] if code >= 0 else "nan"
-        texts[w] = (f"flow {name(units['src'][u])}:{units['sport'][u]}->{name(units['dst'][u])}:"
-                    f"{units['dport'][u]}: {share[u, w]:.0%} of goodput, {units['retransmissions'][u]} "
-                    f"TCP retransmissions, {units['mac_retries'][u]} MAC retries")
-    return texts
 
 
 def queue_delay(rtt: dict, horizon_ns: int) -> dict:
@@ -269,17 +181,17 @@ def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int) ->
 
 
 def _airtime_frames(cap: Capture, ppdus):
-    """802.11 captures: date segments at their PPDU's end (airtime package); (cap, ppdus)."""
+    """802.11 captures: ``(cap, ppdus)`` with segments dated at their PPDU's end and the
+    PPDU table of the cross-layer view (``ppdus`` when given, else grouped here)."""
+    from airtime.ppdu import align_to_ppdu_end, group_ppdus    # (imports pandas: 802.11 only)
     if cap.stamps == "end":
-        return cap, ppdus
+        return cap, group_ppdus(cap.to_frame(), stamps="end").ppdus if ppdus is None else ppdus
     # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
-    # sniffer's TSFT convention (an A-MPDU can last 5 ms)
-    from airtime.ppdu import align_to_ppdu_end, group_ppdus   # pandas: only for 802.11 captures
+    # sniffer's TSFT convention (an A-MPDU can last 5 ms); one grouping serves both
     frames = cap.to_frame()
     grouped = group_ppdus(frames)
     frames, _ = align_to_ppdu_end(frames, grouped=grouped)
-    # one grouping serves alignment and the cross-layer view
-    return Capture.from_frame(frames, "end"), grouped[0] if ppdus is None else ppdus
+    return Capture.from_frame(frames, "end"), grouped.ppdus if ppdus is None else ppdus
 
 
 def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
@@ -289,14 +201,12 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     """Every table of one run (:data:`TABLES`), its ``summary`` and endpoint ``names``.
 
     Text columns stay codes: ``flows`` ``proto`` (6/17), ``src``/``dst`` (into ``names``),
-    ``rtt`` ``source`` (into :data:`sniffsync.flows_tcp.SOURCES`); ``jain`` ``why`` is str.
+    ``rtt`` ``source`` (into :data:`sniffsync.tcp.rtt.SOURCES`); ``jain`` ``why`` is str.
     """
-    radiotap = bool((cap.get("linktype", 0, np.int64) == 127).any())
-    if radiotap:
+    if (cap.get("linktype", 0, np.int64) == 127).any():
         cap, ppdus = _airtime_frames(cap, ppdus)
     seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns)
-    # the windows and the cross-layer view read only these: the rest of the segment
-    # table is freed, so their temporaries reuse its memory instead of fresh pages
+    # the windows and the cross-layer view read only these: free the rest (a lower peak)
     for name in [c for c in seg if c not in _WINDOW_COLUMNS]:
         del seg[name]
     data = ft["goodput_bytes"] > 0
@@ -304,13 +214,27 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         raise UsageError("no TCP/UDP data segments in the capture")
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
     starts = window_starts(t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
-    W = len(starts)
     qd = _queueing(rtt, starts, window_ns, horizon_ns)
     units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
-    if ppdus is None and radiotap:
-        from airtime.ppdu import group_ppdus
-        ppdus = group_ppdus(cap.to_frame(), stamps=cap.stamps)[0]
     st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
+    jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
+    jt["why"] = why_texts(j, st, units, names, good, active, below)
+    ok = jt["n_active"] >= 2
+    ja = jt["jain_airtime"]
+    summ = summarize(j[ok], below)
+    summ.update({"windows_total": len(starts), "bloat_windows": int(jt["bloat"].sum()),
+                 "jain_airtime_median": (float(np.nanmedian(ja[ok])) if np.isfinite(ja[ok]).any() else None),
+                 "cross_layer": st is not None})
+    return {"flows": ft, "windows": _window_table(units, starts, window_ns, good, thr, active),
+            "jain": jt, "cdf": cdf_arrays(j[ok]), "rtt": rtt, "stations": st or {}, "summary": summ,
+            "names": names}
+
+
+def _jain_table(starts, window_ns: int, good, thr, active, j, qd, st, busy_fraction: float,
+                qdelay_threshold_ns: int) -> dict:
+    """The ``jain`` table but ``why``: per window activity, Jain's indices, totals,
+    queueing delay and the busy / bufferbloat flags."""
+    W = len(starts)
     tot_thr = thr.sum(axis=0)
     ja = np.full(W, np.nan)
     if st is not None:
@@ -318,27 +242,23 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         ja = jain(st["airtime_ns"].reshape(-1, W).astype(float), st["active"].reshape(-1, W))
     else:
         busy = tot_thr >= busy_fraction * tot_thr.max()
-    n_active = active.sum(axis=0)
-    jt = {"window": np.arange(W), "start_ns": starts, "end_ns": starts + window_ns, "n_active": n_active,
-          "jain": j, "jain_airtime": ja, "goodput_bytes": good.sum(axis=0).astype(np.int64),
-          "throughput_bytes": tot_thr.astype(np.int64), "qdelay_p50_ns": qd[:, 0],
-          "qdelay_p95_ns": qd[:, 1], "busy": busy}
+    jt = {"window": np.arange(W), "start_ns": starts, "end_ns": starts + window_ns,
+          "n_active": active.sum(axis=0), "jain": j, "jain_airtime": ja,
+          "goodput_bytes": good.sum(axis=0).astype(np.int64), "throughput_bytes": tot_thr.astype(np.int64),
+          "qdelay_p50_ns": qd[:, 0], "qdelay_p95_ns": qd[:, 1], "busy": busy}
     jt["bloat"] = busy & (qd[:, 1] > qdelay_threshold_ns)
-    jt["why"] = why_texts(j, st, units, names, good, active, below)
-    nu = len(units["fd"])
+    return jt
+
+
+def _window_table(units: dict, starts, window_ns: int, good, thr, active) -> dict:
+    """The ``windows`` table: one row per (flow direction, window)."""
+    W, nu = len(starts), len(units["fd"])
     gb, tb = good.ravel().astype(np.int64), thr.ravel().astype(np.int64)
-    wl = {"window": np.tile(np.arange(W), nu), "start_ns": np.tile(starts, nu),
-          "fd": np.repeat(units["fd"], W), "flow": np.repeat(units["flow"], W),
-          "dir": np.repeat(units["dir"], W), "active": active.ravel(), "goodput_bytes": gb,
-          "throughput_bytes": tb, "goodput_bps": gb * 8 * 1_000_000_000 // window_ns,
-          "throughput_bps": tb * 8 * 1_000_000_000 // window_ns}
-    ok = n_active >= 2
-    summ = summarize(j[ok], below)
-    summ.update({"windows_total": int(W), "bloat_windows": int(jt["bloat"].sum()),
-                 "jain_airtime_median": (float(np.nanmedian(ja[ok])) if np.isfinite(ja[ok]).any() else None),
-                 "cross_layer": st is not None})
-    return {"flows": ft, "windows": wl, "jain": jt, "cdf": cdf_arrays(j[ok]), "rtt": rtt,
-            "stations": st or {}, "summary": summ, "names": names}
+    return {"window": np.tile(np.arange(W), nu), "start_ns": np.tile(starts, nu),
+            "fd": np.repeat(units["fd"], W), "flow": np.repeat(units["flow"], W),
+            "dir": np.repeat(units["dir"], W), "active": active.ravel(), "goodput_bytes": gb,
+            "throughput_bytes": tb, "goodput_bps": gb * 8 * 1_000_000_000 // window_ns,
+            "throughput_bps": tb * 8 * 1_000_000_000 // window_ns}
 
 
 def fairness_tables(captures, window_ns: int = 400_000_000, step_ns: int = 200_000_000, *,

@@ -1,4 +1,4 @@
-"""Writers of the fairness report from :func:`sniffsync.fairness_core.fairness_tables`
+"""Writers of the fairness report from :func:`sniffsync.fairness.core.fairness_tables`
 output: the JSON report, the text table of flows, the CSV tables.
 
 The JSON is byte for byte what ``json.dump(report, fh, indent=1, default=str)`` writes

@@ -1,1 +1,5 @@
-"""tcp"""
+"""TCP/UDP analysis of a frame table, in data-flow order: ``segments`` (flow ids, MAC
+duplicates), ``sequence`` (sequence classes, goodput, delivery), ``acks`` (ACKs,
+retransmission kinds), ``rtt`` (RTT samples, RTO, handshakes), ``flows`` (per-direction
+totals) -- numpy columns in and out, helpers in ``columns`` -- and ``frames``, the
+DataFrame API over them."""

@@ -1,31 +1,35 @@
-"""TCP/UDP flows from the frame table and per-segment sequence classification.
+"""The DataFrame API of the TCP analysis: segments, their sequence classes, per-direction
+flow totals, ACK analysis, RTT samples and handshakes, as pandas tables.
 
-Columnar throughout: one sort by (flow direction, time), then diffs, cumulative
-maxima and searchsorted lookups; no per-packet Python.
-
-Vocabulary
-----------
-flow
-    one 5-tuple, both directions paired (``flow`` id, ``dir`` 0 = the side that
-    sent the first SYN, or the first packet when no SYN was captured).
-fd
-    flow direction, ``flow * 2 + dir``: the unit of sequence analysis.
-MAC duplicate
-    an 802.11 copy of an MPDU already counted: same transmitter, 802.11 sequence
-    number and TCP/UDP identity, either a MAC retry (retry bit) seen by the same
-    sniffer or the same transmission seen by another sniffer of a merged table.
+A thin layer: each function reads its input's columns as numpy arrays
+(:func:`seg_view`), runs the numpy core (:mod:`sniffsync.tcp.segments`,
+:mod:`~sniffsync.tcp.sequence`, :mod:`~sniffsync.tcp.acks`, :mod:`~sniffsync.tcp.rtt`,
+:mod:`~sniffsync.tcp.flows`) and builds the DataFrame of its result. Vocabulary (flow,
+fd, MAC duplicate) in :mod:`sniffsync.tcp.segments`.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from sniffsync.tcp.core import (KIND, KIND_NAMES, SEG_COLUMNS, TH_ACK, TH_FIN, TH_RST, TH_SYN,  # noqa: F401
-                                Lazy, api_column, flow_arrays, grouped_cummax, segment_arrays)
-from sniffsync.tcp.sequence import CLASSIFY_COLUMNS, classify_arrays
+from sniffsync.tcp.acks import ACK_COLUMNS, DUPTHRESH, RETX, RETX_NAMES, ack_arrays
+from sniffsync.tcp.columns import Lazy
+from sniffsync.tcp.flows import flow_arrays
+from sniffsync.tcp.rtt import MIN_RTO_NS, SOURCES, handshake_arrays, rtt_arrays
+from sniffsync.tcp.segments import SEG_COLUMNS, segment_arrays
+from sniffsync.tcp.sequence import CLASSIFY_COLUMNS, KIND, KIND_NAMES, classify_arrays
 
-__all__ = ["KIND_NAMES", "KIND", "segments", "classify_segments", "flow_table", "grouped_cummax",
-           "TH_FIN", "TH_SYN", "TH_RST", "TH_ACK", "frame_source", "seg_view", "seg_frame", "flow_frame"]
+__all__ = ["KIND_NAMES", "KIND", "RETX_NAMES", "RETX", "segments", "classify_segments", "flow_table",
+           "analyze_acks", "rtt_samples", "handshake_rtt", "frame_source", "seg_view", "seg_frame",
+           "flow_frame", "rtt_frame", "api_column"]
+
+
+def api_column(v: np.ndarray) -> np.ndarray:
+    """A core column as the pandas API gives it: integers the core holds narrow (codes,
+    flags, ports, windows) widened to int64, and always a writable array of its own."""
+    if v.dtype.kind == "i" and v.dtype.itemsize < 8:
+        return v.astype(np.int64)
+    return v if v.flags.writeable else np.array(v)
 
 
 def _np(frames: pd.DataFrame, name: str, fill, dtype) -> np.ndarray:
@@ -49,7 +53,7 @@ def _ip_codes(frames: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:
 
 
 def frame_source(frames: pd.DataFrame):
-    """``(get, ip_codes)`` of a frame table for :func:`sniffsync.flows_core.segment_arrays`."""
+    """``(get, ip_codes)`` of a frame table for :func:`sniffsync.tcp.segments.segment_arrays`."""
     def get(name, fill, dtype, rows=None):
         v = _np(frames, name, fill, dtype)
         return v if rows is None else v[rows]
@@ -84,7 +88,7 @@ def segments(frames: pd.DataFrame, dedup: bool = True) -> pd.DataFrame:
     Parameters
     ----------
     frames : DataFrame
-        Frame table (columns per :mod:`sniffsync.schema`); 802.11, Ethernet or cooked.
+        Frame table (columns per :mod:`sniffsync.decode.schema`); 802.11, Ethernet or cooked.
     dedup : bool
         Mark MAC duplicates (``mac_dup``); analysis stages skip those rows.
 
@@ -109,7 +113,7 @@ def classify_segments(seg: pd.DataFrame) -> pd.DataFrame:
     ``seg_end`` (rel_seq + payload + SYN + FIN), ``is_data``, ``frontier`` (highest
     seg_end sent before this row), ``new_bytes`` (bytes above that frontier: goodput),
     ``kind`` (code into :data:`KIND_NAMES`) and ``deliver_ns``
-    (:func:`sniffsync.flows_core.in_order_delivery`):
+    (:func:`sniffsync.tcp.sequence.in_order_delivery`):
 
     * ``new``: advances the highest sequence number sent;
     * ``retransmission``: below it and its first byte was sent before (same start seen
@@ -138,7 +142,7 @@ def flow_table(seg: pd.DataFrame) -> pd.DataFrame:
 
 
 def flow_frame(ft: dict, endpoints) -> pd.DataFrame:
-    """DataFrame of :func:`sniffsync.flows_core.flow_arrays` columns: ``proto`` as text,
+    """DataFrame of :func:`sniffsync.tcp.flows.flow_arrays` columns: ``proto`` as text,
     ``src``/``dst`` categorical (``endpoints``: their CategoricalDtype or the names)."""
     data = dict(ft)
     data["proto"] = pd.Series(np.asarray(ft["proto"], np.int64)).map({6: "tcp", 17: "udp"}).array
@@ -150,3 +154,68 @@ def flow_frame(ft: dict, endpoints) -> pd.DataFrame:
     for c in ("src", "dst"):
         data[c] = pd.Categorical.from_codes(ft[c], dtype=endpoints) if endpoints is not None else ft[c]
     return pd.DataFrame(data)
+
+
+def analyze_acks(seg: pd.DataFrame, min_rto_ns: int = MIN_RTO_NS,
+                 dupthresh: int = DUPTHRESH) -> pd.DataFrame:
+    """Acknowledgement analysis of classified segments.
+
+    Adds ``tr`` (global time rank), ``ack_rel`` (ACK number in the *other* direction's
+    relative sequence space, -1 without ACK flag), ``dup_ack`` and ``dup_ack_num``
+    (Wireshark's definition: no payload, no SYN/FIN/RST, same ACK and window as the
+    previous ACK of the same direction), ``acked`` (highest ACK the other side sent
+    before this row), ``bytes_in_flight`` (data rows: frontier incl. this row minus
+    ``acked``), ``retx_kind`` (code into :data:`RETX_NAMES`: ``fast`` when the last ACK
+    from the other side before it was its ``dupthresh``-th or later duplicate ACK for this
+    sequence number; else ``timeout`` when the gap since the previous data segment of the
+    direction exceeds its RTO estimate (:func:`sniffsync.tcp.rtt.rto_arrays` of its Karn
+    ACK samples); else ``other``) and ``spurious`` (data already ACKed before it was
+    retransmitted, or the first ACK covering it echoes a TSval older than the
+    retransmission's: Eifel, RFC 3522).
+    """
+    out = seg.copy(deep=False)    # new columns only; copy-on-write keeps the input intact
+    view = seg_view(seg)
+    ack_arrays(view, min_rto_ns, dupthresh)
+    for c in ACK_COLUMNS:
+        out[c] = api_column(view[c])
+    return out
+
+
+_TEXT = pd.Series(["ack"]).dtype    # pandas' default dtype for text columns
+
+
+def rtt_frame(s: dict) -> pd.DataFrame:
+    """DataFrame of :func:`sniffsync.tcp.rtt.rtt_arrays` columns (``source`` as text)."""
+    data = dict(s)
+    data["source"] = pd.array(SOURCES[s["source"]], dtype=_TEXT)
+    return pd.DataFrame(data)
+
+
+def rtt_samples(seg: pd.DataFrame, karn: bool = True, tsecr: bool = True) -> pd.DataFrame:
+    """RTT samples as seen at the capture point.
+
+    ``source == 'ack'``: an ACK that raises the cumulative ACK to exactly the end of an
+    earlier segment (as tcptrace and Wireshark's ``tcp.analysis.ack_rtt``); with ``karn``
+    no sample when that segment end was sent more than once before the ACK or any
+    retransmission of the direction happened between segment and ACK (Karn's rule).
+    ``source == 'tsecr'``: the first ACK advancing the cumulative ACK that echoes a TSval,
+    timed from the first segment carrying that TSval.
+
+    Returns
+    -------
+    DataFrame
+        ``fd`` (data direction), ``flow``, ``ts_ns`` (ACK time), ``rtt_ns``, ``source``,
+        ``data_row``, ``ack_row`` (indices into the frame table).
+    """
+    return rtt_frame(rtt_arrays(seg_view(seg), karn=karn, tsecr=tsecr))
+
+
+def handshake_rtt(seg: pd.DataFrame) -> pd.DataFrame:
+    """SYN -> SYN/ACK -> ACK timing per TCP flow, as seen at the capture point.
+
+    Uses the last SYN before the first SYN/ACK (Karn: a retransmitted SYN restarts the
+    clock) and the first ACK from the initiator after it. ``hs_rtt_ns`` = ACK - SYN
+    (Wireshark's ``tcp.analysis.initial_rtt``); ``server_ns`` = SYN/ACK - SYN (capture
+    point to responder and back); ``client_ns`` = ACK - SYN/ACK.
+    """
+    return pd.DataFrame(handshake_arrays(seg_view(seg)))

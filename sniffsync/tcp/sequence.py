@@ -1,8 +1,7 @@
-"""Sequence analysis of the segment columns (pandas-free core of
-``flows.classify_segments``): relative sequence numbers, frontier, new bytes, sequence
-class, and the in-order delivery time of every data segment.
+"""Sequence analysis of the segment table: relative sequence numbers, frontier, new
+bytes, sequence class, and the in-order delivery time of every data segment.
 
-Rows are sorted by (fd, time, input row) (:func:`sniffsync.flows_core.segment_arrays`).
+Rows are sorted by (fd, time, input row) (:func:`sniffsync.tcp.segments.segment_arrays`).
 The frontier tests run on the data rows only; the common case (every segment sent once,
 in order) is recognised with a few comparisons and skips the sorts.
 """
@@ -10,17 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.core import (KIND, SEQ_SPAN, TH_FIN, TH_SYN, diff32, group_starts, grouped_cummax,
-                         is_proto, is_sorted, lex_order, restart_cumsum, sorted_within)
+from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, lex_order,
+                                   sorted_within, unwrap32)
+from sniffsync.tcp.segments import TH_FIN, TH_SYN, is_proto
 
-__all__ = ["CLASSIFY_COLUMNS", "classify_arrays", "in_order_delivery"]
+__all__ = ["KIND_NAMES", "KIND", "CLASSIFY_COLUMNS", "classify_arrays", "in_order_delivery"]
 
-
-def _unwrap32(raw: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Unwrap 32-bit sequence numbers per fd: successive values differ by < 2**31."""
-    d = diff32(raw)
-    d[starts] = 0
-    return restart_cumsum(d, starts)
+# per-segment sequence class, indexed by code (a declarative table, not an if-chain)
+KIND_NAMES = np.array(["none", "new", "retransmission", "out_of_order", "keepalive"])
+KIND = {name: i for i, name in enumerate(KIND_NAMES)}
 
 
 def _sub(a: np.ndarray, idx) -> np.ndarray:
@@ -96,50 +93,23 @@ def in_order_delivery(seg, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
 CLASSIFY_COLUMNS = ["rel_seq", "seg_end", "is_data", "frontier", "new_bytes", "kind", "deliver_ns"]
 
 
-def classify_arrays(seg) -> None:
-    """Relative sequence numbers, new bytes and sequence class (see ``flows.classify_segments``).
+def _data_classes(fd, r, end, plen, flags, none):
+    """Frontier tests on the data rows of the live TCP rows (columns ``fd``, unwrapped
+    ``r``, ``end``, ``plen``, ``flags``; ``none``: below every sequence number).
 
-    Adds :data:`CLASSIFY_COLUMNS` to ``seg`` (a :class:`Lazy`; ``frontier`` is computed
-    when first read). The frontier tests run on the data rows only: pure ACKs neither
-    move a frontier nor carry new bytes. With a thread ``pool``, ``deliver_ns`` is
-    computed on it (reading it waits).
+    Returns ``(dd, new_bytes, kind)``: positions of the data rows, their new bytes and
+    their sequence class codes.
     """
-    fd_all = seg["fd"]
-    n = len(fd_all)
-    mac_dup = seg["mac_dup"]
-    tcp = is_proto(seg, 6) & ~mac_dup
-    idx = None if tcp.all() else np.flatnonzero(tcp)     # None: every row
-
-    def put(rows, values, fill, dtype):
-        """Full-length column of ``values`` on ``rows`` (indices into the TCP rows)."""
-        if isinstance(rows, slice) and idx is None:
-            return values.astype(dtype, copy=False)
-        full = np.full(n, fill, dtype)
-        full[rows if idx is None else idx[rows]] = values
-        return full
-
-    fd = _sub(fd_all, idx)
-    starts = group_starts(fd)
-    r = _unwrap32(_sub(seg["seq_raw"], idx), starts)
-    flags = _sub(seg["flags"], idx)
-    plen = _sub(seg["payload_len"], idx)
-    syn = (flags & TH_SYN) > 0                  # bool: adds as 0/1
-    end = r + plen + syn + ((flags & TH_FIN) > 0)
-    data = end > r
-    # "nothing sent yet": a value below every sequence number (and small enough for
-    # grouped_cummax's bands)
-    none = min(int(r.min()), int(end.min()), 0) - 1 if len(r) else -1
-
+    dd = np.flatnonzero(end > r)
     # frontier of each data row: highest seg_end of the earlier data rows of its fd
-    dd = np.flatnonzero(data)
     f, rd, ed, pl = fd[dd], r[dd], end[dd], plen[dd]
-    d_starts = group_starts(f)
+    syn = (flags[dd] & TH_SYN) > 0              # bool: adds as 0/1
     cm = grouped_cummax(f, ed)
     prev = np.empty_like(cm)
     prev[1:] = cm[:-1]
-    prev[d_starts] = none
+    prev[group_starts(f)] = none
     # goodput counts payload only: bytes [r + SYN, r + SYN + payload) above the frontier
-    p0 = rd + syn[dd]
+    p0 = rd + syn
     new_bytes = np.clip(p0 + pl - np.maximum(prev, p0), 0, pl)
     kind = np.full(len(dd), KIND["new"], np.int8)         # codes: one byte per row
     below = np.flatnonzero(ed <= prev)
@@ -159,7 +129,41 @@ def classify_arrays(seg) -> None:
     # the frontier jumped over the hole without counting it: its first sending is goodput
     ooo = below[kind[below] == KIND["out_of_order"]]
     new_bytes[ooo] = pl[ooo]
-    del f, rd, ed, pl, cm, prev, p0, d_starts, below, ka, ooo, syn, plen, flags   # (a lower peak)
+    return dd, new_bytes, kind
+
+
+def classify_arrays(seg) -> None:
+    """Relative sequence numbers, new bytes and sequence class of every segment.
+
+    Adds :data:`CLASSIFY_COLUMNS` to ``seg`` (a :class:`~sniffsync.tcp.columns.Lazy`;
+    ``frontier`` is computed when first read); meanings in
+    :func:`sniffsync.tcp.frames.classify_segments`. The frontier tests run on the data
+    rows only: pure ACKs neither move a frontier nor carry new bytes.
+    """
+    fd_all = seg["fd"]
+    n = len(fd_all)
+    mac_dup = seg["mac_dup"]
+    tcp = is_proto(seg, 6) & ~mac_dup
+    idx = None if tcp.all() else np.flatnonzero(tcp)     # None: every row
+
+    def put(rows, values, fill, dtype):
+        """Full-length column of ``values`` on ``rows`` (indices into the TCP rows)."""
+        if isinstance(rows, slice) and idx is None:
+            return values.astype(dtype, copy=False)
+        full = np.full(n, fill, dtype)
+        full[rows if idx is None else idx[rows]] = values
+        return full
+
+    fd = _sub(fd_all, idx)
+    starts = group_starts(fd)
+    r = unwrap32(_sub(seg["seq_raw"], idx), starts)
+    flags = _sub(seg["flags"], idx)
+    end = r + _sub(seg["payload_len"], idx) + ((flags & TH_SYN) > 0) + ((flags & TH_FIN) > 0)
+    data = end > r
+    # "nothing sent yet": a value below every sequence number (and small enough for
+    # grouped_cummax's bands)
+    none = min(int(r.min()), int(end.min()), 0) - 1 if len(r) else -1
+    dd, new_bytes, kind = _data_classes(fd, r, end, _sub(seg["payload_len"], idx), flags, none)
 
     def frontier():
         cm_all = grouped_cummax(fd, np.where(data, end, none))
@@ -175,7 +179,6 @@ def classify_arrays(seg) -> None:
     seg.thunks["frontier"] = frontier
     nb = seg["new_bytes"] = put(dd, new_bytes, 0, np.int64)
     kd = seg["kind"] = put(dd, kind, KIND["none"], np.int8)
-    del new_bytes, kind, dd
     seg["deliver_ns"] = in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = np.flatnonzero(is_proto(seg, 17) & ~mac_dup)

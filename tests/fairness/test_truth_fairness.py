@@ -21,8 +21,8 @@ from sniffsync.sim import scenario, simulate
 
 BIN = 200_000_000
 CUT = 2 * BIN
-# Goodput is dated by in-order delivery at the end of the PPDU that completed it (fairness.py /
-# flows._in_order_delivery); before that change bytes past a failed MPDU were counted at first
+# Goodput is dated by in-order delivery at the end of the PPDU that completed it
+# (sniffsync.tcp.sequence.in_order_delivery); before that change bytes past a failed MPDU were counted at first
 # sight and per-window errors reached 9 %.
 SEG, BA_WINDOW = 1448, 64
 

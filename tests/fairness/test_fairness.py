@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.fairness.frames import (cdf, fairness, jain, queueing_delay, summarize, window_quantiles,
-                                window_starts, window_sums)
-from test_flows import CAPS, MS, make_frames
+from sniffsync.fairness.core import queue_delay
+from sniffsync.fairness.frames import fairness
+from sniffsync.fairness.windows import cdf_arrays, jain, summarize, window_quantiles, window_starts, window_sums
+from frame_rows import CAPS, MS, make_frames
 
 W, S = 400 * MS, 200 * MS
 
@@ -93,7 +94,7 @@ def test_window_sums_match_slow_oracle():
 
 
 def test_cdf_and_summary():
-    c = cdf(np.array([0.9, 0.5, np.nan, 0.7, 1.0]))
+    c = cdf_arrays(np.array([0.9, 0.5, np.nan, 0.7, 1.0]))
     assert c["jain"].tolist() == [0.5, 0.7, 0.9, 1.0] and c["frac"].tolist() == [0.25, 0.5, 0.75, 1.0]
     s = summarize(np.array([0.5, 0.7, 0.9, 1.0]))
     assert s["median"] == pytest.approx(0.8) and s["share_below_0.8"] == 0.5
@@ -103,11 +104,12 @@ def test_cdf_and_summary():
 def test_queueing_delay_and_window_quantiles():
     # RTT 10 ms, then a standing queue: 70 ms at 300-390 ms -> queueing delay 60 ms
     ts = np.array([0, 100, 200, 300, 350, 390]) * MS
-    rtt = pd.DataFrame({"fd": 0, "ts_ns": ts, "rtt_ns": np.array([10, 12, 10, 70, 70, 70]) * MS})
-    q = queueing_delay(rtt, 10_000 * MS)
+    rtt = {"fd": np.zeros(6, np.int64), "ts_ns": ts, "rtt_ns": np.array([10, 12, 10, 70, 70, 70]) * MS}
+    q = queue_delay(rtt, 10_000 * MS)
     assert q["qdelay_ns"].tolist() == [0, 2 * MS, 0, 60 * MS, 60 * MS, 60 * MS]
+    assert q["min_rtt_ns"].tolist() == [10 * MS, 10 * MS, 10 * MS, 10 * MS, 10 * MS, 10 * MS]
     starts = np.array([0, 200]) * MS
-    qs = window_quantiles(q["ts_ns"].to_numpy(), q["qdelay_ns"].to_numpy(), starts, W)
+    qs = window_quantiles(ts, q["qdelay_ns"], starts, W)
     # window [0,400): 0,2,0,60,60,60 ms -> median 31 ms; window [200,600): 0,60,60,60 -> 60
     assert qs[0, 0] == pytest.approx(31 * MS) and qs[1, 0] == pytest.approx(60 * MS)
 
@@ -171,4 +173,4 @@ def test_several_runs_one_cdf_each_and_cli(tmp_path):
     assert 867840 in set(flows.loc[flows["run"] == 0, "goodput_bytes"])
 
 
-# The simulator-truth check lives in tests/test_truth_fairness.py.
+# The simulator-truth check lives in tests/fairness/test_truth_fairness.py.

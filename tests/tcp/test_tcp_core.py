@@ -1,6 +1,6 @@
-"""The pandas-free fairness core (sniffsync.flows_core / flows_tcp / fairness_windows)
-against slow, obviously correct oracles: Python loops, and the pandas operations the
-core replaces (groupby cummax / median / quantile, time-based rolling min, lexsort).
+"""The numpy core of the TCP analysis (sniffsync.tcp) against slow, obviously correct
+oracles: Python loops, and the pandas operations the core replaces (groupby cummax /
+median, lexsort, DataFrame.duplicated-style flow numbering).
 """
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.fairness.windows import trailing_min, window_quantiles, window_starts, window_sums
+from sniffsync.tcp.columns import group_median, grouped_cummax, lex_order, restart_cumsum
 from sniffsync.tcp.frames import classify_segments, flow_table, segments
-from sniffsync.tcp.core import grouped_cummax, lex_order, restart_cumsum
-from sniffsync.tcp.acks import group_median, rto_arrays
-from test_flows import ACK, MS, SYN, make_frames
+from sniffsync.tcp.rtt import rto_arrays
+from frame_rows import ACK, MS, SYN, make_frames
 
 RNG = np.random.default_rng(20261122)
 EPOCH_NS = 1_700_000_000_123_456_789     # beyond float64's exact integers
@@ -73,63 +72,11 @@ def test_group_median_and_rto_match_pandas():
     o = np.argsort(key, kind="stable")               # grouped keys: the no-sort path
     k2, med2 = group_median(key[o], values[o])
     assert np.array_equal(k2, k) and np.array_equal(med2, med)
-    # RFC 6298 stand-in, as tcp_rtt computed it with pandas
+    # RFC 6298 stand-in, as the pandas implementation computed it
     est = s.median() + 4 * (pd.Series(values) - s.transform("median")).abs().groupby(key).mean()
     fds, rto = rto_arrays(key, values, 200_000_000)
     assert np.array_equal(fds, est.index.to_numpy())
     assert np.array_equal(rto, np.maximum(est, 200_000_000).astype(np.int64).to_numpy())
-
-
-@pytest.mark.parametrize("horizon_ns", [1, 5 * MS, 10**12])
-def test_trailing_min_is_time_rolling_min(horizon_ns):
-    n = 3000
-    key = _groups(n, 4)
-    ts = EPOCH_NS + np.concatenate([np.sort(RNG.integers(0, 10**9, c)) for c in np.bincount(key)])
-    ts[5] = ts[4] = ts[3]                          # equal stamps: only rows up to this one
-    values = RNG.integers(0, 10**7, n)
-    df = pd.DataFrame({"k": key, "v": values}, index=pd.to_datetime(ts, unit="ns"))
-    expect = df.groupby("k")["v"].rolling(pd.Timedelta(horizon_ns, "ns"), min_periods=1).min()
-    assert np.array_equal(trailing_min(key, ts, values, horizon_ns), expect.to_numpy().astype(np.int64))
-
-
-@pytest.mark.parametrize("window_ms,step_ms", [(400, 200), (1000, 300), (100, 250)])
-def test_window_sums_match_loop(window_ms, step_ms):
-    unit = RNG.integers(0, 3, 2000)
-    ts = RNG.integers(-500 * MS, 4000 * MS, 2000)
-    w = RNG.random(2000)
-    starts = window_starts(0, 3000 * MS, window_ms * MS, step_ms * MS)
-    got = window_sums(unit, ts, w, 3, starts, window_ms * MS)
-    for u in range(3):
-        for k, s in enumerate(starts):
-            sel = (unit == u) & (ts >= s) & (ts < s + window_ms * MS)
-            assert got[u, k] == pytest.approx(w[sel].sum(), abs=1e-9)
-
-
-def _quantiles_pandas(ts_ns, values, starts, window_ns, qs=(0.5, 0.95)):
-    """The pandas implementation the numpy one replaced (explode into windows, groupby quantile)."""
-    t0, step = starts[0], (starts[1] - starts[0]) if len(starts) > 1 else window_ns
-    k_hi = np.minimum((ts_ns - t0) // step, len(starts) - 1)
-    k_lo = np.maximum(-(-(ts_ns - t0 - window_ns + 1) // step), 0)
-    cnt = np.maximum(k_hi - k_lo + 1, 0)
-    rep = np.repeat(np.arange(len(ts_ns)), cnt)
-    win = k_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
-    out = np.full((len(starts), len(qs)), np.nan)
-    if len(rep):
-        q = pd.Series(np.asarray(values, float)[rep]).groupby(win).quantile(list(qs)).unstack()
-        out[q.index.to_numpy()] = q.to_numpy()
-    return out
-
-
-@pytest.mark.parametrize("window_ms,step_ms", [(400, 200), (1000, 300), (100, 250), (50, 50)])
-def test_window_quantiles_match_pandas(window_ms, step_ms):
-    ts = np.sort(RNG.integers(0, 3000 * MS, 4000))
-    values = RNG.integers(0, 10**8, 4000)
-    values[:50] = 7                                 # ties
-    starts = window_starts(int(ts[0]), int(ts[-1]), window_ms * MS, step_ms * MS)
-    got = window_quantiles(ts, values, starts, window_ms * MS, (0.1, 0.5, 0.95, 1.0))
-    expect = _quantiles_pandas(ts, values, starts, window_ms * MS, (0.1, 0.5, 0.95, 1.0))
-    np.testing.assert_array_equal(got, expect)
-    assert np.isnan(window_quantiles(ts[:0], values[:0], starts, window_ms * MS)).all()
 
 
 def _delivery_oracle(seg):
@@ -180,7 +127,7 @@ def test_flow_ids_and_directions_match_pandas(n_addr, shuffled):
     # many addresses take the two-step endpoint coding; flows numbered by first appearance
     # in time (input order among equal times); shuffled: rows out of time order, with ties,
     # and rows that are neither TCP nor UDP
-    from sniffsync.tcp.core import segment_arrays
+    from sniffsync.tcp.segments import segment_arrays
     n = 5000
     src, dst = RNG.integers(-1, n_addr, n), RNG.integers(-1, n_addr, n)
     sport, dport = RNG.integers(0, 4, n), RNG.integers(0, 4, n)
@@ -218,8 +165,8 @@ def test_flow_ids_and_directions_match_pandas(n_addr, shuffled):
 @pytest.mark.parametrize("seed", range(4))
 def test_handshake_matches_loop(seed):
     # SYN -> SYN/ACK -> ACK per flow: the last SYN before the first SYN/ACK, the first ACK after it
-    from sniffsync.tcp.core import Lazy
-    from sniffsync.tcp.acks import handshake_arrays
+    from sniffsync.tcp.columns import Lazy
+    from sniffsync.tcp.rtt import handshake_arrays
     rng = np.random.default_rng(seed)
     for _ in range(50):
         n, k = int(rng.integers(1, 300)), int(rng.integers(1, 6))
@@ -250,7 +197,7 @@ def test_handshake_matches_loop(seed):
 
 
 def test_consuming_getter_frees_each_column_once_and_refuses_a_second_read():
-    from sniffsync.tcp.core import cat_codes, frame_getter
+    from sniffsync.tcp.columns import cat_codes, frame_getter
     from sniffsync.decode.table import Cat
     n = 4
     cols = {"tcp_seq": (np.array([1, 2, 3, 4], np.uint32), None),

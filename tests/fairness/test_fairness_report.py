@@ -1,7 +1,7 @@
-"""The fairness report writer and the pandas-free CLI path (sniffsync.fairness_report).
+"""The fairness report writer and the pandas-free CLI path (sniffsync.fairness.report).
 
 Oracles: ``json.dump`` of the DataFrame records (the writer's previous implementation)
-and the pandas API (:func:`sniffsync.fairness.fairness` on ``read_capture`` tables).
+and the pandas API (:func:`sniffsync.fairness.frames.fairness` on ``read_capture`` tables).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import pytest
 from sniffsync.fairness.frames import fairness, result_frames
 from sniffsync.fairness.report import flow_lines, write_json
 from sniffsync.decode.frames import read_capture
-from test_flows import CAPS
+from frame_rows import CAPS
 
-HERE = os.path.dirname(__file__)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS3 = [os.path.join(CAPS, f"ns3-11n-ht20-hidden-sniffer{s}.pcap") for s in ("A-nearAP", "B-nearSTA1")]
 
 
@@ -76,7 +76,7 @@ def test_report_of_the_core_equals_the_pandas_api(paths):
 
 def _bench():
     spec = importlib.util.spec_from_file_location("bench_fairness",
-                                                  os.path.join(HERE, "..", "bench", "bench_fairness.py"))
+                                                  os.path.join(ROOT, "bench", "bench_fairness.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

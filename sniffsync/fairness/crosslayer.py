@@ -1,0 +1,114 @@
+"""The 802.11 side of the fairness report: per window and station, airtime share against
+goodput share, MAC retry rate and median MCS, and the short "why" text of each unfair
+window (the station whose airtime share most exceeds its goodput share, or else the flow
+with the smallest goodput share).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sniffsync.decode.macs import mac_text
+from sniffsync.fairness.windows import window_sums
+from sniffsync.tcp.columns import group_median
+
+__all__ = ["cross_layer_arrays", "why_texts"]
+
+
+def _known(table: np.ndarray, values: np.ndarray):
+    """(index into the sorted ``table``, found) of every value."""
+    idx = np.searchsorted(table, values)
+    return idx, (idx < len(table)) & (table[np.minimum(idx, len(table) - 1)] == values)
+
+
+def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.ndarray,
+                       starts: np.ndarray, window_ns: int):
+    """Per window and station: airtime share, goodput share, MAC retry rate, median MCS.
+
+    ``ppdus`` (DataFrame) needs ``ta``, ``start_ns``, ``airtime_ns``; a PPDU counts in the
+    windows that contain its start. Stations are the transmitters of the active flow
+    directions (``units['ta']``). None when there is no station or no PPDU.
+    """
+    u_ta = units["ta"]
+    st_ta = np.unique(u_ta[u_ta >= 0])
+    if not len(st_ta) or ppdus is None or len(ppdus) == 0:
+        return None
+    ppdus = ppdus[ppdus["airtime_ns"].to_numpy() >= 0]     # unknown airtime: not counted
+    sidx, known = _known(st_ta, ppdus["ta"].to_numpy(dtype=np.int64, na_value=-1))
+    other = len(st_ta)                                 # everyone else (BAs, CTS, beacons...)
+    air = window_sums(np.where(known, sidx, other), ppdus["start_ns"].to_numpy(np.int64),
+                      ppdus["airtime_ns"].to_numpy(float), other + 1, starts, window_ns)
+    u_st = np.searchsorted(st_ta, u_ta)
+    has = u_ta >= 0
+    W = len(starts)
+    g_st = np.zeros((len(st_ta), W))
+    np.add.at(g_st, u_st[has], good[has])
+    act_st = np.zeros((len(st_ta), W), bool)
+    np.logical_or.at(act_st, u_st[has], active[has])
+    w = np.flatnonzero(seg["ta"] >= 0)
+    w_ta = seg["ta"][w]
+    widx, ok = _known(st_ta, w_ta)
+    w_ts = seg["ts_ns"][w][ok]
+    frames_w = window_sums(widx[ok], w_ts, np.ones(ok.sum()), len(st_ta), starts, window_ns)
+    retry_w = window_sums(widx[ok], w_ts, seg["retry"][w][ok].astype(float), len(st_ta), starts, window_ns)
+    mcs = seg["mcs"][w]
+    m_ta, m_med = group_median(w_ta[ok & (mcs >= 0)], mcs[ok & (mcs >= 0)])
+    mi, mk = _known(m_ta, st_ta)
+    mcs_st = np.where(mk, m_med[np.minimum(mi, max(len(m_med) - 1, 0))] if len(m_med) else np.nan, np.nan)
+    tot_air = air.sum(axis=0)
+    tot_good = g_st.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "window": np.tile(np.arange(W), len(st_ta)),
+            "ta": np.repeat(st_ta, W),
+            "active": act_st.ravel(),
+            "airtime_ns": air[:-1].ravel().astype(np.int64),
+            "airtime_share": (air[:-1] / tot_air).ravel(),
+            "goodput_bytes": g_st.ravel().astype(np.int64),
+            "goodput_share": (g_st / tot_good).ravel(),
+            "mac_retry_rate": (retry_w / frames_w).ravel(),
+            "mcs_median": np.repeat(mcs_st, W),
+            "utilisation": np.tile(tot_air / window_ns, len(st_ta)),
+        }
+
+
+def why_texts(j: np.ndarray, st, units: dict, names, good, active, below: float) -> np.ndarray:
+    """A short explanation per unfair window (vectorised choice, text formatted per window)."""
+    texts = np.full(len(j), "", dtype=object)
+    unfair = np.flatnonzero(j < below)
+    if not len(unfair):
+        return texts
+    if st is not None:
+        win = st["window"]
+        rows = np.flatnonzero(st["active"] & np.isin(win, unfair))
+        share = st["goodput_share"]
+        gap = st["airtime_share"][rows] - np.where(np.isnan(share[rows]), 0, share[rows])
+        o = rows[np.argsort(gap, kind="stable")]       # NaN last, as pandas sorts
+        pick = {int(win[i]): i for i in o}             # the largest gap per window wins
+        mcs = st["mcs_median"]
+        W = len(j)
+        best = np.full(W, np.nan)
+        fin = ~np.isnan(mcs)
+        np.fmax.at(best, win[fin], mcs[fin])
+        for w, i in pick.items():
+            why = []
+            if st["mac_retry_rate"][i] > 0.1:
+                why.append(f"many MAC retries ({st['mac_retry_rate'][i]:.0%})")
+            m = mcs[i]
+            if not np.isnan(m) and m < (best[w] if not np.isnan(best[w]) else m):
+                why.append(f"low MCS ({m:g} vs {best[w]:g})")
+            gs = share[i]
+            texts[w] = (f"station {mac_text(int(st['ta'][i]))}: {st['airtime_share'][i]:.0%} airtime, "
+                        f"{0 if np.isnan(gs) else gs:.0%} goodput" + (": " + " / ".join(why) if why else ""))
+        return texts
+    tot = good.sum(axis=0)
+    share = np.where(active, good / np.where(tot > 0, tot, 1), np.inf)
+    lo = share.argmin(axis=0)
+    for w in unfair:
+        u = lo[w]
+
+        def name(code):
+            return names[code] if code >= 0 else "nan"
+        texts[w] = (f"flow {name(units['src'][u])}:{units['sport'][u]}->{name(units['dst'][u])}:"
+                    f"{units['dport'][u]}: {share[u, w]:.0%} of goodput, {units['retransmissions'][u]} "
+                    f"TCP retransmissions, {units['mac_retries'][u]} MAC retries")
+    return texts

@@ -1,0 +1,227 @@
+"""Column helpers of the TCP analysis: the lazy column store, grouped running values on
+sorted keys, 32-bit sequence arithmetic, and reading decoded frame columns.
+
+Every TCP table is a mapping of equal-length numpy arrays, rows sorted by a group key
+(usually the flow direction); "grouped" helpers take the key and restart at its changes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_within", "grouped_cummax", "group_median",
+           "is_sorted", "lex_order", "restart_cumsum", "wrap32", "diff32", "unwrap32", "frame_getter",
+           "cat_codes"]
+
+SEQ_SPAN = np.int64(1) << 40     # composite key (fd, seq) = fd * SEQ_SPAN + seq; 1 TB per flow
+
+
+class Lazy(dict):
+    """Columns by name; those in ``thunks`` are computed on first access and kept."""
+
+    def __init__(self, cols=(), thunks=None):
+        super().__init__(cols)
+        self.thunks = dict(thunks or {})
+
+    def __missing__(self, name):
+        if name not in self.thunks:
+            raise KeyError(name)
+        value = self[name] = self.thunks.pop(name)()
+        return value
+
+
+def group_starts(key: np.ndarray) -> np.ndarray:
+    """Boolean mask of rows whose ``key`` differs from the previous row's (sorted input)."""
+    start = np.ones(len(key), bool)
+    start[1:] = key[1:] != key[:-1]
+    return start
+
+
+def sorted_within(starts: np.ndarray, v: np.ndarray) -> bool:
+    """True when ``v`` is non-decreasing within each group (``starts``: group start mask)."""
+    return bool(len(v) < 2 or ((v[1:] >= v[:-1]) | starts[1:]).all())
+
+
+def grouped_cummax(key: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting at each new ``key`` (rows sorted by key)."""
+    if len(values) == 0:
+        return values.copy()
+    starts = group_starts(key)
+    if sorted_within(starts, values):          # already running maxima (e.g. ACK numbers)
+        return values.copy()
+    lo = values.min()
+    # shift every group onto its own non-overlapping band, then one global cummax
+    band = np.cumsum(starts) - 1
+    span = int(values.max()) - int(lo) + 1
+    if span * (int(band[-1]) + 1) >= 1 << 62:
+        # the bands would overflow int64 (e.g. -inf sentinels): run on dense ranks instead
+        uniq, rank = np.unique(values, return_inverse=True)
+        return uniq[grouped_cummax(key, rank.ravel().astype(np.int64))]
+    span = np.int64(span)
+    return np.maximum.accumulate((values - lo) + band * span) - band * span + lo
+
+
+def group_median(key: np.ndarray, values: np.ndarray):
+    """``(keys, medians)`` per distinct ``key`` (ascending), as pandas' groupby median.
+
+    The median of an even group is ``(a + b) / 2`` of its two middle values in float64.
+    """
+    if not len(key):
+        return key[:0], np.zeros(0)
+    if is_sorted(key) and key[-1] - key[0] < 64:
+        # few groups, already together: select the middle values of each (no sort)
+        head = np.flatnonzero(group_starts(key))
+        bounds = np.append(head, len(key))
+        med = np.empty(len(head))
+        for g, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+            c = b - a
+            mid = np.partition(values[a:b], [(c - 1) // 2, c // 2])
+            med[g] = (float(mid[(c - 1) // 2]) + float(mid[c // 2])) / 2
+        return key[head], med
+    vmin = int(values.min())
+    span = int(values.max()) - vmin + 1
+    if int(key.min()) >= 0 and (int(key.max()) + 1) * span < 1 << 62:
+        comp = np.sort(key * np.int64(span) + (values - vmin))
+        k, v = comp // span, comp % span + vmin
+    else:
+        o = np.lexsort((values, key))
+        k, v = key[o], values[o]
+    head = np.flatnonzero(group_starts(k))
+    cnt = np.diff(np.append(head, len(k)))
+    a = v[head + (cnt - 1) // 2].astype(np.float64)
+    b = v[head + cnt // 2].astype(np.float64)
+    return k[head], (a + b) / 2
+
+
+def is_sorted(a: np.ndarray) -> bool:
+    """True when ``a`` is non-decreasing."""
+    return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
+
+
+def _lex_sorted(keys) -> bool:
+    bad = np.zeros(max(len(keys[0]) - 1, 0), bool)
+    eq = np.ones_like(bad)
+    for k in keys:
+        bad |= eq & (k[1:] < k[:-1])
+        eq &= k[1:] == k[:-1]
+    return not bad.any()
+
+
+def lex_order(*keys) -> np.ndarray:
+    """Stable order by ``keys`` (most significant first): ``np.lexsort(keys[::-1])``.
+
+    Fast paths: already in order (no sort); first key small and non-negative (one
+    16-bit radix sort, when the other keys are then in order within its groups).
+    """
+    keys = [np.asarray(k) for k in keys]
+    n = len(keys[0])
+    if _lex_sorted(keys):
+        return np.arange(n)
+    k0 = keys[0]
+    if k0.dtype.kind in "iub" and k0.min() >= 0 and k0.max() < 1 << 16:
+        o = np.argsort(k0.astype(np.uint16), kind="stable")
+        if len(keys) == 1 or _lex_sorted([k0[o]] + [k[o] for k in keys[1:]]):
+            return o
+    return np.lexsort(keys[::-1])
+
+
+def restart_cumsum(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Cumulative sum of ``x`` restarting at every ``starts`` row (the start row included)."""
+    cs = np.cumsum(x)
+    sp = np.flatnonzero(starts)
+    if not len(sp):
+        return cs
+    before = cs[sp] - x[sp]                        # the running total before each group
+    if len(sp) <= 64:                              # few groups (flow directions): in place
+        for a, b, v in zip(sp, np.append(sp[1:], len(x)), before):
+            cs[a:b] -= v
+        return cs
+    before = np.repeat(before, np.diff(np.append(sp, len(x))))
+    if sp[0] > 0:                                  # rows before the first start: no restart
+        before = np.concatenate([np.zeros(sp[0], before.dtype), before])
+    cs -= before
+    return cs
+
+
+def wrap32(d: np.ndarray) -> np.ndarray:
+    """Differences of 32-bit sequence numbers taken modulo 2**32 into [-2**31, 2**31), in place."""
+    d += 1 << 31
+    d &= 0xFFFFFFFF
+    d -= 1 << 31
+    return d
+
+
+def diff32(raw: np.ndarray) -> np.ndarray:
+    """Successive differences of 32-bit sequence numbers (:func:`wrap32`); the first is 0."""
+    d = np.empty(len(raw), np.int64)
+    d[:1] = 0
+    np.subtract(raw[1:], raw[:-1], out=d[1:])
+    return wrap32(d)
+
+
+def unwrap32(raw: np.ndarray, starts: np.ndarray, first=0) -> np.ndarray:
+    """32-bit sequence numbers unwrapped per group (successive values differ by < 2**31).
+
+    Each group starts at ``first`` (0, or one value per group start) and moves by the
+    wrapped differences of ``raw``.
+    """
+    d = diff32(raw)
+    d[starts] = first
+    return restart_cumsum(d, starts)
+
+
+def frame_getter(n: int, cols: dict, consume: bool = False):
+    """``get(name, fill, dtype, rows=None)`` over decoded columns (:func:`sniffsync.decode.frames.decode_columns`).
+
+    Values are cast through the schema dtype and nulls replaced by ``fill``, exactly as
+    the frame table's nullable column ``.to_numpy(dtype, na_value=fill)`` gives them.
+    With ``consume``, a column is removed from ``cols`` once read (its memory goes back
+    to the analysis: a lower peak for a capture analysed once) and reading it again
+    raises KeyError.
+    """
+    from sniffsync.decode.schema import COLUMNS
+    schema = {c.name: c.dtype for c in COLUMNS}
+
+    all_valid, consumed = {}, set()
+
+    def get(name, fill, dtype, rows=None):
+        if rows is not None and len(rows) == n and (n == 0 or rows[-1] == n - 1):
+            rows = None                   # every frame, in order: no gather
+        size = n if rows is None else len(rows)
+        if name in consumed:
+            raise KeyError(f"frame column {name} was read already (consumed)")
+        if name not in cols:              # e.g. 802.11 fields of a wired capture: no memory
+            return np.broadcast_to(np.asarray(fill, dtype), (size,))
+        if consume:
+            consumed.add(name)
+        v, ok = cols.pop(name) if consume else cols[name]
+        if ok is not None and all_valid.setdefault(name, bool(ok.all())):
+            ok = None
+        v = np.asarray(v) if rows is None else np.asarray(v)[rows]
+        sd = schema.get(name, "")
+        sd = "bool" if sd == "boolean" else sd.lower()
+        v = v.astype(sd or dtype, copy=False).astype(dtype, copy=False)
+        if ok is None:
+            return v
+        ok = ok if rows is None else ok[rows]
+        return v if ok.all() else np.where(ok, v, np.asarray(fill, dtype))
+    return get
+
+
+def cat_codes(n: int, cols: dict, rows: np.ndarray, consume: bool = False):
+    """Codes of ``ip_src``/``ip_dst`` on ``rows`` in one shared list of names (-1 = null);
+    with ``consume``, both columns are removed from ``cols``."""
+    from sniffsync.decode.table import as_cat
+    names, index, out = [], {}, []
+    for name in ("ip_src", "ip_dst"):
+        if name not in cols:
+            out.append(np.full(len(rows), -1, np.int64))
+            continue
+        cat = as_cat(*(cols.pop(name) if consume else cols[name]))
+        remap = np.full(len(cat.categories) + 1, -1, np.int32 if len(cat.categories) < 1 << 30 else np.int64)
+        for i, v in enumerate(cat.categories):
+            remap[i] = index.setdefault(v, len(names))
+            if remap[i] == len(names):
+                names.append(v)
+        codes = np.asarray(cat.codes)
+        out.append(remap[codes if len(rows) == n else codes[rows]])
+    return out[0], out[1], names

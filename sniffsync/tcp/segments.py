@@ -1,0 +1,240 @@
+"""The segment table: TCP and UDP rows of a frame table, numbered into flows and flow
+directions, sorted by (flow direction, time), with MAC duplicates marked.
+
+Vocabulary
+----------
+flow
+    one 5-tuple, both directions paired (``flow`` id, ``dir`` 0 = the side that
+    sent the first SYN, or the first packet when no SYN was captured).
+fd
+    flow direction, ``flow * 2 + dir``: the unit of sequence analysis.
+MAC duplicate
+    an 802.11 copy of an MPDU already counted: same transmitter, 802.11 sequence
+    number and TCP/UDP identity, either a MAC retry (retry bit) seen by the same
+    sniffer or the same transmission seen by another sniffer of a merged table.
+
+The table is a :class:`~sniffsync.tcp.columns.Lazy` mapping: each column is gathered
+from the frame columns when a stage first reads it. One sort by (fd, time) -- usually a
+16-bit radix sort, or none when the input is already ordered; flows are paired and
+numbered on the few distinct directions, not on the rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sniffsync.tcp.columns import Lazy, group_starts, is_sorted, lex_order
+
+__all__ = ["TH_FIN", "TH_SYN", "TH_RST", "TH_PSH", "TH_ACK", "DEDUP_MAX_GAP_NS", "SEG_COLUMNS",
+           "segment_arrays", "is_proto", "live_tcp", "dedup_mac"]
+
+TH_FIN, TH_SYN, TH_RST, TH_PSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+DEDUP_MAX_GAP_NS = 1_000_000_000  # MAC copies of one MPDU are never a second apart
+
+# segment columns in table order; src/dst are codes into the run's endpoint names
+SEG_COLUMNS = ["row", "sniffer", "frame", "ts_ns", "flow", "dir", "fd", "proto", "sport", "dport",
+               "src", "dst", "payload_len", "flags", "seq_raw", "ack_raw", "win", "wscale", "tsval",
+               "tsecr", "ta", "wlan_seq", "retry", "mcs"]
+# frame-table column, null fill and dtype of each plain segment column
+# (bounded fields are held narrow; the pandas layer widens them to int64)
+_FROM_FRAME = {"sniffer": ("sniffer", 0, np.int64), "frame": ("frame", 0, np.int64),
+               "seq_raw": ("tcp_seq", -1, np.int64), "ack_raw": ("tcp_ack", -1, np.int64),
+               "win": ("tcp_win", -1, np.int32), "wscale": ("tcp_wscale", -1, np.int16),
+               "tsval": ("tcp_tsval", -1, np.int64), "tsecr": ("tcp_tsecr", -1, np.int64),
+               "ta": ("ta", -1, np.int64), "wlan_seq": ("seq", -1, np.int32),
+               "retry": ("retry", False, bool), "mcs": ("mcs", -1, np.int16)}
+
+
+def _first_of_group(codes: np.ndarray, k: int) -> np.ndarray:
+    """Index of the first row of each code ``0..k-1`` (``len(codes)`` when absent)."""
+    first = np.full(k, len(codes), np.int64)
+    np.minimum.at(first, codes, np.arange(len(codes)))
+    return first
+
+
+def _direction_codes(s_code, d_code, sport, dport, udp):
+    """Dense codes (any order) of the rows' (src, dst, sport, dport, udp) and their count."""
+    from sniffsync.decode.table import factorize
+    m = len(sport)
+    if not m:
+        return np.zeros(0, np.int64), 0
+    s_code, d_code = np.asarray(s_code), np.asarray(d_code)
+    if int(s_code.min()) >= -1 and int(d_code.min()) >= -1 and \
+            max(int(s_code.max()), int(d_code.max())) < (1 << 15) - 1:
+        # addresses in 15 bits each, ports in 16, udp in 1: one non-negative int64
+        key = (s_code + 1).astype(np.int64) << 48
+        key |= (d_code + 1).astype(np.int64) << 33
+        key |= sport.astype(np.int64) << 17
+        key |= dport.astype(np.int64) << 1
+        key |= udp
+    else:
+        ep_s = factorize((np.asarray(s_code, np.int64) << 16) | sport)[0]
+        ep_d = factorize((np.asarray(d_code, np.int64) << 16) | dport)[0]
+        key = (np.asarray(ep_s, np.int64) * (int(ep_d.max()) + 1) + ep_d) * 2 + udp
+    codes, uniq = factorize(key)
+    return np.asarray(codes, np.int64), len(uniq)
+
+
+def _flow_codes(lo: np.ndarray, hi: np.ndarray, udp: np.ndarray) -> np.ndarray:
+    """Dense codes of the (lo, hi, udp) triples of the few flow directions (any order)."""
+    from sniffsync.decode.table import factorize
+    m = len(lo)
+    if not m:
+        return np.zeros(0, np.int64)
+    ep = np.asarray(factorize(np.concatenate([lo, hi]))[0], np.int64)
+    n_ep = int(ep.max()) + 1
+    return np.asarray(factorize((ep[:m] * n_ep + ep[m:]) * 2 + udp)[0], np.int64)
+
+
+def _flow_directions(s_code, d_code, sp, dp, udp, flags, t_order):
+    """``(fd of every row, number of flows)``: directions paired into flows, flows numbered
+    by first appearance in time, dir 0 = the initiator (first pure SYN, else first packet).
+
+    ``t_order``: the rows in time order, or None when they are already. The pairing,
+    numbering and initiators are decided on the few distinct directions.
+    """
+    m = len(sp)
+    dcode, nd = _direction_codes(s_code, d_code, sp, dp, udp)
+    d_first = _first_of_group(dcode if t_order is None else dcode[t_order], nd)   # in time order
+    d_row = d_first if t_order is None or not nd else t_order[d_first]            # a row of each
+    ep_s = (np.asarray(s_code, np.int64)[d_row] << 16) | sp[d_row]
+    ep_d = (np.asarray(d_code, np.int64)[d_row] << 16) | dp[d_row]
+    code = _flow_codes(np.minimum(ep_s, ep_d), np.maximum(ep_s, ep_d), udp[d_row])
+    k = int(code.max()) + 1 if nd else 0
+    # flows numbered by first appearance in time (stable: input order among equal times)
+    first_t = np.full(k, m, np.int64)
+    np.minimum.at(first_t, code, d_first)
+    renum = np.empty(k, np.int64)
+    renum[np.argsort(first_t, kind="stable")] = np.arange(k)
+    d_flow = renum[code]
+    # initiator: sender of the first pure SYN, else of the first packet
+    o_d = np.lexsort((d_first, d_flow))        # each flow's directions, earliest first
+    head = o_d[group_starts(d_flow[o_d])]
+    init_ep = np.empty(k, np.int64)
+    init_ep[d_flow[head]] = ep_s[head]
+    is_syn = ~udp & ((flags & (TH_SYN | TH_ACK)) == TH_SYN)
+    syn_t = np.flatnonzero(is_syn) if t_order is None else t_order[is_syn[t_order]]
+    if len(syn_t):
+        syn_dir = dcode[syn_t]
+        fs = _first_of_group(d_flow[syn_dir], k)
+        has = fs < len(syn_t)
+        init_ep[has] = ep_s[syn_dir[fs[has]]]
+    d_fd = d_flow * 2 + (ep_s != init_ep[d_flow])
+    return d_fd[dcode], k
+
+
+def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
+    """TCP and UDP rows of a frame table: flow ids, direction, MAC duplicates.
+
+    Parameters
+    ----------
+    get : callable
+        ``get(name, fill, dtype, rows=None)``: a frame column (nulls -> ``fill``).
+    ip_codes : callable
+        ``ip_codes(rows)`` -> ``(src_codes, dst_codes, names)`` of the rows' IP addresses.
+    dedup : bool
+        Mark MAC duplicates (``mac_dup``).
+
+    Returns
+    -------
+    seg : Lazy
+        Columns :data:`SEG_COLUMNS` + ``mac_dup``, rows sorted by (fd, ts_ns, input row).
+    names : list
+        Endpoint text of the ``src``/``dst`` codes.
+    """
+    proto = get("ip_proto", 0, np.int16)
+    sport = get("sport", -1, np.int32)
+    rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0))
+    m = len(rows)
+    s_code, d_code, names = ip_codes(rows)
+    every = m == len(proto)                   # usually: every frame is TCP/UDP
+    sp, pr = (sport, proto) if every else (sport[rows], proto[rows])
+    del proto, sport
+    dp = get("dport", 0, np.int32, rows)
+    ts = get("ts_ns", 0, np.int64, rows)
+    flags = get("tcp_flags", 0, np.int16, rows)
+    udp = pr == 17
+    rows = None if every else rows          # (every row: the order below indexes frames directly)
+    t_sorted = is_sorted(ts)
+    t_order = None if t_sorted else np.argsort(ts, kind="stable")          # None: rows in time order
+    fd, k = _flow_directions(s_code, d_code, sp, dp, udp, flags, t_order)
+
+    # one order (fd, ts, input row); each column is gathered when first read
+    o = lex_order(fd) if t_sorted else t_order[lex_order(fd[t_order])]
+    counts = np.bincount(fd, minlength=2 * k)
+    del fd
+    fd_s = np.repeat(np.arange(2 * k, dtype=np.int64), counts)
+    # endpoints, ports and protocol are the same on every row of a flow direction: kept
+    # per fd (``seg.per_fd``); the full-length columns are built only when read
+    present = np.flatnonzero(counts)
+    one = o[(np.cumsum(counts) - counts)[present]]
+
+    def fd_lut(v):
+        lut = np.zeros(2 * k, np.int64)
+        lut[present] = v[one]
+        return lut
+    per = {"flow": np.arange(2 * k, dtype=np.int64) >> 1, "dir": np.arange(2 * k, dtype=np.int64) & 1,
+           "proto": fd_lut(pr), "sport": fd_lut(sp), "dport": fd_lut(dp), "src": fd_lut(s_code),
+           "dst": fd_lut(d_code)}
+    idx = o if every else rows[o]
+    seg = Lazy({"ts_ns": ts[o], "fd": fd_s, "flags": flags[o]},
+               {name: (lambda v=v: v[fd_s]) for name, v in per.items()})
+    del flags
+    seg.per_fd = per
+    seg["payload_len"] = np.where((per["proto"] == 6)[fd_s], get("tcp_payload_len", 0, np.int32, idx),
+                                  get("udp_len", 8, np.int32, idx) - 8) if udp.any() else \
+        get("tcp_payload_len", 0, np.int32, idx)
+    seg.thunks["row"] = lambda: idx.astype(np.int64, copy=False)
+    if every and t_sorted:      # every frame a segment, in time order: time rank = frame index
+        seg["tr"] = idx
+    for name, (col, fill, dtype) in _FROM_FRAME.items():
+        seg.thunks[name] = (lambda c=col, f=fill, d=dtype: get(c, f, d, idx))
+    seg.thunks["mac_dup"] = (lambda: dedup_mac(seg)) if dedup else (lambda: np.zeros(m, bool))
+    return seg, names
+
+
+def is_proto(seg, proto: int) -> np.ndarray:
+    """Rows of IP protocol ``proto``: looked up per flow direction when ``seg`` keeps
+    ``per_fd`` values (:func:`segment_arrays`), so no full-length ``proto`` is built."""
+    per = getattr(seg, "per_fd", None)
+    if per is not None and "proto" not in seg:
+        return (per["proto"] == proto)[seg["fd"]]
+    return seg["proto"] == proto
+
+
+def live_tcp(seg) -> np.ndarray:
+    """TCP rows that are not MAC duplicates (what the TCP analyses read; kept on a
+    :class:`Lazy` table after the first call, as neither input changes)."""
+    live = getattr(seg, "live_tcp", None)
+    if live is None:
+        live = is_proto(seg, 6) & ~seg["mac_dup"]
+        if isinstance(seg, Lazy):
+            seg.live_tcp = live
+    return live
+
+
+def dedup_mac(seg) -> np.ndarray:
+    """Mask of MAC duplicates among 802.11 rows (see the module docstring).
+
+    Rows of one MAC identity share fd and keep their input order among equal times, so
+    marking duplicates on the sorted table gives the same rows as before the sort.
+    """
+    ident = ["ta", "wlan_seq", "flow", "dir", "seq_raw", "ack_raw", "payload_len", "flags"]
+    wifi = np.flatnonzero(seg["ta"] >= 0)
+    dup = np.zeros(len(seg["ta"]), bool)
+    if not len(wifi):
+        return dup
+    fd = seg["fd"][wifi]
+    derived = {"flow": lambda: fd >> 1, "dir": lambda: fd & 1}      # fd = 2 * flow + dir
+    cols = {c: derived[c]() if c in derived else seg[c][wifi] for c in ident + ["ts_ns", "sniffer", "retry"]}
+    order = np.lexsort([cols["ts_ns"]] + [cols[c] for c in reversed(ident)])
+    s = {c: v[order] for c, v in cols.items()}
+    same = np.ones(len(order), bool)
+    for c in ident:
+        same[1:] &= s[c][1:] == s[c][:-1]
+    same[:1] = False
+    gap_ok = np.zeros(len(order), bool)
+    gap_ok[1:] = (s["ts_ns"][1:] - s["ts_ns"][:-1]) <= DEDUP_MAX_GAP_NS
+    other_sniffer = np.zeros(len(order), bool)
+    other_sniffer[1:] = s["sniffer"][1:] != s["sniffer"][:-1]
+    dup[wifi[order]] = same & gap_ok & (s["retry"] | other_sniffer)
+    return dup
