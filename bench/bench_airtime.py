@@ -22,7 +22,7 @@ def main(path="bench/out/1m.pcap", repeat=3):
     g, d = [], []
     for _ in range(repeat):
         t = time.perf_counter()
-        ppdus, fp = group_ppdus(frames)
+        ppdus, fp, _ = group_ppdus(frames)
         t1 = time.perf_counter()
         res = detect(frames, ppdus, fp)
         t2 = time.perf_counter()

@@ -23,12 +23,12 @@ def run(args) -> int:
 
     frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    ppdus, _ = group_ppdus(frames, tsft_at=args.tsft_at)
+    ppdus, _, tsft_at = group_ppdus(frames, tsft_at=args.tsft_at, stamps=frames.attrs.get("stamps", "capture"))
     if args.output:
         write_table(ppdus if args.all_columns else ppdus[[c for c in COLUMNS if c in ppdus]], args.output)
     st = station_airtime(ppdus)
     st["ta"] = [mac(v) for v in st["ta"]]
     st = st.rename(columns={"share_pct": "airtime_%", "mpdus_per_ampdu": "mpdus/ampdu"})
-    print(f"{len(ppdus)} PPDUs from {len(frames)} frames; TSFT marks: {ppdus.attrs.get('tsft_at')}")
+    print(f"{len(ppdus)} PPDUs from {len(frames)} frames; TSFT marks: {tsft_at}")
     print_table(st[["ta", "ppdus", "busy_us", "airtime_%", "bytes", "mpdus/ampdu", "mcs_mix"]])
     return 0

@@ -25,7 +25,7 @@ def run(args) -> int:
 
     frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=args.tsft_at)
+    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=frames.attrs.get("stamps", "capture"))
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
     if args.output:

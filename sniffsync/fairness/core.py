@@ -287,11 +287,11 @@ def _airtime_frames(cap: Capture, ppdus):
         from airtime.ppdu import align_to_ppdu_end, group_ppdus
         frames = cap.to_frame()
         grouped = group_ppdus(frames)
-        frames = align_to_ppdu_end(frames, grouped=grouped)
+        frames, _ = align_to_ppdu_end(frames, grouped=grouped)
     except ImportError:
         return cap, ppdus
     # one grouping serves alignment and the cross-layer view
-    return Capture.from_frame(frames), grouped[0] if ppdus is None else ppdus
+    return Capture.from_frame(frames), grouped.ppdus if ppdus is None else ppdus
 
 
 def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
@@ -325,7 +325,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         if ppdus is None and radiotap:
             try:
                 from airtime.ppdu import group_ppdus  # another helper's package
-                ppdus = group_ppdus(cap.to_frame())[0]
+                ppdus = group_ppdus(cap.to_frame(), stamps=cap.attrs.get("stamps", "capture")).ppdus
             except (ImportError, AttributeError):
                 ppdus = None
         st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None

@@ -97,7 +97,7 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
 
     frames, sync_report = load_frames(paths, reference=reference, allow_unsynced=allow_unsynced,
                                       progress=progress, tsft_at=tsft_at)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=tsft_at)
+    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=tsft_at, stamps=frames.attrs.get("stamps", "capture"))
     ppdus = to_capture_clock(frames, ppdus)
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
     det = detect(frames, ppdus, frame_ppdu)
@@ -106,8 +106,8 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     except UsageError:
         fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
     names = [Path(p).stem for p in paths]
-    return Run([str(p) for p in paths], names, frames, ppdus, det["events"], det["mpdus"],
-               det["stations"], fair, sync_report, detect_summary(ppdus, det))
+    return Run([str(p) for p in paths], names, frames, ppdus, det.events, det.mpdus,
+               det.stations, fair, sync_report, detect_summary(ppdus, det))
 
 
 # ---- cache -------------------------------------------------------------------------

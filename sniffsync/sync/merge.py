@@ -284,13 +284,14 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
     _validate(paths, tables)
+    convs = [{}] * len(tables)
     if tsft_at is not None:
         # every sniffer's stamps must mean the same instant: the end of the PPDU
         from airtime.ppdu import align_to_ppdu_end
         say("align stamps to PPDU ends")
         with ThreadPoolExecutor(2) as pool:  # tables are independent; numpy releases the GIL
-            tables = list(pool.map(lambda t: align_to_ppdu_end(t, tsft_at), tables))
-    tsft_conv = {names[s]: t.attrs.get("tsft_at", {}).get(s, "end") for s, t in enumerate(tables)}
+            tables, convs = map(list, zip(*pool.map(lambda t: align_to_ppdu_end(t, tsft_at), tables)))
+    tsft_conv = {names[s]: conv.get(s, "end") for s, conv in enumerate(convs)}
     df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive

@@ -55,9 +55,9 @@ def run(request, tmp_path_factory):
     return r
 
 
-def analyse(frames, names):
+def analyse(frames, names, stamps="capture"):
     """Detect on ``frames``; return truth ids of each frame row and the detection result."""
-    ppdus, fp = group_ppdus(frames)
+    ppdus, fp, _ = group_ppdus(frames, stamps=stamps)
     det = detect(frames, ppdus, fp)
     return ppdus, det
 
@@ -99,10 +99,11 @@ def prec_rec(detected: set, truth_all: set, observable: set, scoreable=None):
     return prec, rec, len(d), len(observable)
 
 
-def score(run, frames, names):
-    """Precision/recall of the three event kinds on one table (one sniffer or merged)."""
-    ppdus, det = analyse(frames, names)
-    ev = det["events"]
+def score(run, frames, names, stamps="capture"):
+    """Precision/recall of the three event kinds on one table (one sniffer, or merged: its
+    stamps mark PPDU ends)."""
+    ppdus, det = analyse(frames, names, stamps)
+    ev = det.events
     tp_row = truth_of_rows(frames, run, names, "ppdu")
     ours = tp_row[ppdus["first_frame"].to_numpy()]           # our PPDU id -> truth PPDU id
     seen = set(tp_row.tolist())
@@ -132,7 +133,7 @@ def score(run, frames, names):
     res["rts_cts_collision"] = prec_rec(ev_truth("rts_cts_collision"), set(coll), obs)
     # failed MPDUs: detector's judged MPDUs -> truth rows
     mrow = truth_of_rows(frames, run, names, "mpdu_row")
-    judged = det["mpdus"]
+    judged = det.mpdus
     jr = mrow[judged["frame"].to_numpy(np.int64)]
     fate = run.mp["rx_fate"].to_numpy()
     failed_det = set(jr[~judged["acked"].to_numpy(bool)].tolist())
@@ -197,7 +198,7 @@ def test_sniffer_beside_ap(run):
 
 
 def test_merged_three_sniffers(run, merged):
-    res = score(run, merged, NAMES)
+    res = score(run, merged, NAMES, stamps="end")
     for kind in ("rts_unanswered", "rts_cts_collision", "mpdu_failed"):
         p, r, nd, no = res[kind]
         assert no > 10 and p >= TARGET and r >= TARGET, (run.ac, kind, res)
