@@ -12,19 +12,21 @@ Conventions (times in ns on the table's clock):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
 from airtime.match import match_in_window, overlapping_pairs
-from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns
+from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
+from airtime.phy_tables import ACK_BYTES, BA_BYTES, CTS_BYTES
 
 __all__ = ["detect", "DetectResult", "EVENT_KINDS"]
 
 FATES = ["delivered", "retried_delivered", "retried_lost", "lost"]
 EVENT_KINDS = ["rts_unanswered", "rts_cts_collision", "overlap", "mpdu_failed", "ba_missing"]
 _HASH = np.uint64(0x9E3779B97F4A7C15)
-CTS_BYTES = 14                      # CTS/ACK: frame control, duration, RA, FCS
-BA_BYTES = 32                       # compressed Block-Ack, one TID
 
 
 def _u64(s) -> np.ndarray:
@@ -38,14 +40,29 @@ def _pair(a, b) -> np.ndarray:
         return a * _HASH + b
 
 
-class DetectResult(dict):
-    """``events`` (DataFrame), ``mpdus`` (per data MPDU transmission), ``stations`` (stats)."""
-    __getattr__ = dict.__getitem__
+@dataclass
+class DetectResult:
+    """What :func:`detect` finds."""
+    events: pd.DataFrame       # kind, time_us, start_ns, ppdu, ta, ra, seq, other_ppdu, other_ta, ...
+    mpdus: pd.DataFrame        # one row per data MPDU transmission and its fate
+    stations: pd.DataFrame     # per-transmitter counters (:func:`station_stats`)
 
 
-def _sifs_ns(frames) -> int:
+def _band_sifs_ns(frames) -> int:
+    """SIFS of the capture's band (its median channel); 5 GHz when no frame has one."""
     f = frames["freq_mhz"].dropna() if "freq_mhz" in frames else pd.Series([], dtype=float)
-    return 10_000 if len(f) and float(f.median()) < 3000 else 16_000
+    return int(sifs_ns(float(f.median()) if len(f) else None))
+
+
+class _Air(NamedTuple):
+    """PPDU columns in start order, as the detectors read them."""
+    p: pd.DataFrame            # the PPDU table sorted by start
+    start: np.ndarray
+    end: np.ndarray
+    ta: np.ndarray             # uint64, 0 for none
+    ra: np.ndarray
+    kind: np.ndarray           # kind names (object)
+    tx: np.ndarray             # transmitter: ``ta``, or for CTS/ACK the RA of the frame answered
 
 
 def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: int | None = None,
@@ -76,60 +93,19 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
         ``mpdus``: one row per data MPDU sent in a PPDU that drew (or should have drawn) a
         Block-Ack: ppdu, ta, ra, tid, seq, retry, acked, fate. ``stations``: per-TA counters.
     """
-    sifs = _sifs_ns(frames) if sifs_ns is None else int(sifs_ns)
-    p = ppdus.sort_values("start_ns", kind="stable").reset_index(drop=True)
-    pid = p["ppdu"].to_numpy(np.int64)
-    start, end = p["start_ns"].to_numpy(np.int64), p["end_ns"].to_numpy(np.int64)
-    ta, ra = _u64(p["ta"]), _u64(p["ra"])
-    kc = p["kind"].astype("category").cat
-    kind = np.append(np.asarray(kc.categories, object), "nan")[kc.codes]   # take, no str()
-    unicast = (ra >> np.uint64(40)) & np.uint64(1) == 0
-
-    # transmitter of CTS/ACK: the RA of the frame one SIFS before
-    tx = ta.copy()
-    resp = np.isin(kind, ("cts", "ack")) & (ta == 0)
-    has_ta = np.flatnonzero(ta != 0)
-    m = match_in_window(ra[resp], start[resp], ta[has_ta], end[has_ta], -sifs - slack_ns, -sifs + slack_ns)
-    r_idx = np.flatnonzero(resp)
-    tx[r_idx[m >= 0]] = ra[has_ta[m[m >= 0]]]
-
-    # RTS answered by a CTS to its transmitter one SIFS after its end
-    rts = np.flatnonzero(kind == "rts")
-    cts = np.flatnonzero(kind == "cts")
-    got = match_in_window(ta[rts], end[rts], ra[cts], start[cts], sifs - slack_ns, sifs + slack_ns)
-    # A CTS the sniffer did not decode (missed, or overlapped at the sniffer only) is implied
-    # when the RTS sender's next frame to the same receiver starts SIFS after that CTS's end.
-    got = np.where(got < 0, _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack_ns), got)
-    unanswered = rts[got < 0]
-
-    # overlapping PPDUs of different transmitters (visible once sniffers are merged)
-    i, j = overlapping_pairs(start, end)
-    diff = (tx[i] != tx[j]) | (tx[i] == 0)
-    i, j = i[diff], j[diff]
-    # an unanswered RTS collided when it overlapped a transmission from/to its receiver;
-    # overlaps shorter than the timeline's resolution (µs TSFT, sync error) still count
-    ci, cj = overlapping_pairs(start - overlap_tol_ns, end + overlap_tol_ns)
-    keep = (tx[ci] != tx[cj]) | (tx[ci] == 0)
-    ci, cj = ci[keep], cj[keep]
-    both_i = np.concatenate([ci, cj])
-    both_j = np.concatenate([cj, ci])
-    is_un = np.zeros(len(p), bool)
-    is_un[unanswered] = True
-    hit = is_un[both_i] & ((tx[both_j] == ra[both_i]) | (ra[both_j] == ra[both_i]))
-    hit &= tx[both_j] != ta[both_i]
-    coll_rts, coll_with = both_i[hit], both_j[hit]
-    first = np.unique(coll_rts, return_index=True)[1]      # one event per RTS: its first partner
-    coll_rts, coll_with = coll_rts[first], coll_with[first]
-
-    ba_res = _block_acks(frames, p, np.asarray(frame_ppdu), tx, ta, ra, kind, start, end, unicast,
-                         sifs, slack_ns, chain_gap_ns)
-    mpdus, ba_missing = ba_res
-
+    sifs = _band_sifs_ns(frames) if sifs_ns is None else int(sifs_ns)
+    air = _air(ppdus, sifs, slack_ns)
+    unanswered = _unanswered_rts(frames, air, sifs, slack_ns)
+    i, j = _overlaps(air)
+    coll_rts, coll_with = _rts_collisions(air, unanswered, overlap_tol_ns)
+    mpdus, ba_missing = _block_acks(frames, air, np.asarray(frame_ppdu), sifs, slack_ns, chain_gap_ns)
+    p, ta, ra, tx, kind, start, end = air.p, air.ta, air.ra, air.tx, air.kind, air.start, air.end
     failed = mpdus[~mpdus["acked"].to_numpy(bool)] if len(mpdus) else mpdus
+    pid = p["ppdu"].to_numpy(np.int64)
     row_of = np.full(int(pid.max()) + 1 if len(pid) else 0, -1, np.int64)
     row_of[pid] = np.arange(len(pid))                   # PPDU id -> row of p
     f_rows = row_of[failed["ppdu"].to_numpy(np.int64)] if len(failed) else np.zeros(0, np.int64)
-    parts = [
+    events = _event_table([
         _events("rts_unanswered", p, unanswered, ta, ra, detail="no CTS"),
         _events("rts_cts_collision", p, coll_rts, ta, ra, other=coll_with, other_ta=tx,
                 detail=pd.Categorical(np.char.add("overlapped ", kind[coll_with].astype(str)))),
@@ -138,14 +114,73 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
         _events("ba_missing", p, ba_missing, ta, ra, detail="no Block-Ack"),
         _events("mpdu_failed", p, f_rows, ta, ra, seq=failed["seq"].to_numpy(np.int64) if len(failed) else None,
                 detail=failed["fate"].to_numpy() if len(failed) else ""),
-    ]
+    ])
+    return DetectResult(events=events, mpdus=mpdus,
+                        stations=station_stats(tx, kind, unanswered, coll_rts, mpdus, ba_missing))
+
+
+def _air(ppdus: pd.DataFrame, sifs: int, slack: int) -> _Air:
+    """The PPDU table in start order; CTS/ACK get the RA of the frame one SIFS before as TX."""
+    p = ppdus.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    start, end = p["start_ns"].to_numpy(np.int64), p["end_ns"].to_numpy(np.int64)
+    ta, ra = _u64(p["ta"]), _u64(p["ra"])
+    kc = p["kind"].astype("category").cat
+    kind = np.append(np.asarray(kc.categories, object), "nan")[kc.codes]   # take, no str()
+    tx = ta.copy()
+    resp = np.isin(kind, ("cts", "ack")) & (ta == 0)
+    has_ta = np.flatnonzero(ta != 0)
+    m = match_in_window(ra[resp], start[resp], ta[has_ta], end[has_ta], -sifs - slack, -sifs + slack)
+    r_idx = np.flatnonzero(resp)
+    tx[r_idx[m >= 0]] = ra[has_ta[m[m >= 0]]]
+    return _Air(p, start, end, ta, ra, kind, tx)
+
+
+def _unanswered_rts(frames, air: _Air, sifs: int, slack: int) -> np.ndarray:
+    """Rows of RTS without a CTS to their transmitter one SIFS after their end."""
+    kind, ta, ra, start, end = air.kind, air.ta, air.ra, air.start, air.end
+    rts = np.flatnonzero(kind == "rts")
+    cts = np.flatnonzero(kind == "cts")
+    got = match_in_window(ta[rts], end[rts], ra[cts], start[cts], sifs - slack, sifs + slack)
+    # A CTS the sniffer did not decode (missed, or overlapped at the sniffer only) is implied
+    # when the RTS sender's next frame to the same receiver starts SIFS after that CTS's end.
+    got = np.where(got < 0, _implied_cts(frames, air.p, rts, kind, ta, ra, start, end, sifs, slack), got)
+    return rts[got < 0]
+
+
+def _overlaps(air: _Air) -> tuple[np.ndarray, np.ndarray]:
+    """Overlapping PPDUs of different transmitters (visible once sniffers are merged)."""
+    i, j = overlapping_pairs(air.start, air.end)
+    diff = (air.tx[i] != air.tx[j]) | (air.tx[i] == 0)
+    return i[diff], j[diff]
+
+
+def _rts_collisions(air: _Air, unanswered: np.ndarray, tol: int) -> tuple[np.ndarray, np.ndarray]:
+    """(RTS row, partner row): an unanswered RTS collided when it overlapped a transmission
+    from/to its receiver; overlaps shorter than the timeline's resolution (µs TSFT, sync
+    error, ``tol``) still count. One pair per RTS: its first partner."""
+    tx, ta, ra = air.tx, air.ta, air.ra
+    ci, cj = overlapping_pairs(air.start - tol, air.end + tol)
+    keep = (tx[ci] != tx[cj]) | (tx[ci] == 0)
+    ci, cj = ci[keep], cj[keep]
+    both_i = np.concatenate([ci, cj])
+    both_j = np.concatenate([cj, ci])
+    is_un = np.zeros(len(air.p), bool)
+    is_un[unanswered] = True
+    hit = is_un[both_i] & ((tx[both_j] == ra[both_i]) | (ra[both_j] == ra[both_i]))
+    hit &= tx[both_j] != ta[both_i]
+    coll_rts, coll_with = both_i[hit], both_j[hit]
+    first = np.unique(coll_rts, return_index=True)[1]
+    return coll_rts[first], coll_with[first]
+
+
+def _event_table(parts: list) -> pd.DataFrame:
+    """The events of every detector in one table, in time order."""
     events = pd.concat(parts, ignore_index=True)
     for c in ("kind", "detail"):
         events[c] = events[c].astype("category")
     events = events.sort_values(["start_ns", "kind"], kind="stable").reset_index(drop=True)
     events.insert(1, "time_us", events["start_ns"] // 1000)
-    return DetectResult(events=events, mpdus=mpdus,
-                        stations=station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing))
+    return events
 
 
 def _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack) -> np.ndarray:
@@ -175,7 +210,7 @@ def _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack) -> np.nd
         if "duration_us" in frames else np.zeros(len(rts), np.int64)
     resp = legacy_response_rate_kbps(rate)
     ba_ns = ppdu_duration_ns(phy, np.full(len(rts), BA_BYTES), rate_kbps=resp, freq_mhz=freq)
-    ack_ns = ppdu_duration_ns(phy, np.full(len(rts), CTS_BYTES), rate_kbps=resp, freq_mhz=freq)
+    ack_ns = ppdu_duration_ns(phy, np.full(len(rts), ACK_BYTES), rate_kbps=resp, freq_mhz=freq)
     by_end = match_in_window(key_r, end[rts], key_n, end[nxt], nav - sifs - ba_ns - slack,
                              nav - sifs - ack_ns + slack)
     m = np.where((m < 0) & (nav > 0) & (ba_ns > 0), by_end, m)
@@ -210,8 +245,11 @@ def _events(kind, p, rows, ta, ra, other=None, other_ta=None, detail="", seq=Non
     })
 
 
-def _block_acks(frames, p, frame_ppdu, tx, ta, ra, kind, start, end, unicast, sifs, slack, chain_gap):
-    """MPDUs of data PPDUs against the receiver's Block-Ack bitmap (or ACK)."""
+def _block_acks(frames, air: _Air, frame_ppdu, sifs, slack, chain_gap):
+    """MPDUs of data PPDUs against the receiver's Block-Ack bitmap (or ACK); PPDU rows of
+    aggregates that drew no response."""
+    p, ta, ra, kind, start, end = air.p, air.ta, air.ra, air.kind, air.start, air.end
+    unicast = (ra >> np.uint64(40)) & np.uint64(1) == 0
     pid = p["ppdu"].to_numpy(np.int64)
     # the response to every unicast data PPDU: a BA from its RA to its TA, or an ACK to its TA
     data = np.flatnonzero((kind == "data") & unicast & (ta != 0))
@@ -223,7 +261,26 @@ def _block_acks(frames, p, frame_ppdu, tx, ta, ra, kind, start, end, unicast, si
     n_mpdus = p["n_mpdus"].to_numpy(np.int64)[data]
     ba_missing = data[(got_ba < 0) & (got_ack < 0) & (n_mpdus > 1)]
 
-    # data MPDU rows and their PPDU position
+    rows, pos, s = _data_mpdus(frames, pid, frame_ppdu, data)
+    b, a = got_ba[s], got_ack[s]
+    seq = frames["seq"].to_numpy(np.int64, na_value=0)[rows]
+    responded = (b >= 0) | (a >= 0)
+    rows, pos, b, a, seq = rows[responded], pos[responded], b[responded], a[responded], seq[responded]
+    acked = a >= 0
+    if len(b) and (b >= 0).any():
+        ba_frame = p["first_frame"].to_numpy(np.int64)[ba[b[b >= 0]]]
+        acked[b >= 0] = _in_bitmap(frames, ba_frame, seq[b >= 0])
+    tid = frames["tid"].to_numpy(np.int64, na_value=0)[rows] if "tid" in frames else np.zeros(len(rows), np.int64)
+    retry = frames["retry"].to_numpy(bool, na_value=False)[rows]
+    mp = pd.DataFrame({"ppdu": pid[pos], "start_ns": start[pos], "ta": pd.array(ta[pos], dtype="UInt64"),
+                       "ra": pd.array(ra[pos], dtype="UInt64"), "tid": tid, "seq": seq, "retry": retry,
+                       "acked": acked, "frame": rows})
+    mp["fate"] = _fates(mp, chain_gap)
+    return mp, ba_missing
+
+
+def _data_mpdus(frames, pid, frame_ppdu, data):
+    """Data MPDU frame rows in the data PPDUs ``data``: (rows, their PPDU's row, index into ``data``)."""
     f_type = frames["type"].to_numpy(dtype=float, na_value=-1)
     rows = np.flatnonzero((f_type == 2) & (frame_ppdu >= 0) & frames["seq"].notna().to_numpy())
     pos = np.searchsorted(pid, frame_ppdu[rows]) if np.all(np.diff(pid) >= 0) else None
@@ -233,30 +290,20 @@ def _block_acks(frames, p, frame_ppdu, tx, ta, ra, kind, start, end, unicast, si
     pos = np.clip(pos, 0, len(pid) - 1)
     keep = (pid[pos] == frame_ppdu[rows])
     rows, pos = rows[keep], pos[keep]
-    slot = np.full(len(p), -1, np.int64)          # index into `data` for each PPDU
+    slot = np.full(len(pid), -1, np.int64)          # index into `data` for each PPDU
     slot[data] = np.arange(len(data))
     in_data = slot[pos] >= 0
     rows, pos = rows[in_data], pos[in_data]
-    s = slot[pos]
-    b, a = got_ba[s], got_ack[s]
-    seq = frames["seq"].to_numpy(np.int64, na_value=0)[rows]
-    responded = (b >= 0) | (a >= 0)
-    rows, pos, s, b, a, seq = rows[responded], pos[responded], s[responded], b[responded], a[responded], seq[responded]
-    acked = a >= 0
-    if len(b) and (b >= 0).any():
-        ba_frame = p["first_frame"].to_numpy(np.int64)[ba[b[b >= 0]]]
-        ssn = frames["ba_ssn"].to_numpy(np.int64, na_value=0)[ba_frame]
-        bm = frames["ba_bitmap_lo"].to_numpy(np.uint64, na_value=0)[ba_frame]
-        off = (seq[b >= 0] - ssn) % 4096
-        bit = np.where(off < 64, (bm >> np.minimum(off, 63).astype(np.uint64)) & np.uint64(1), 0)
-        acked[b >= 0] = bit.astype(bool)
-    tid = frames["tid"].to_numpy(np.int64, na_value=0)[rows] if "tid" in frames else np.zeros(len(rows), np.int64)
-    retry = frames["retry"].to_numpy(bool, na_value=False)[rows]
-    mp = pd.DataFrame({"ppdu": pid[pos], "start_ns": start[pos], "ta": pd.array(ta[pos], dtype="UInt64"),
-                       "ra": pd.array(ra[pos], dtype="UInt64"), "tid": tid, "seq": seq, "retry": retry,
-                       "acked": acked, "frame": rows})
-    mp["fate"] = _fates(mp, chain_gap)
-    return mp, ba_missing
+    return rows, pos, slot[pos]
+
+
+def _in_bitmap(frames, ba_frame, seq) -> np.ndarray:
+    """Whether each ``seq`` is acknowledged in the Block-Ack frame row ``ba_frame``."""
+    ssn = frames["ba_ssn"].to_numpy(np.int64, na_value=0)[ba_frame]
+    bm = frames["ba_bitmap_lo"].to_numpy(np.uint64, na_value=0)[ba_frame]
+    off = (seq - ssn) % 4096
+    bit = np.where(off < 64, (bm >> np.minimum(off, 63).astype(np.uint64)) & np.uint64(1), 0)
+    return bit.astype(bool)
 
 
 def _fates(mp: pd.DataFrame, chain_gap: int) -> np.ndarray:
@@ -290,7 +337,7 @@ def _fates(mp: pd.DataFrame, chain_gap: int) -> np.ndarray:
     return pd.Categorical.from_codes(out, categories=FATES)
 
 
-def station_stats(frames, p, tx, kind, unanswered, coll_rts, mpdus, ba_missing) -> pd.DataFrame:
+def station_stats(tx, kind, unanswered, coll_rts, mpdus, ba_missing) -> pd.DataFrame:
     """Per transmitter: PPDUs, RTS sent / CTS received, MPDUs, retries, failed, BA missing."""
     df = pd.DataFrame({"ta": pd.array(tx, dtype="UInt64"), "kind": kind})
     g = df.groupby("ta", observed=True)

@@ -86,3 +86,9 @@ HT_NES_MAX_NDBPS = 1280           # 320 Mb/s * 4 us
 # Interframe spaces per band (Tables 15-5, 17-21, 19-25, 21-30 PHY characteristics).
 SIFS_NS = {"2.4": 10 * US, "5": 16 * US}
 SLOT_NS = {"2.4_long": 20 * US, "2.4_short": 9 * US, "5": 9 * US}
+
+# Control-frame sizes on the air in bytes, FCS included (802.11-2020 9.3.1).
+RTS_BYTES = 20                    # frame control 2, duration 2, RA 6, TA 6, FCS 4
+CTS_BYTES = 14                    # frame control 2, duration 2, RA 6, FCS 4
+ACK_BYTES = CTS_BYTES             # same layout as a CTS
+BA_BYTES = 32                     # compressed Block-Ack, one TID: RTS + BA control 2, SSC 2, bitmap 8

@@ -11,10 +11,12 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from airtime import phy_tables as T
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.errors import UsageError
 
-__all__ = ["group_ppdus", "KIND_NAMES", "kind_codes", "mpdu_bytes", "detect_tsft_at"]
+__all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "KIND_NAMES", "kind_codes", "mpdu_bytes",
+           "detect_tsft_at"]
 
 # PPDU kind from type_subtype (Wireshark encoding type<<4 | subtype), a lookup table.
 KIND_NAMES = ["other", "beacon", "rts", "cts", "ack", "ba", "bar", "data", "mgmt"]
@@ -110,7 +112,7 @@ def _group_starts(frames, order, sniffer):
     return start
 
 
-def _reference_ns(frames, sniffer, tsft, grp_first, starts, order, n_groups):
+def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     """Per-PPDU timestamp on each sniffer's clock (TSFT in ns, else ts_ns mapped onto it)."""
     ts_ns = _np(frames, "ts_ns", 0)
     ok = tsft > 0
@@ -122,9 +124,9 @@ def _reference_ns(frames, sniffer, tsft, grp_first, starts, order, n_groups):
         shift = off.reindex(sniffer).fillna(0).to_numpy().astype(np.int64)
     row_ns = np.where(ok, tsft * 1000, ts_ns + shift)
     # The PPDU's TSFT: the largest valid one (covers the share/first/last patterns).
-    masked = np.where(ok, row_ns, np.iinfo(np.int64).min)[order]
-    best = np.maximum.reduceat(masked, starts)
-    fallback = row_ns[grp_first]
+    masked = np.where(ok, row_ns, np.iinfo(np.int64).min)[g.order]
+    best = np.maximum.reduceat(masked, g.starts)
+    fallback = row_ns[g.first]
     return np.where(best > np.iinfo(np.int64).min, best, fallback)
 
 
@@ -164,9 +166,9 @@ def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
 
 class PpduGrouping(NamedTuple):
     """What :func:`group_ppdus` returns."""
-    ppdus: pd.DataFrame          # one row per PPDU (columns in docs/airtime.md)
-    frame_ppdu: np.ndarray       # PPDU id of each frame row
-    tsft_at: dict                # per sniffer: what its stamps marked ("start" / "end")
+    ppdus: pd.DataFrame        # one row per PPDU (columns in docs/airtime.md)
+    frame_ppdu: np.ndarray     # int64 PPDU id of each frame row
+    tsft_at: dict              # {sniffer: "start" | "end"}: what its stamps were taken to mark
 
 
 def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture") -> PpduGrouping:
@@ -175,91 +177,118 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     Parameters
     ----------
     frames : pd.DataFrame
-        Frame table (``sniffsync.schema`` columns), frames of each sniffer in capture order.
+        Frame table (``sniffsync.decode.schema`` columns), frames of each sniffer in
+        capture order.
     tsft_at : {"auto", "start", "end"} or dict
         What the sniffers' timestamps mark; ``"auto"`` decides per sniffer from
-        response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer. Ignored
-        when ``stamps == "end"``.
+        response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer.
     stamps : {"capture", "end"}
-        ``"end"`` for a table whose stamps already mark PPDU ends (a merged table,
-        :class:`sniffsync.sync.merge.Merged` ``stamps``).
+        ``"end"``: the table's stamps already mark PPDU ends (a merged table), so
+        ``tsft_at`` is ignored.
 
     Returns
     -------
     PpduGrouping
-        ``(ppdus, frame_ppdu, tsft_at)``: the PPDU table, the PPDU id of each frame row,
-        and the per-sniffer decision.
+        ``(ppdus, frame_ppdu, tsft_at)``.
     """
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
+    if stamps not in ("capture", "end"):
+        raise UsageError(f"stamps must be capture or end, not {stamps!r}")
     if stamps == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
-    n = len(frames)
     sniffer = _np(frames, "sniffer", 0)
+    g = _groups(frames, sniffer)
+    phy = _cat(frames, "phy", "unknown")
+    psdu = _psdu_bytes(frames, g, phy)
+
+    def at(name, fill, dtype=np.int64):
+        return _np(frames, name, fill, dtype)[g.first]
+
+    freq = at("freq_mhz", 5180)
+    airtime = ppdu_duration_ns(
+        phy[g.first], psdu, rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1),
+        nss=at("nss", 1), bw_mhz=at("bw_mhz", -1), gi_ns=at("gi_ns", 800),
+        ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0), short_preamble=at("short_preamble", 0, bool),
+        ht_format=_cat(frames, "ht_format", "mf")[g.first], ness=at("ness", 0), freq_mhz=freq,
+        he_format=_cat(frames, "he_format", "su")[g.first], he_ltf_size=at("he_ltf_size", 2),
+        he_n_ltf=at("he_n_ltf", 0))
+    t_ns = _reference_ns(frames, sniffer, _np(frames, "tsft_us", -2), g)
+    kind = kind_codes(at("type_subtype", -1))
+    snf = sniffer[g.first]
+    decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, at("ta", -1), at("ra", -1), freq)
+    ends_here = np.isin(snf, [s for s, v in decided.items() if v == "end"])
+    air0 = np.maximum(airtime, 0)                            # unknown airtime: zero-length
+    start_ns = np.where(ends_here, t_ns - air0, t_ns)
+    ppdus = _ppdu_table(frames, g, snf, start_ns, start_ns + air0, airtime, kind, psdu)
+    return PpduGrouping(ppdus, g.frame_ppdu, decided)
+
+
+class _Groups(NamedTuple):
+    order: np.ndarray          # frame rows in (sniffer, capture) order
+    starts: np.ndarray         # positions in ``order`` where a PPDU begins
+    first: np.ndarray          # frame row of each PPDU's first / last MPDU
+    last: np.ndarray
+    counts: np.ndarray         # MPDUs per PPDU
+    frame_ppdu: np.ndarray
+
+
+def _groups(frames, sniffer) -> _Groups:
+    """PPDU boundaries: frames in capture order per sniffer, cut by :func:`_group_starts`."""
+    n = len(frames)
     order = np.lexsort((np.arange(n), sniffer))
     if "merged_id" in frames and "frame" in frames:
         # A merged table is in common-time order and the subframes of one A-MPDU share
         # that time: restore their capture order (the last-subframe flag ends a PPDU).
         order = np.lexsort((_np(frames, "frame", 0), _np(frames, "ts_ns", 0), sniffer))
     start_mask = _group_starts(frames, order, sniffer)
-    gid_sorted = np.cumsum(start_mask) - 1
     frame_ppdu = np.empty(n, np.int64)
-    frame_ppdu[order] = gid_sorted
+    frame_ppdu[order] = np.cumsum(start_mask) - 1
     starts = np.flatnonzero(start_mask)
-    n_groups = len(starts)
-    first = order[starts]                                    # row of each PPDU's first MPDU
+    first = order[starts]
     last = order[np.r_[starts[1:], n] - 1] if n else first
-    counts = np.diff(np.r_[starts, n])
+    return _Groups(order, starts, first, last, np.diff(np.r_[starts, n]), frame_ppdu)
 
-    # PSDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except the last.
+
+def _group_sum(values, g: _Groups) -> np.ndarray:
+    """Per-PPDU sum of a per-frame int64 column."""
+    return np.add.reduceat(values[g.order], g.starts) if len(g.order) else np.zeros(0, np.int64)
+
+
+def _psdu_bytes(frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
+    """PSDU length per PPDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except
+    the last; -1 when a frame's length is unknown."""
     L = mpdu_bytes(frames)
-    phy = _cat(frames, "phy", "unknown")
     aggregated_row = (_np(frames, "ampdu_ref", -1) >= 0) | _cat_in(phy, ("vht", "he"))
     sub = 4 + L
     padded = (sub + 3) // 4 * 4
-    psdu_agg = (np.add.reduceat(padded[order], starts) - padded[last] + sub[last]
-                if n else np.zeros(0, np.int64))
-    is_agg = aggregated_row[first] | (counts > 1)
-    bad_len = np.add.reduceat((L < 0)[order].astype(np.int64), starts) > 0 if n else is_agg
-    psdu = np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[first]))
+    psdu_agg = _group_sum(padded, g) - padded[g.last] + sub[g.last] if len(g.order) else np.zeros(0, np.int64)
+    is_agg = aggregated_row[g.first] | (g.counts > 1)
+    bad_len = _group_sum((L < 0).astype(np.int64), g) > 0 if len(g.order) else is_agg
+    return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[g.first]))
 
-    def at(name, fill, dtype=np.int64):
-        return _np(frames, name, fill, dtype)[first]
 
-    freq = at("freq_mhz", 5180)
-    airtime = ppdu_duration_ns(
-        phy[first], psdu, rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1),
-        nss=at("nss", 1), bw_mhz=at("bw_mhz", -1), gi_ns=at("gi_ns", 800),
-        ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0), short_preamble=at("short_preamble", 0, bool),
-        ht_format=_cat(frames, "ht_format", "mf")[first], ness=at("ness", 0), freq_mhz=freq,
-        he_format=_cat(frames, "he_format", "su")[first], he_ltf_size=at("he_ltf_size", 2),
-        he_n_ltf=at("he_n_ltf", 0))
-
-    tsft = _np(frames, "tsft_us", -2)
-    t_ns = _reference_ns(frames, sniffer, tsft, first, starts, order, n_groups)
-    kind = kind_codes(at("type_subtype", -1))
-    snf, ta, ra = sniffer[first], at("ta", -1), at("ra", -1)
+def _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq) -> dict:
+    """``{sniffer: "start" | "end"}`` from the argument, or from response gaps for ``"auto"``."""
     if tsft_at == "auto":
-        decided = detect_tsft_at(snf, t_ns, airtime, kind, ta, ra, freq)
-    elif isinstance(tsft_at, dict):
-        decided = {int(s): tsft_at.get(int(s), "start") for s in np.unique(snf)}
-    else:
-        decided = {int(s): tsft_at for s in np.unique(snf)}
-    ends_here = np.isin(snf, [s for s, v in decided.items() if v == "end"])
-    air0 = np.maximum(airtime, 0)                            # unknown airtime: zero-length
-    start_ns = np.where(ends_here, t_ns - air0, t_ns)
-    end_ns = start_ns + air0
+        return detect_tsft_at(snf, t_ns, airtime, kind, ta, ra, freq)
+    if isinstance(tsft_at, dict):
+        return {int(s): tsft_at.get(int(s), "start") for s in np.unique(snf)}
+    return {int(s): tsft_at for s in np.unique(snf)}
+
+
+def _ppdu_table(frames, g: _Groups, snf, start_ns, end_ns, airtime, kind, psdu) -> pd.DataFrame:
+    """The PPDU table: times, airtime, kind and sums, and the first MPDU's PHY columns."""
+    n_groups = len(g.starts)
 
     def grouped(name, dtype):
-        vals = frames[name].iloc[first].reset_index(drop=True) if name in frames else \
+        vals = frames[name].iloc[g.first].reset_index(drop=True) if name in frames else \
             pd.Series(pd.array([None] * n_groups, dtype=dtype))
         return vals.astype(dtype)
 
-    retries = np.add.reduceat(_np(frames, "retry", 0, bool)[order].astype(np.int64), starts) \
-        if n else np.zeros(0, np.int64)
-    fcs_bad = np.add.reduceat(_np(frames, "fcs_bad", 0, bool)[order].astype(np.int64), starts) \
-        if n else np.zeros(0, np.int64)
-    ppdus = pd.DataFrame({
+    retries = _group_sum(_np(frames, "retry", 0, bool).astype(np.int64), g)
+    fcs_bad = _group_sum(_np(frames, "fcs_bad", 0, bool).astype(np.int64), g)
+    return pd.DataFrame({
         "ppdu": np.arange(n_groups, dtype=np.int64),
         "sniffer": snf.astype(np.int16),
         "start_ns": start_ns, "end_ns": end_ns, "airtime_ns": airtime,
@@ -267,29 +296,33 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
         "airtime_us": np.where(airtime >= 0, (airtime + 500) // 1000, -1),
         "ta": grouped("ta", "UInt64"), "ra": grouped("ra", "UInt64"),
         "kind": pd.Categorical.from_codes(kind, KIND_NAMES),
-        "n_mpdus": counts.astype(np.int32), "psdu_bytes": psdu,
+        "n_mpdus": g.counts.astype(np.int32), "psdu_bytes": psdu,
         "phy": grouped("phy", "category") if "phy" in frames else None,
         "mcs": grouped("mcs", "UInt8"), "nss": grouped("nss", "UInt8"),
         "bw_mhz": grouped("bw_mhz", "UInt16"), "gi_ns": grouped("gi_ns", "UInt16"),
         "retries": retries.astype(np.int32), "fcs_bad": fcs_bad.astype(np.int32),
-        "first_frame": first.astype(np.int64),
+        "first_frame": g.first.astype(np.int64),
         "signal_dbm": grouped("signal_dbm", "Int8"),
     })
-    return PpduGrouping(ppdus, frame_ppdu, decided)
 
 
-def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None) -> tuple[pd.DataFrame, dict]:
+def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped: PpduGrouping | None = None, *,
+                      stamps: str = "capture") -> tuple[pd.DataFrame, dict]:
     """Copy of ``frames`` whose ``ts_ns``/``tsft_us`` mark the END of each frame's PPDU.
 
     Sniffers disagree on what TSFT marks (radiotap says the first bit; ns-3 and many
     drivers stamp the end). Before the copies of one transmission heard by several
     sniffers can be matched in time, every sniffer must mean the same instant: this
-    moves start-stamping sniffers forward by each PPDU's computed airtime. Returns the
-    copy and the decision per sniffer. ``grouped`` is an already computed
-    ``group_ppdus(frames, tsft_at)`` result (callers that also need the PPDU table
-    pass it to avoid grouping twice).
+    moves start-stamping sniffers forward by each PPDU's computed airtime. ``grouped``
+    is an already computed :func:`group_ppdus` result (callers that also need the PPDU
+    table pass it to avoid grouping twice).
+
+    Returns
+    -------
+    (frames, tsft_at)
+        The moved copy and the per-sniffer decision ``{sniffer: "start" | "end"}``.
     """
-    ppdus, frame_ppdu, conv = grouped if grouped is not None else group_ppdus(frames, tsft_at=tsft_at)
+    ppdus, frame_ppdu, conv = grouped if grouped is not None else group_ppdus(frames, tsft_at, stamps=stamps)
     air = ppdus["airtime_ns"].to_numpy(np.int64)
     starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
     sniffer = _np(frames, "sniffer", 0)

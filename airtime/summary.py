@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from airtime.detect import DetectResult, EVENT_KINDS
+from sniffsync.decode.macs import mac_text
+
 __all__ = ["station_airtime", "detect_summary", "histogram"]
 
 BIN_10S_NS = 10_000_000_000
-
-
-from sniffsync.decode.macs import mac_text as _mac  # noqa: E402
 
 
 def station_airtime(ppdus: pd.DataFrame) -> pd.DataFrame:
@@ -55,7 +55,7 @@ def _per_bin(t_ns, t0, n_bins, width=BIN_10S_NS, weights=None):
     return np.bincount(b, weights=weights, minlength=n_bins)[:n_bins]
 
 
-def detect_summary(ppdus: pd.DataFrame, result, bin_ns: int = BIN_10S_NS) -> dict:
+def detect_summary(ppdus: pd.DataFrame, result: DetectResult, bin_ns: int = BIN_10S_NS) -> dict:
     """Counters and histograms of a detection run (JSON-able).
 
     - ``rts``: per source, RTS sent, CTS received, CTS/RTS ratio, RTS/CTS collisions;
@@ -63,13 +63,13 @@ def detect_summary(ppdus: pd.DataFrame, result, bin_ns: int = BIN_10S_NS) -> dic
     - ``mpdus_per_ampdu`` and ``mcs``: histograms over data PPDUs;
     - ``collision_ratio_per_bin``: RTS colliding with a CTS over successful RTS, per bin.
     """
-    ev, st = result["events"], result["stations"]
+    ev, st = result.events, result.stations
     t0 = int(ppdus["start_ns"].min()) if len(ppdus) else 0
     t1 = int(ppdus["end_ns"].max()) if len(ppdus) else 0
     n_bins = max(1, -(-(t1 - t0) // bin_ns))
     kinds = ppdus["kind"].astype(str)
     rts = st[st["rts"] > 0]
-    table = [{"station": _mac(r.ta), "rts": int(r.rts), "cts": int(r.cts_received),
+    table = [{"station": mac_text(r.ta), "rts": int(r.rts), "cts": int(r.cts_received),
               "ratio": round(float(r.cts_per_rts), 4), "collisions": int(r.rts_cts_collisions)}
              for r in rts.itertuples()]
     failed = ev[ev["kind"] == "mpdu_failed"]["start_ns"]
@@ -82,8 +82,7 @@ def detect_summary(ppdus: pd.DataFrame, result, bin_ns: int = BIN_10S_NS) -> dic
     counts = ev["kind"].value_counts()
     return {
         "bin_s": bin_ns / 1e9,
-        "counts": {k: int(counts.get(k, 0)) for k in
-                   ("rts_unanswered", "rts_cts_collision", "overlap", "mpdu_failed", "ba_missing")},
+        "counts": {k: int(counts.get(k, 0)) for k in EVENT_KINDS},
         "rts": table,
         "failed_per_bin": {"x": (np.arange(n_bins) * bin_ns / 1e9).tolist(),
                            "y": _per_bin(failed, t0, n_bins, bin_ns).astype(int).tolist()},

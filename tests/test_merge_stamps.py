@@ -68,7 +68,7 @@ def test_group_ppdus_honours_merged_stamps():
     merged = m.frames
     p, fp, conv = group_ppdus(merged, stamps=m.stamps)
     assert set(conv.values()) == {"end"}
-    ev = detect(merged, p, fp)["events"]
+    ev = detect(merged, p, fp).events
     run = analyse([str(A), str(B), str(C)])
     assert ev["kind"].value_counts().to_dict() == run.events["kind"].value_counts().to_dict()
     assert (ev["kind"] == "mpdu_failed").sum() > 50

@@ -9,13 +9,11 @@ import numpy as np
 import pandas as pd
 
 from airtime.summary import histogram, station_airtime
+from sniffsync.decode.macs import mac_text
 
 __all__ = ["analysis_data", "MAX_POINTS"]
 
 MAX_POINTS = 2000
-
-
-from sniffsync.decode.macs import mac_text as _mac
 
 
 def _thin(idx: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
@@ -40,69 +38,19 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
     ev = run.events
     in_ev = ev[(ev["start_ns"] >= lo) & (ev["start_ns"] < hi)] if len(ev) else ev
     out = {"range_ns": [t0, t1]}
-
     fair = run.fairness
     flows = fair.flows if fair is not None else pd.DataFrame()
-    labels = {}
-    if len(flows):
-        for f in flows.itertuples(index=False):
-            labels[(f.run, f.fd)] = _flow_label(f._asdict())
-    # goodput per flow direction over windows (window start, relative)
-    if fair is not None and len(fair.windows):
-        w = fair.windows[(fair.windows["start_ns"] >= lo) & (fair.windows["start_ns"] < hi)]
-        t_ns = np.sort(w["start_ns"].unique())
-        series = []
-        for (r, fd), g in w.groupby(["run", "fd"]):
-            y = pd.Series(g["goodput_bps"].to_numpy() / 1e6, index=g["start_ns"]).reindex(t_ns)
-            series.append({"label": labels.get((r, fd), f"flow {fd}"),
-                           "mbps": [_f(v) for v in y.to_numpy(float)]})
-        out["goodput"] = {"t_ns": (t_ns - base).tolist(), "series": series}
-    if fair is not None and len(fair.jain):
-        j = fair.jain[(fair.jain["start_ns"] >= lo) & (fair.jain["start_ns"] < hi)]
-        out["jain"] = {"t_ns": (j["start_ns"].to_numpy(np.int64) - base).tolist(),
-                       "goodput": [_f(v) for v in j["jain"].to_numpy(float)],
-                       "airtime": [_f(v) for v in j["jain_airtime"].to_numpy(float)]
-                       if "jain_airtime" in j else [],
-                       "why": [w if isinstance(w, str) else "" for w in j.get("why", pd.Series([""] * len(j)))]}
-        out["cdf"] = [{"run": f"run {r}",
-                       "x": [_f(v) for v in g["jain"]], "p": [_f(v) for v in g["frac"]]}
-                      for r, g in fair.cdf.groupby("run")] if len(fair.cdf) else []
-    if fair is not None and len(fair.rtt):
-        rt = fair.rtt[(fair.rtt["ts_ns"] >= lo) & (fair.rtt["ts_ns"] < hi)]
-        series = []
-        for (r, fd), g in rt.groupby(["run", "fd"]):
-            k = _thin(np.arange(len(g)))
-            series.append({"label": labels.get((r, fd), f"flow {fd}"),
-                           "t_ns": (g["ts_ns"].to_numpy(np.int64)[k] - base).tolist(),
-                           "rtt_ms": [_f(v / 1e6) for v in g["rtt_ns"].to_numpy(float)[k]],
-                           "qdelay_ms": [_f(v / 1e6) for v in g["qdelay_ns"].to_numpy(float)[k]]})
-        out["rtt"] = {"series": series}
+    labels = {(f.run, f.fd): _flow_label(f._asdict()) for f in flows.itertuples(index=False)} \
+        if len(flows) else {}
+    if fair is not None:
+        out.update(_fairness_series(fair, labels, lo, hi, base))
     if len(in_p):
         st = station_airtime(in_p)
-        out["airtime_share"] = [{"station": _mac(r.ta), "share_pct": float(r.share_pct)}
+        out["airtime_share"] = [{"station": mac_text(r.ta), "share_pct": float(r.share_pct)}
                                 for r in st.itertuples()]
-    span = (int(in_p["end_ns"].max()) - int(in_p["start_ns"].min())) if len(in_p) else 0
-    bin_ns = 10_000_000_000 if span > 30_000_000_000 else 1_000_000_000
-    failed = in_ev[in_ev["kind"] == "mpdu_failed"]["start_ns"].to_numpy(np.int64) if len(in_ev) else np.zeros(0)
-    first = int(in_p["start_ns"].min()) if len(in_p) else base
-    nb = max(1, -(-span // bin_ns))
-    counts = np.bincount(((failed - first) // bin_ns).clip(0, nb - 1).astype(np.int64), minlength=nb)[:nb]
-    data = in_p[in_p["kind"].astype(str) == "data"]
-    out["hist"] = {
-        "failed_per_10s": {"x": [f"{(first - base + k * bin_ns) / 1e9:.1f} s" for k in range(nb)],
-                           "y": counts.tolist(), "bin_s": bin_ns / 1e9},
-        "mpdus_per_ampdu": histogram(data["n_mpdus"].to_numpy(np.int64), "int"),
-        "mcs": histogram(data["mcs"].dropna().to_numpy(np.int64), "int"),
-    }
-    kinds = in_p["kind"].astype(str)
-    rts = in_p[kinds == "rts"].groupby("ta").size()
-    kinds_ev = in_ev["kind"] if len(in_ev) else pd.Series([], dtype=str)
-    un = in_ev[kinds_ev == "rts_unanswered"].groupby("ta").size() if len(in_ev) else pd.Series(dtype=int)
-    co = in_ev[kinds_ev == "rts_cts_collision"].groupby("ta").size() if len(in_ev) else pd.Series(dtype=int)
-    out["rts"] = [{"station": _mac(ta), "rts": int(n), "cts": int(n - un.get(ta, 0)),
-                   "ratio": _f((n - un.get(ta, 0)) / n, 4), "collisions": int(co.get(ta, 0))}
-                  for ta, n in rts.items()]
-    out["events"] = {k: int(v) for k, v in kinds_ev.value_counts().items()} if len(in_ev) else {}
+    out["hist"] = _histograms(in_p, in_ev, base)
+    out["rts"] = _rts_table(in_p, in_ev)
+    out["events"] = {k: int(v) for k, v in in_ev["kind"].value_counts().items()} if len(in_ev) else {}
     if len(flows):
         out["flows"] = [{"label": labels[(f.run, f.fd)], "bytes": int(f.bytes),
                          "goodput_mbps": _f(f.goodput_bytes * 8 / max(f.last_ns - f.first_ns, 1) * 1e3),
@@ -112,6 +60,70 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
     out["summary"] = fair.summary.get("runs") if fair is not None else None
     out["sync"] = sync_rows(run.sync_report, run.names)
     return out
+
+
+def _fairness_series(fair, labels: dict, lo: int, hi: int, base: int) -> dict:
+    """``goodput`` per flow direction, ``jain`` and its ``cdf``, ``rtt``: the series in [lo, hi)."""
+    out = {}
+    if len(fair.windows):
+        w = fair.windows[(fair.windows["start_ns"] >= lo) & (fair.windows["start_ns"] < hi)]
+        t_ns = np.sort(w["start_ns"].unique())
+        series = []
+        for (r, fd), g in w.groupby(["run", "fd"]):
+            y = pd.Series(g["goodput_bps"].to_numpy() / 1e6, index=g["start_ns"]).reindex(t_ns)
+            series.append({"label": labels.get((r, fd), f"flow {fd}"),
+                           "mbps": [_f(v) for v in y.to_numpy(float)]})
+        out["goodput"] = {"t_ns": (t_ns - base).tolist(), "series": series}
+    if len(fair.jain):
+        j = fair.jain[(fair.jain["start_ns"] >= lo) & (fair.jain["start_ns"] < hi)]
+        out["jain"] = {"t_ns": (j["start_ns"].to_numpy(np.int64) - base).tolist(),
+                       "goodput": [_f(v) for v in j["jain"].to_numpy(float)],
+                       "airtime": [_f(v) for v in j["jain_airtime"].to_numpy(float)]
+                       if "jain_airtime" in j else [],
+                       "why": [w if isinstance(w, str) else "" for w in j.get("why", pd.Series([""] * len(j)))]}
+        out["cdf"] = [{"run": f"run {r}",
+                       "x": [_f(v) for v in g["jain"]], "p": [_f(v) for v in g["frac"]]}
+                      for r, g in fair.cdf.groupby("run")] if len(fair.cdf) else []
+    if len(fair.rtt):
+        rt = fair.rtt[(fair.rtt["ts_ns"] >= lo) & (fair.rtt["ts_ns"] < hi)]
+        series = []
+        for (r, fd), g in rt.groupby(["run", "fd"]):
+            k = _thin(np.arange(len(g)))
+            series.append({"label": labels.get((r, fd), f"flow {fd}"),
+                           "t_ns": (g["ts_ns"].to_numpy(np.int64)[k] - base).tolist(),
+                           "rtt_ms": [_f(v / 1e6) for v in g["rtt_ns"].to_numpy(float)[k]],
+                           "qdelay_ms": [_f(v / 1e6) for v in g["qdelay_ns"].to_numpy(float)[k]]})
+        out["rtt"] = {"series": series}
+    return out
+
+
+def _histograms(in_p: pd.DataFrame, in_ev: pd.DataFrame, base: int) -> dict:
+    """Failed MPDUs per 1 s (10 s beyond 30 s of PPDUs), MPDUs per A-MPDU and MCS of data PPDUs."""
+    span = (int(in_p["end_ns"].max()) - int(in_p["start_ns"].min())) if len(in_p) else 0
+    bin_ns = 10_000_000_000 if span > 30_000_000_000 else 1_000_000_000
+    failed = in_ev[in_ev["kind"] == "mpdu_failed"]["start_ns"].to_numpy(np.int64) if len(in_ev) else np.zeros(0)
+    first = int(in_p["start_ns"].min()) if len(in_p) else base
+    nb = max(1, -(-span // bin_ns))
+    counts = np.bincount(((failed - first) // bin_ns).clip(0, nb - 1).astype(np.int64), minlength=nb)[:nb]
+    data = in_p[in_p["kind"].astype(str) == "data"]
+    return {
+        "failed_per_10s": {"x": [f"{(first - base + k * bin_ns) / 1e9:.1f} s" for k in range(nb)],
+                           "y": counts.tolist(), "bin_s": bin_ns / 1e9},
+        "mpdus_per_ampdu": histogram(data["n_mpdus"].to_numpy(np.int64), "int"),
+        "mcs": histogram(data["mcs"].dropna().to_numpy(np.int64), "int"),
+    }
+
+
+def _rts_table(in_p: pd.DataFrame, in_ev: pd.DataFrame) -> list:
+    """Per RTS sender: RTS sent, CTS received, their ratio, RTS/CTS collisions."""
+    kinds = in_p["kind"].astype(str)
+    rts = in_p[kinds == "rts"].groupby("ta").size()
+    kinds_ev = in_ev["kind"] if len(in_ev) else pd.Series([], dtype=str)
+    un = in_ev[kinds_ev == "rts_unanswered"].groupby("ta").size() if len(in_ev) else pd.Series(dtype=int)
+    co = in_ev[kinds_ev == "rts_cts_collision"].groupby("ta").size() if len(in_ev) else pd.Series(dtype=int)
+    return [{"station": mac_text(ta), "rts": int(n), "cts": int(n - un.get(ta, 0)),
+             "ratio": _f((n - un.get(ta, 0)) / n, 4), "collisions": int(co.get(ta, 0))}
+            for ta, n in rts.items()]
 
 
 def sync_rows(report: dict | None, names) -> list | None:

@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from viz.analysis import analysis_data
 from sniffsync.decode.macs import mac_text, mac_texts
-
+from viz.analysis import analysis_data
 from viz.tiles import KINDS, SEVERITY
 
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
@@ -78,7 +77,8 @@ def _timeline_data(view, w0: int, w1: int) -> dict:
     }
     labels = [mac_text(u) if u else "unknown" for u in uniq]
     meta = {"title": view.title, "span_ns": int(w1 - w0), "t0_abs_ns": int(w0),
-            "lanes": {"station": labels, "sniffer": list(view.sniffers)}, "n_ppdus": len(sel)}
+            "lanes": {"station": labels, "sniffer": list(view.sniffers)}, "kinds": KINDS,
+            "n_ppdus": len(sel)}
     return {"meta": meta, "items": items}
 
 

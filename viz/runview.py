@@ -8,12 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from viz.tiles import build_index, tile as make_tile
+from sniffsync.decode.macs import mac_text
+from viz.tiles import KINDS, build_index, tile as make_tile
 
 __all__ = ["RunView"]
-
-
-from sniffsync.decode.macs import mac_text as _mac
 
 
 def _py(v):
@@ -50,7 +48,7 @@ class RunView:
                                              n_sniffers=len(self.sniffers), names=self.sniffers)
         idx = self._index["station"]
         self._meta = {"title": title, "t0_abs_ns": idx.t0_ns, "span_ns": int(idx.t1_ns - idx.t0_ns),
-                      "lanes": {k: v.lanes for k, v in self._index.items()},
+                      "lanes": {k: v.lanes for k, v in self._index.items()}, "kinds": KINDS,
                       "sniffers": self.sniffers, "n_ppdus": int(len(self.ppdus)),
                       "n_events": int(len(self.events))}
 
@@ -67,7 +65,7 @@ class RunView:
         row = self.ppdus.iloc[i]
         out = {k: _py(row[k]) for k in ("ppdu", "kind", "phy", "mcs", "nss", "bw_mhz", "n_mpdus",
                                         "psdu_bytes", "retries", "signal_dbm") if k in row.index}
-        out["ta"], out["ra"] = _mac(row.get("ta")), _mac(row.get("ra"))
+        out["ta"], out["ra"] = mac_text(row.get("ta")), mac_text(row.get("ra"))
         out["start_ns"] = int(row["start_ns"]) - self._meta["t0_abs_ns"]
         out["airtime_us"] = round((int(row["end_ns"]) - int(row["start_ns"])) / 1000, 1)
         ev = self.events[self.events["ppdu"] == ppdu_id] if len(self.events) else self.events

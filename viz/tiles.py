@@ -14,10 +14,16 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from airtime.ppdu import KIND_NAMES
+from sniffsync.decode.macs import mac_text
+
 __all__ = ["KINDS", "SEVERITY", "TimelineIndex", "build_index", "tile", "busy_between"]
 
-# drawing order / colour index of PPDU kinds (web/static/js/colors.js mirrors it)
-KINDS = ["data", "rts", "cts", "ack", "ba", "bar", "beacon", "mgmt", "other"]
+# Drawing order of the PPDU kinds: a tile's kind is a code into it, the page colours by that
+# code and names it from the list it is served (meta "kinds"). Data first, the control kinds
+# in table order, then beacon, management and other.
+_DRAWN_LAST = ["beacon", "mgmt", "other"]
+KINDS = ["data"] + [k for k in KIND_NAMES if k not in ("data", *_DRAWN_LAST)] + _DRAWN_LAST
 # event kind -> severity drawn on the timeline (0 = none); worst wins in a bucket
 SEVERITY = {"retry": 1, "rts_unanswered": 2, "ba_missing": 3, "mpdu_failed": 3,
             "overlap": 3, "rts_cts_collision": 4}
@@ -42,9 +48,6 @@ class TimelineIndex(NamedTuple):
     kstart: np.ndarray         # starts sorted by (lane, kind, start) ...
     kcum_air: np.ndarray       # ... with airtime prefix sums restarting per (lane, kind) block
     kbounds: np.ndarray        # block (lane, kind) is [kbounds[lane*K+kind], kbounds[lane*K+kind+1])
-
-
-from sniffsync.decode.macs import mac_text as _fmt_mac
 
 
 def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
@@ -82,7 +85,7 @@ def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
         who = ta.fillna(ppdus["ra"].astype("UInt64")).fillna(0).to_numpy(np.uint64)
         uniq, lane_of = np.unique(who, return_inverse=True)
         rows = np.arange(n)
-        labels = [_fmt_mac(u) if u else "unknown" for u in uniq]
+        labels = [mac_text(u) if u else "unknown" for u in uniq]
     order = np.lexsort((start[rows], lane_of))
     rows, lane_of = rows[order], np.asarray(lane_of)[order]
     bounds = np.searchsorted(lane_of, np.arange(len(labels) + 1))

@@ -116,8 +116,8 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     except UsageError:
         fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
     names = [Path(p).stem for p in paths]
-    return Run([str(p) for p in paths], names, frames, ppdus, det["events"], det["mpdus"],
-               det["stations"], fair, sync_report, detect_summary(ppdus, det),
+    return Run([str(p) for p in paths], names, frames, ppdus, det.events, det.mpdus,
+               det.stations, fair, sync_report, detect_summary(ppdus, det),
                merged if len(paths) > 1 else None)
 
 

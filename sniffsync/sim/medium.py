@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from airtime.phy_tables import BA_BYTES, CTS_BYTES, RTS_BYTES
+
 __all__ = ["positions", "hearing", "rx_power_dbm", "Phy", "mac_int", "RTS_BYTES", "CTS_BYTES",
            "BA_BYTES", "ampdu_psdu_bytes"]
-
-RTS_BYTES = 20          # FC 2, Duration 2, RA 6, TA 6, FCS 4
-CTS_BYTES = 14          # FC 2, Duration 2, RA 6, FCS 4
-BA_BYTES = 32           # + BA control 2, SSC 2, 8-byte compressed bitmap
 
 
 def mac_int(i: int, base: int = 0x020000000000) -> int:

@@ -1,6 +1,5 @@
 // Data sources for the views. serverSource talks to the Flask API; localSource serves the
 // same calls from data embedded in a self-contained report (no server, no eval).
-import {KINDS} from "./colors.js";
 
 async function getJSON(url) {
   const r = await fetch(url);
@@ -38,7 +37,7 @@ export function localSource(data) {
       const lanesOf = (i) => lanes === "sniffer" ? it.sniffer_lanes[i] : [it.lane[i]];
       const sel = [];
       for (let i = 0; i < n; i++) if (it.start_ns[i] < t1 && it.end_ns[i] > t0) sel.push(i);
-      const names = data.timeline.meta.lanes[lanes];
+      const names = data.timeline.meta.lanes[lanes], K = data.timeline.meta.kinds.length;
       if (sel.length <= 4 * px) {
         const out = {lane: [], start_ns: [], end_ns: [], kind: [], severity: [], ppdu: []};
         for (const i of sel) for (const l of lanesOf(i)) {
@@ -47,10 +46,10 @@ export function localSource(data) {
         }
         return {mode: "items", t0_ns: t0, t1_ns: t1, px, lanes: names, items: out};
       }
-      const w = (t1 - t0) / px, L = names.length;
+      const w = (t1 - t0) / px;
       const busy = names.map(() => new Float64Array(px)), sev = names.map(() => new Int8Array(px));
       const count = names.map(() => new Int32Array(px));
-      const kw = names.map(() => new Float64Array(px * KINDS.length));
+      const kw = names.map(() => new Float64Array(px * K));
       for (const i of sel) for (const l of lanesOf(i)) {
         const a = Math.max(it.start_ns[i], t0), b = Math.min(it.end_ns[i], t1);
         const fa = Math.max(0, Math.floor((a - t0) / w)), fb = Math.min(px - 1, Math.floor((b - 1 - t0) / w));
@@ -58,19 +57,19 @@ export function localSource(data) {
         for (let k = fa; k <= fb; k++) {
           const lo = Math.max(a, t0 + k * w), hi = Math.min(b, t0 + (k + 1) * w);
           busy[l][k] += Math.max(0, hi - lo);
-          kw[l][k * KINDS.length + it.kind[i]] += Math.max(0, hi - lo);
+          kw[l][k * K + it.kind[i]] += Math.max(0, hi - lo);
           sev[l][k] = Math.max(sev[l][k], it.severity[i]);
         }
       }
       const kind = names.map((_, l) => Array.from({length: px}, (_, k) => {
         let best = -1, bw = 0;
-        for (let c = 0; c < KINDS.length; c++) if (kw[l][k * KINDS.length + c] > bw) { bw = kw[l][k * KINDS.length + c]; best = c; }
+        for (let c = 0; c < K; c++) if (kw[l][k * K + c] > bw) { bw = kw[l][k * K + c]; best = c; }
         return best;
       }));
       const edges = Array.from({length: px + 1}, (_, k) => t0 + k * w);
       return {mode: "buckets", t0_ns: t0, t1_ns: t1, px, lanes: names, edges_ns: edges,
               busy_ns: busy.map((a) => Array.from(a)), count: count.map((a) => Array.from(a)), kind,
-              severity: sev.map((a) => Array.from(a)), L};
+              severity: sev.map((a) => Array.from(a))};
     },
   };
 }

@@ -10,8 +10,6 @@ export function formatNs(ns, spanNs = Math.abs(ns)) {
   return `${(ns / u.div).toFixed(u.digits)} ${u.unit}`;
 }
 
-export function mac(v) { return v == null ? "—" : String(v); }
-
 // Text-only DOM building: nothing coming from data is ever parsed as HTML or code.
 export function rows(el, pairs) {
   el.replaceChildren();

@@ -1,7 +1,7 @@
 // The merged-trace timeline: one lane per station (or sniffer), each PPDU a rectangle spanning
 // its airtime, drawn on canvas from pixel-scaled tiles; d3-zoom from the whole run to µs.
 // Shift-drag brushes a time range; hover shows a PPDU's details; click pins them.
-import {KINDS, KIND_COLOR, SEVERITY_COLOR, SEVERITY_NAME} from "./colors.js";
+import {KIND_COLOR, SEVERITY_COLOR, SEVERITY_NAME} from "./colors.js";
 import {timeUnit, formatNs, rows} from "./format.js";
 
 const MARGIN = {left: 150, right: 14, top: 10, bottom: 30};
@@ -140,7 +140,7 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
     const it = tile.items, id = it.ppdu[i];
     if (!details.has(id)) details.set(id, await source.ppdu(id));
     const d = details.get(id);
-    rows(tipDl, [["kind", KINDS[it.kind[i]]], ["TA", d.ta], ["RA", d.ra],
+    rows(tipDl, [["kind", meta.kinds[it.kind[i]]], ["TA", d.ta], ["RA", d.ra],
       ["start", formatNs(it.start_ns[i], 1e7)], ["airtime", `${d.airtime_us} µs`],
       ["PHY", d.phy == null ? null : `${d.phy} MCS ${d.mcs ?? "—"} ×${d.nss ?? 1} ${d.bw_mhz ?? ""} MHz`],
       ["MPDUs", d.n_mpdus], ["failed seqs", (d.failed_seqs || []).join(", ") || "none"],

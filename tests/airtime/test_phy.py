@@ -11,7 +11,7 @@ import pytest
 from airtime.phy import (data_rate_kbps, ldpc_extra_symbol, legacy_response_rate_kbps,
                          ppdu_duration_ns, sifs_ns, slot_ns)
 
-FIX = Path(__file__).parent / "data" / "tshark_phy"
+FIX = Path(__file__).parents[1] / "data" / "tshark_phy"
 US = 1000
 
 

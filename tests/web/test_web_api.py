@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from viz.runview import RunView
+from viz.tiles import KINDS
 from web import create_app
 
 T0 = 1_700_000_000_000_000_000
@@ -34,6 +35,7 @@ def test_meta(client, run):
     assert m["span_ns"] == 49 * 200_000 + 120_000
     assert m["lanes"]["station"] == ["02:00:00:00:00:01", "02:00:00:00:00:03"]
     assert m["lanes"]["sniffer"] == ["A", "B"]
+    assert m["kinds"] == KINDS                           # the page names tile kind codes from it
 
 
 def test_tile_items_and_buckets(client):

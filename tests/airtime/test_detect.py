@@ -1,4 +1,6 @@
 """Detection on hand-built sequences (times worked by hand) and the window join vs a brute-force oracle."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -78,6 +80,7 @@ def test_hidden_node_sequence():
     ]
     ft, p, fp = _tables(rows)
     res = detect(ft, p, fp)
+    assert dataclasses.is_dataclass(res) and not isinstance(res, dict)
     ev = res.events
     by = {k: g for k, g in ev.groupby("kind", observed=True)}
     assert by["rts_unanswered"]["ppdu"].tolist() == [2]                 # STA2's RTS was answered

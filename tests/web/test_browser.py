@@ -153,7 +153,7 @@ def test_hover_shows_ta_and_airtime(page, run):
     tip = page.locator("#timeline .tip")
     assert tip.is_visible()
     text = tip.text_content()
-    assert f"TA{ta}" in text
+    assert f"TA{ta}" in text and "kinddata" in text                    # kind named from meta.kinds
     assert f"airtime{_js_number((e - s) / 1000)} µs" in text          # end_ns - start_ns, in µs
     page.screenshot(path=str(ARTIFACTS / "ui-hover.png"))
 

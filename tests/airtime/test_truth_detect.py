@@ -100,9 +100,10 @@ def prec_rec(detected: set, truth_all: set, observable: set, scoreable=None):
 
 
 def score(run, frames, names, stamps="capture"):
-    """Precision/recall of the three event kinds on one table (one sniffer or merged)."""
+    """Precision/recall of the three event kinds on one table (one sniffer, or merged: its
+    stamps mark PPDU ends)."""
     ppdus, det = analyse(frames, names, stamps)
-    ev = det["events"]
+    ev = det.events
     tp_row = truth_of_rows(frames, run, names, "ppdu")
     ours = tp_row[ppdus["first_frame"].to_numpy()]           # our PPDU id -> truth PPDU id
     seen = set(tp_row.tolist())
@@ -132,7 +133,7 @@ def score(run, frames, names, stamps="capture"):
     res["rts_cts_collision"] = prec_rec(ev_truth("rts_cts_collision"), set(coll), obs)
     # failed MPDUs: detector's judged MPDUs -> truth rows
     mrow = truth_of_rows(frames, run, names, "mpdu_row")
-    judged = det["mpdus"]
+    judged = det.mpdus
     jr = mrow[judged["frame"].to_numpy(np.int64)]
     fate = run.mp["rx_fate"].to_numpy()
     failed_det = set(jr[~judged["acked"].to_numpy(bool)].tolist())

@@ -1,8 +1,11 @@
 """``sniffsync report``: one self-contained HTML file that works offline in chromium, and whose
 embedded data cannot break out of its <script> block."""
+import json
 import re
 
 import pytest
+
+from viz.tiles import KINDS
 
 from browser_util import ARTIFACTS, browser_page
 from conftest import CAPTURES
@@ -42,6 +45,8 @@ def test_report_is_one_file_without_external_references(report):
     assert EXTERNAL.findall('<script src="/static/x.js"></script><link href="a.css">')   # regex bites
     assert html.count("<script") == 3          # d3, the JSON data block, the bundled modules
     assert 'type="module"' not in html and "/static/" not in html
+    blob = re.search(r'<script type="application/json" id="sniffsync-data">(.*?)</script>', html).group(1)
+    assert json.loads(blob)["timeline"]["meta"]["kinds"] == KINDS    # the page's only kind list
 
 
 @pytest.mark.browser

@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 
 from airtime.phy import ppdu_duration_ns
-from airtime.ppdu import group_ppdus
+from airtime.ppdu import align_to_ppdu_end, group_ppdus
 from sniffsync.decode.table import frame_table
+from sniffsync.errors import UsageError
 
-FIX = Path(__file__).parent / "data" / "tshark_phy"
+FIX = Path(__file__).parents[1] / "data" / "tshark_phy"
 
 
 def table(**cols):
@@ -162,7 +163,7 @@ def test_no_grouping_across_transmitters_or_legacy():
                phy=["ht", "ht", "ofdm"], mcs=[3, 3, None], bw_mhz=[20, 20, None],
                rate_kbps=[None, None, 6000], type_subtype=[0x28, 0x28, 0x28],
                ta=[STA, AP, AP], ra=[AP, STA, STA])
-    _, fp, _ = group_ppdus(df, tsft_at="end")
+    fp = group_ppdus(df, tsft_at="end").frame_ppdu
     assert fp.tolist() == [0, 1, 2]
 
 
@@ -182,10 +183,41 @@ def test_tsft_at_auto_detects_stamp_position(stamp):
     start = [t0, t0 + rts + 16_000]
     t = start if stamp == "start" else [start[0] + rts, start[1] + cts]
     df["tsft_us"] = pd.array([x // 1000 for x in t], dtype="Int64")
-    p, _, conv = group_ppdus(df)
-    assert conv == {0: stamp}
+    p, _, tsft_at = group_ppdus(df)
+    assert tsft_at == {0: stamp}
     assert p.start_ns.tolist() == start
     assert p.kind.astype(str).tolist() == ["rts", "cts"]
+
+
+def _start_stamped_rts_cts():
+    df = _rts_cts()
+    df["tsft_us"] = pd.array([1000, 1068], dtype="Int64")     # starts: RTS 52 us + SIFS 16 us
+    df["ts_ns"] = np.array([1_000_000, 1_068_000], np.int64)
+    return df
+
+
+def test_stamps_end_means_the_table_already_marks_ends():
+    df = _start_stamped_rts_cts()
+    p, _, tsft_at = group_ppdus(df, tsft_at="start", stamps="end")
+    assert tsft_at == {0: "end"}                           # tsft_at ignored for a merged table
+    assert p.end_ns.tolist() == [1_000_000, 1_068_000]
+    assert group_ppdus(df, tsft_at="start").tsft_at == {0: "start"}
+    with pytest.raises(UsageError, match="stamps"):
+        group_ppdus(df, stamps="start")
+
+
+def test_align_to_ppdu_end_moves_start_stamps_by_airtime():
+    df = _start_stamped_rts_cts()
+    out, tsft_at = align_to_ppdu_end(df)
+    assert tsft_at == {0: "start"} and not out.attrs
+    assert out["ts_ns"].tolist() == [1_052_000, 1_096_000]      # + 52 us RTS, + 28 us CTS
+    assert out["tsft_us"].tolist() == [1052, 1096]
+    assert df["ts_ns"].tolist() == [1_000_000, 1_068_000]       # the input is not changed
+    grouped = group_ppdus(df, tsft_at="end")
+    same, conv = align_to_ppdu_end(df, grouped=grouped)         # a grouping passed in is used
+    assert conv == {0: "end"} and same["ts_ns"].tolist() == df["ts_ns"].tolist()
+    kept, conv = align_to_ppdu_end(df, stamps="end")
+    assert conv == {0: "end"} and kept["ts_ns"].tolist() == df["ts_ns"].tolist()
 
 
 # ------------------------------------------------------- ns-3 truth through tshark
@@ -196,24 +228,25 @@ NS3 = ["ns3-11n-ht20-hidden-snifferA-nearAP", "ns3-11ac-vht80-snifferA-s256",
 @pytest.fixture(scope="module", params=NS3)
 def ns3(request):
     df, _ = load_tshark(FIX / f"{request.param}.tsv.gz")
-    return (request.param, df, *group_ppdus(df))
+    p, fp, tsft_at = group_ppdus(df)
+    return request.param, df, p, fp, tsft_at
 
 
 def test_ns3_groups_match_ampdu_refs(ns3):
-    name, df, p, fp, conv = ns3
+    name, df, p, fp, tsft_at = ns3
     ref = df.ampdu_ref.to_numpy(dtype=float, na_value=np.nan)
     agg = ~np.isnan(ref)
     # every reference maps to exactly one PPDU and vice versa
     pairs = pd.DataFrame({"r": ref[agg], "p": fp[agg]}).drop_duplicates()
     assert pairs.r.is_unique and pairs.p.is_unique
-    assert conv == {0: "end"}              # ns-3 stamps the end (FACTS.md)
+    assert tsft_at == {0: "end"}              # ns-3 stamps the end (FACTS.md)
     assert len(p) == len(np.unique(fp)) and (p.airtime_ns > 0).all()
 
 
 def test_ns3_response_gap_is_sifs_plus_response_airtime(ns3):
     """TSFT(resp) - TSFT(frame) == 16 us + airtime(resp) +-1 us (timestamps are whole
     us) for every CTS/ACK/BA answering the PPDU just before it."""
-    name, df, p, fp, conv = ns3
+    name, df, p, fp, tsft_at = ns3
     end = p.end_ns.to_numpy()
     kind = p.kind.astype(str).to_numpy()
     ta, ra = p.ta.to_numpy(dtype=float, na_value=-1), p.ra.to_numpy(dtype=float, na_value=-2)
@@ -231,7 +264,7 @@ def test_ns3_data_after_cts_matches_ns3_timing_model(ns3):
     documented ways (docs/airtime.md): SGI data is N_SYM * 3.6 us without the 4 us
     ceiling, VHT SU has no VHT-SIG-B, HE-LTFs are always 8 us. Model those on top of
     our N_SYM and preamble and require +-1.5 us (whole-us stamps, propagation)."""
-    name, df, p, fp, conv = ns3
+    name, df, p, fp, tsft_at = ns3
     kind = p.kind.astype(str).to_numpy()
     ta, ra = p.ta.to_numpy(dtype=float, na_value=-1), p.ra.to_numpy(dtype=float, na_value=-2)
     i = np.flatnonzero((kind[:-1] == "cts") & (kind[1:] == "data") & (ta[1:] == ra[:-1])) + 1

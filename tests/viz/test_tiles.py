@@ -3,7 +3,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from airtime.ppdu import KIND_NAMES
 from viz.tiles import KINDS, build_index, busy_between, tile
+
+
+def test_kinds_are_the_ppdu_kinds_in_drawing_order():
+    # the page colours a kind by its code here (web/static/js/colors.js KIND_COLOR)
+    assert sorted(KINDS) == sorted(KIND_NAMES)
+    assert KINDS == ["data", "rts", "cts", "ack", "ba", "bar", "beacon", "mgmt", "other"]
 
 
 def _ppdus(rng, n=400, n_sta=3):

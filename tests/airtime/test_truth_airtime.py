@@ -79,7 +79,7 @@ def run(request, tmp_path_factory):
     truth = pd.read_csv(out / "truth" / "ppdus.csv", keep_default_na=False).set_index("ppdu")
     cap = pd.read_csv(out / "truth" / "captured_snifA.csv")
     frames = read_capture(str(out / "snifA.pcap"))      # snifA: perfect clock, no misses
-    ppdus, _, _ = group_ppdus(frames, tsft_at="end")
+    ppdus = group_ppdus(frames, tsft_at="end").ppdus
     tp = cap["ppdu"].to_numpy()[ppdus["first_frame"].to_numpy()]
     return request.param, ppdus, truth.loc[tp].reset_index(), truth
 
