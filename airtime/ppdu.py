@@ -161,7 +161,7 @@ def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
     return out
 
 
-def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
+def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps="capture"):
     """Group MPDUs into PPDUs and give each its start, end and exact airtime.
 
     Parameters
@@ -171,7 +171,10 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     tsft_at : {"auto", "start", "end"} or dict
         What the sniffers' timestamps mark; ``"auto"`` decides per sniffer from
         response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer. Ignored
-        for a merged table (``attrs["stamps"] == "end"``): its stamps already mark ends.
+        when ``stamps == "end"``.
+    stamps : {"capture", "end"}
+        ``"end"``: the table's stamps already mark PPDU ends (a merged table,
+        ``sniffsync.sync.merge.Merged.stamps``).
 
     Returns
     -------
@@ -183,7 +186,7 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     """
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
-    if frames.attrs.get("stamps") == "end":
+    if stamps == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
     n = len(frames)
     sniffer = _np(frames, "sniffer", 0)
@@ -270,18 +273,18 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto"):
     return ppdus, frame_ppdu
 
 
-def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None) -> pd.DataFrame:
-    """Copy of ``frames`` whose ``ts_ns``/``tsft_us`` mark the END of each frame's PPDU.
+def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None, *, stamps="capture"):
+    """``(copy of frames, tsft_at)``: ``ts_ns``/``tsft_us`` mark the END of each frame's PPDU.
 
     Sniffers disagree on what TSFT marks (radiotap says the first bit; ns-3 and many
     drivers stamp the end). Before the copies of one transmission heard by several
     sniffers can be matched in time, every sniffer must mean the same instant: this
     moves start-stamping sniffers forward by each PPDU's computed airtime. The decision
-    per sniffer is kept in ``attrs["tsft_at"]``. ``grouped`` is an already computed
+    per sniffer is returned (``{sniffer: "start" | "end"}``). ``grouped`` is an already computed
     ``group_ppdus(frames, tsft_at)`` result (callers that also need the PPDU table
     pass it to avoid grouping twice).
     """
-    ppdus, frame_ppdu = grouped if grouped is not None else group_ppdus(frames, tsft_at=tsft_at)
+    ppdus, frame_ppdu = grouped if grouped is not None else group_ppdus(frames, tsft_at=tsft_at, stamps=stamps)
     conv = ppdus.attrs["tsft_at"]
     air = ppdus["airtime_ns"].to_numpy(np.int64)
     starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
@@ -291,5 +294,4 @@ def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped=None) -> pd.
     out["ts_ns"] = frames["ts_ns"].to_numpy(np.int64) + shift
     if "tsft_us" in frames:
         out["tsft_us"] = frames["tsft_us"] + np.rint(shift / 1000).astype(np.int64)
-    out.attrs["tsft_at"] = conv
-    return out
+    return out, conv

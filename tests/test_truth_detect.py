@@ -55,9 +55,9 @@ def run(request, tmp_path_factory):
     return r
 
 
-def analyse(frames, names):
+def analyse(frames, names, stamps="capture"):
     """Detect on ``frames``; return truth ids of each frame row and the detection result."""
-    ppdus, fp = group_ppdus(frames)
+    ppdus, fp = group_ppdus(frames, stamps=stamps)
     det = detect(frames, ppdus, fp)
     return ppdus, det
 
@@ -99,9 +99,9 @@ def prec_rec(detected: set, truth_all: set, observable: set, scoreable=None):
     return prec, rec, len(d), len(observable)
 
 
-def score(run, frames, names):
+def score(run, frames, names, stamps="capture"):
     """Precision/recall of the three event kinds on one table (one sniffer or merged)."""
-    ppdus, det = analyse(frames, names)
+    ppdus, det = analyse(frames, names, stamps)
     ev = det["events"]
     tp_row = truth_of_rows(frames, run, names, "ppdu")
     ours = tp_row[ppdus["first_frame"].to_numpy()]           # our PPDU id -> truth PPDU id
@@ -155,8 +155,7 @@ def single(run, k):
 
 @pytest.fixture(scope="module")
 def merged(run):
-    frames, _ = merge(run.paths)
-    return frames
+    return merge(run.paths)
 
 
 def test_truth_labels_consistent(run):
@@ -197,7 +196,7 @@ def test_sniffer_beside_ap(run):
 
 
 def test_merged_three_sniffers(run, merged):
-    res = score(run, merged, NAMES)
+    res = score(run, merged.frames, NAMES, merged.stamps)
     for kind in ("rts_unanswered", "rts_cts_collision", "mpdu_failed"):
         p, r, nd, no = res[kind]
         assert no > 10 and p >= TARGET and r >= TARGET, (run.ac, kind, res)

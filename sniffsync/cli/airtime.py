@@ -21,9 +21,10 @@ def run(args) -> int:
     from sniffsync.pipeline.run import load_frames
     from sniffsync.cli.common import mac, print_table, progress_printer
 
-    frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                            progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    ppdus, _ = group_ppdus(frames, tsft_at=args.tsft_at)
+    loaded = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
+                         progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
+    frames = loaded.frames
+    ppdus, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=loaded.stamps)
     if args.output:
         write_table(ppdus if args.all_columns else ppdus[[c for c in COLUMNS if c in ppdus]], args.output)
     st = station_airtime(ppdus)

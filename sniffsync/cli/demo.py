@@ -47,7 +47,7 @@ def run(args) -> int:
     if tot:
         say(f"merge: frames in {tot['frames_in']} = frames out {tot['frames_out']} + duplicates removed "
             f"{tot['duplicates_removed']}")
-        write_merged(str(out / "merged.pcapng"), run_.frames)
+        write_merged(str(out / "merged.pcapng"), run_.merged)
         (out / "sync.json").write_text(json.dumps(rep, indent=1, default=str))
     write_table(run_.ppdus, str(out / "ppdus.csv"))
     write_table(run_.events, str(out / "events.csv"))

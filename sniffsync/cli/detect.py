@@ -23,9 +23,10 @@ def run(args) -> int:
     from sniffsync.pipeline.run import load_frames
     from sniffsync.cli.common import mac, print_table, progress_printer
 
-    frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                            progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=args.tsft_at)
+    loaded = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
+                         progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
+    frames = loaded.frames
+    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=args.tsft_at, stamps=loaded.stamps)
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
     if args.output:

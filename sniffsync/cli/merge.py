@@ -62,9 +62,10 @@ def run(args) -> int:
         raise UsageError(f"{args.output}: output would overwrite an input")
     anchors = tuple(a.strip() for a in args.anchors.split(",") if a.strip())
     say = _progress(args.quiet)
-    merged, report = merge(args.inputs, reference=_reference(args.reference, args.inputs), columns=[],
-                           allow_unsynced=args.allow_unsynced, anchors=anchors,
-                           keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say)
+    merged = merge(args.inputs, reference=_reference(args.reference, args.inputs), columns=[],
+                   allow_unsynced=args.allow_unsynced, anchors=anchors,
+                   keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say)
+    report = merged.report
     if args.output:
         say(f"write {args.output}")
         write_merged(args.output, merged)

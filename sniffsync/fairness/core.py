@@ -54,12 +54,13 @@ class Capture:
 
     ``get`` and ``ip_codes`` as :func:`sniffsync.flows_core.segment_arrays` takes them;
     ``to_frame()`` gives the frame-table DataFrame (built only when the ``airtime``
-    package needs one: 802.11 captures with radiotap); ``attrs`` the table's attrs.
+    package needs one: 802.11 captures with radiotap); ``stamps`` what its stamps mark
+    (``"end"``: PPDU ends, a merged table).
     """
 
-    def __init__(self, get, ip_codes, to_frame, attrs=None, threads: bool = False):
+    def __init__(self, get, ip_codes, to_frame, stamps: str = "capture", threads: bool = False):
         self.get, self.ip_codes, self.to_frame = get, ip_codes, to_frame
-        self.attrs = attrs or {}
+        self.stamps = stamps
         self.threads = threads        # ``get`` may run on another thread (numpy columns)
 
     @classmethod
@@ -78,11 +79,11 @@ class Capture:
                    to_frame, threads=True)
 
     @classmethod
-    def from_frame(cls, frames) -> "Capture":
+    def from_frame(cls, frames, stamps: str = "capture") -> "Capture":
         """From a frame-table DataFrame."""
         from sniffsync.tcp.frames import frame_source
         get, ip_codes = frame_source(frames)
-        return cls(get, ip_codes, lambda: frames, frames.attrs)
+        return cls(get, ip_codes, lambda: frames, stamps)
 
 
 # segment columns :func:`run_tables` reads after :func:`analyze_arrays`
@@ -279,7 +280,7 @@ def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int) ->
 
 def _airtime_frames(cap: Capture, ppdus):
     """802.11 captures: date segments at their PPDU's end (airtime package); (cap, ppdus)."""
-    if cap.attrs.get("stamps") == "end":
+    if cap.stamps == "end":
         return cap, ppdus
     # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
     # sniffer's TSFT convention (an A-MPDU can last 5 ms)
@@ -287,7 +288,7 @@ def _airtime_frames(cap: Capture, ppdus):
         from airtime.ppdu import align_to_ppdu_end, group_ppdus
         frames = cap.to_frame()
         grouped = group_ppdus(frames)
-        frames = align_to_ppdu_end(frames, grouped=grouped)
+        frames, _ = align_to_ppdu_end(frames, grouped=grouped)
     except ImportError:
         return cap, ppdus
     # one grouping serves alignment and the cross-layer view
@@ -325,7 +326,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         if ppdus is None and radiotap:
             try:
                 from airtime.ppdu import group_ppdus  # another helper's package
-                ppdus = group_ppdus(cap.to_frame())[0]
+                ppdus = group_ppdus(cap.to_frame(), stamps=cap.stamps)[0]
             except (ImportError, AttributeError):
                 ppdus = None
         st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None

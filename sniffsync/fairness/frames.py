@@ -114,7 +114,8 @@ def result_frames(runs: list, summary: dict) -> FairnessResult:
 def fairness(frames_or_list, window_ns: int = 400_000_000, step_ns: int = 200_000_000, *,
              ppdus=None, qdelay_threshold_ns: int = 50_000_000, busy_fraction: float = 0.5,
              unfair_below: float = 0.8, min_rtt_horizon_ns: int = 10_000_000_000,
-             dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, t0_ns: int | None = None) -> FairnessResult:
+             dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, t0_ns: int | None = None,
+             stamps: str = "capture") -> FairnessResult:
     """TCP/UDP flows, windowed goodput, Jain's index, its CDF, bufferbloat and cross-layer view.
 
     Parameters
@@ -131,6 +132,9 @@ def fairness(frames_or_list, window_ns: int = 400_000_000, step_ns: int = 200_00
         Origin of the window grid (capture clock, ns); default: the run's first data segment.
     unfair_below : float
         Jain threshold for the summary share and the "why" strings.
+    stamps : {"capture", "end"}
+        What the tables' stamps mark: ``"end"`` for PPDU ends (a merge's
+        ``Merged.stamps``), so segments are not moved to PPDU ends again.
 
     Returns
     -------
@@ -138,7 +142,7 @@ def fairness(frames_or_list, window_ns: int = 400_000_000, step_ns: int = 200_00
     """
     runs = frames_or_list if isinstance(frames_or_list, (list, tuple)) else [frames_or_list]
     tables, summary = fairness_tables(
-        (Capture.from_frame(f) for f in runs), window_ns, step_ns, ppdus=ppdus,
+        (Capture.from_frame(f, stamps) for f in runs), window_ns, step_ns, ppdus=ppdus,
         qdelay_threshold_ns=qdelay_threshold_ns, busy_fraction=busy_fraction, unfair_below=unfair_below,
         min_rtt_horizon_ns=min_rtt_horizon_ns, dedup=dedup, min_rto_ns=min_rto_ns, t0_ns=t0_ns)
     return result_frames(tables, summary)

@@ -32,15 +32,18 @@ class Run:
     fairness: object | None              # sniffsync.fairness.FairnessResult
     sync_report: dict | None = None
     detect_summary: dict = field(default_factory=dict)
+    merged: object | None = None         # load_frames' Merged (records, stamps); None from the cache
 
 
 def load_frames(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):
-    """Frame table of one capture, or the merged table of several (with the sync report)."""
+    """The merged table of several captures (:class:`sniffsync.sync.merge.Merged`), or one
+    capture's frame table as a ``Merged`` of one sniffer (no report, no records, its
+    stamps as captured)."""
+    from sniffsync.sync.merge import Merged, merge
     paths = [str(p) for p in paths]
     if len(paths) == 1:
         from sniffsync.decode.frames import read_capture
-        return read_capture(paths[0]), None
-    from sniffsync.sync.merge import merge
+        return Merged(read_capture(paths[0]), None, None, [Path(paths[0]).stem], "capture")
     return merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
                  tsft_at=tsft_at)
 
@@ -57,20 +60,20 @@ def _heard_mask(frames: pd.DataFrame, frame_ppdu: np.ndarray, n_ppdus: int) -> n
     return out
 
 
-def to_capture_clock(frames: pd.DataFrame, ppdus: pd.DataFrame) -> pd.DataFrame:
+def to_capture_clock(frames: pd.DataFrame, ppdus: pd.DataFrame, stamps: str = "capture") -> pd.DataFrame:
     """PPDU times moved from the TSF clock onto the capture (``ts_ns``) clock.
 
     PPDUs are placed with the radiotap TSFT (µs-true) but TCP windows use capture
     stamps; cross-layer views need one clock. Each sniffer's TSF is shifted by the
     median of ``ts_ns - tsft_us * 1000`` over its frames — one constant per sniffer (per
     table once merged), so the µs spacing of PPDUs is kept and host-stamp jitter is not
-    injected.
+    injected. ``stamps``: the frames' convention (``"end"``: a merged table).
     """
     if "tsft_us" not in frames or not frames["tsft_us"].notna().any():
         return ppdus
     ts = frames["ts_ns"].to_numpy(np.int64)
     tsft = frames["tsft_us"].to_numpy(np.float64, na_value=np.nan) * 1000
-    merged = frames.attrs.get("stamps") == "end" and "sniffers_heard" in frames
+    merged = stamps == "end" and "sniffers_heard" in frames
     key = np.zeros(len(frames), np.int64) if merged else frames["sniffer"].to_numpy(np.int64)
     delta = pd.Series(ts - tsft).groupby(key).median()
     p_key = np.zeros(len(ppdus), np.int64) if merged else ppdus["sniffer"].to_numpy(np.int64)
@@ -82,7 +85,6 @@ def to_capture_clock(frames: pd.DataFrame, ppdus: pd.DataFrame) -> pd.DataFrame:
     for c in ("start_us", "end_us"):
         if c in out:
             out[c] = out[c.replace("_us", "_ns")] // 1000
-    out.attrs["clock"] = "capture"
     return out
 
 
@@ -95,19 +97,20 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     from sniffsync.errors import UsageError
     from sniffsync.fairness.frames import fairness
 
-    frames, sync_report = load_frames(paths, reference=reference, allow_unsynced=allow_unsynced,
-                                      progress=progress, tsft_at=tsft_at)
-    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=tsft_at)
-    ppdus = to_capture_clock(frames, ppdus)
+    loaded = load_frames(paths, reference=reference, allow_unsynced=allow_unsynced,
+                         progress=progress, tsft_at=tsft_at)
+    frames = loaded.frames
+    ppdus, frame_ppdu = group_ppdus(frames, tsft_at=tsft_at, stamps=loaded.stamps)
+    ppdus = to_capture_clock(frames, ppdus, loaded.stamps)
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
     det = detect(frames, ppdus, frame_ppdu)
     try:
-        fair = fairness(frames, window_ns, step_ns, ppdus=ppdus)
+        fair = fairness(frames, window_ns, step_ns, ppdus=ppdus, stamps=loaded.stamps)
     except UsageError:
         fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
     names = [Path(p).stem for p in paths]
     return Run([str(p) for p in paths], names, frames, ppdus, det["events"], det["mpdus"],
-               det["stations"], fair, sync_report, detect_summary(ppdus, det))
+               det["stations"], fair, loaded.report, detect_summary(ppdus, det), loaded)
 
 
 # ---- cache -------------------------------------------------------------------------

@@ -1,9 +1,7 @@
-"""The merged-pcapng writer (Arrow-gathered EPBs, direct writes) and merge helpers, against
-the generic writer and plain oracles."""
+"""The merged-pcapng writer and merge helpers, against the generic writer and plain oracles."""
 from __future__ import annotations
 
-import errno
-import os
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -12,14 +10,15 @@ import pytest
 
 import sniffsync.sync.pcapng as W
 from sniffsync.io.capture import Records
-from sniffsync.sync.merge import _concat_columns, _str_categories, best_copy
+from sniffsync.sync.copies import best_copy
+from sniffsync.sync.merge import _concat_columns, _str_categories
 from sniffsync.io.writers import _idb, _shb, write_pcapng
 
-CAPS = Path(__file__).parent / "data" / "captures"
+CAPS = Path(__file__).parents[1] / "data" / "captures"
 
 
 def _records(rng, n, shift):
-    """A fake capture: n packets of 0..300 bytes (many <= 12: inline views) with gaps."""
+    """A fake capture: n packets of 0..300 bytes (many of 0..12) with gaps."""
     lens = rng.integers(0, 300, n)
     small = rng.random(n) < 0.2
     lens[small] = rng.integers(0, 13, small.sum())
@@ -33,10 +32,7 @@ def _records(rng, n, shift):
 
 
 @pytest.mark.parametrize("chunk", [1, 700, 1 << 20])
-@pytest.mark.parametrize("win", [None, 4096])
-def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chunk, win):
-    if win:                              # small input windows: views in many Arrow buffers
-        monkeypatch.setattr(W, "_WIN", win)
+def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
     rng = np.random.default_rng(chunk)
     recs = [_records(rng, 400, 24), _records(rng, 300, 5000)]
     n = 600
@@ -46,15 +42,13 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     caplen = np.array([recs[s].caplen[i] for s, i in zip(sn, idx)], np.int64)
     wirelen = caplen + rng.integers(0, 5, n)
     ts = rng.integers(0, 2**62, n)
-    texts = ["", "x", "heard by: A(-41 dBm) B(? dBm)", "abcd" * 40]   # none, tiny (inline), long
+    texts = ["", "x", "heard by: A(-41 dBm) B(? dBm)", "abcd" * 40]   # none, tiny, long
     inv = rng.integers(0, len(texts), n)
     head = _shb() + _idb({"name": "a", "linktype": 127}) + _idb({"name": "b", "linktype": 127})
     got = tmp_path / "got.pcapng"
     with open(got, "wb") as fh:
-        sink = W.DirectSink(fh, stage_bytes=3 * 4096)
-        sink.write(head)
-        W.write_epbs(sink, recs, sn, start, caplen, wirelen, ts, W.comment_blob(texts) + (inv,), chunk)
-        sink.close()
+        fh.write(head)
+        W.write_epbs(fh, recs, sn, start, caplen, wirelen, ts, W.comment_blob(texts) + (inv,), chunk)
     data = np.concatenate([recs[s].buf[o:o + c] for s, o, c in zip(sn, start, caplen)])
     want = tmp_path / "want.pcapng"
     write_pcapng(want, [{"name": "a", "linktype": 127}, {"name": "b", "linktype": 127}], sn, ts, data,
@@ -62,46 +56,28 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     assert got.read_bytes() == want.read_bytes()
 
 
-@pytest.mark.parametrize("sizes", [[10], [4096, 1], [5000, 9000, 3, 70000], [0, 8192]])
-def test_direct_sink_writes_every_byte(tmp_path, sizes):
-    rng = np.random.default_rng(len(sizes))
-    parts = [rng.integers(0, 256, k, dtype=np.uint8).tobytes() for k in sizes]
-    p = tmp_path / "out.bin"
-    with open(p, "wb") as fh:
-        sink = W.DirectSink(fh, stage_bytes=2 * 4096)
-        for b in parts:
-            sink.write(b)
-        sink.close()
-    assert p.read_bytes() == b"".join(parts)
-
-
-def test_direct_sink_falls_back_when_direct_io_is_refused(tmp_path, monkeypatch):
-    real = os.write
-
-    def refuse(fd, data):                # a file system without O_DIRECT support
-        import fcntl
-        if fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0):
-            raise OSError(errno.EINVAL, "Invalid argument")
-        return real(fd, data)
-    monkeypatch.setattr(W.os, "write", refuse)
-    p = tmp_path / "out.bin"
-    payload = bytes(range(256)) * 100
-    with open(p, "wb") as fh:
-        sink = W.DirectSink(fh, stage_bytes=4096)
-        sink.write(payload)
-        sink.close()
-    assert p.read_bytes() == payload
-
-
-def test_direct_sink_appends_normally_after_other_bytes(tmp_path):
-    p = tmp_path / "out.bin"
-    with open(p, "wb") as fh:
-        fh.write(b"abc")
-        sink = W.DirectSink(fh, stage_bytes=4096)
-        assert not sink.direct           # not at offset 0: no alignment to keep
-        sink.write(b"x" * 10000)
-        sink.close()
-    assert p.read_bytes() == b"abc" + b"x" * 10000
+def test_write_merged_needs_no_hidden_state(tmp_path):
+    """A caller filters the merged rows and rebuilds the table (a new DataFrame: nothing
+    rides along in ``attrs``); ``write_merged`` takes all it needs from the ``Merged``."""
+    from sniffsync.io.capture import read_records
+    from sniffsync.sync.merge import merge, write_merged
+    paths = [CAPS / f"ns3-11n-ht20-hidden-sniffer{x}.pcap" for x in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
+    m = merge([str(p) for p in paths], columns=[])
+    assert m.frames.attrs == {} and m.sniffers == [p.stem for p in paths] and m.stamps == "end"
+    heard = m.frames[m.frames["n_heard"] >= 2]
+    frames = pd.DataFrame({c: heard[c].to_numpy() for c in heard.columns})
+    assert frames.attrs == {} and 0 < len(frames) < len(m.frames)
+    out = tmp_path / "heard.pcapng"
+    assert write_merged(out, dataclasses.replace(m, frames=frames)) == len(frames)
+    rec = read_records(out)
+    assert len(rec.data_off) == len(frames)
+    assert [i["name"] for i in rec.interfaces] == m.sniffers
+    assert rec.iface.tolist() == frames["sniffer"].tolist()
+    assert rec.ts_ns.tolist() == frames["ts_ns"].tolist()
+    for k, (s, f) in enumerate(zip(frames["sniffer"], frames["frame"])):   # bytes from the inputs
+        src, o = m.records[s], int(rec.data_off[k])
+        a, c = int(src.data_off[f - 1]), int(src.caplen[f - 1])
+        assert rec.caplen[k] == c and bytes(rec.buf[o:o + c]) == bytes(src.buf[a:a + c])
 
 
 def _best_oracle(group, sniffer, sig):
@@ -143,7 +119,6 @@ def test_concat_columns_equals_concat_tables():
             assert list(got[c].cat.categories) == list(want[c].cat.categories)
 
 
-
 def test_merge_leaves_the_callers_tables_whole():
     from sniffsync import read_capture
     from sniffsync.sync.merge import merge
@@ -152,9 +127,3 @@ def test_merge_leaves_the_callers_tables_whole():
     before = [t.copy() for t in tables]
     merge(tables, anchors=("beacon", "ba", "unique"))
     assert all(t.equals(b) and list(t.columns) == list(b.columns) for t, b in zip(tables, before))
-
-
-def test_numpy_path_for_old_pyarrow_writes_the_same_bytes(tmp_path, monkeypatch):
-    assert W._arrow_views()              # this environment has the fast path
-    monkeypatch.setattr(W, "_arrow_views", lambda: False)
-    test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, 700, 4096)
