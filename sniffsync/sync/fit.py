@@ -1,4 +1,4 @@
-"""The joint piecewise-linear clock fit of :mod:`sniffsync.sync` (step 4 of its algorithm).
+"""The joint piecewise-linear clock fit of :mod:`sniffsync.sync.clock` (step 4 of its algorithm).
 
 Every clock ``c`` maps local ``t`` to ``t + o_c + g_c(t)``, ``g_c`` piecewise linear in a
 hat basis over knots relative to the clock's start; the reference clock has ``g = 0``.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["ClockModel", "fit_clocks"]
+__all__ = ["ClockModel"]
 
 
 def _clock_parts(cc: np.ndarray):
@@ -75,19 +75,6 @@ def _global_basis(knots, base, cc, tt):
         if len(k) > 1:
             ff[r] = (t - k[j]) / (k[j + 1] - k[j])
     return np.asarray(base)[cc] + jj, ff
-
-
-def fit_clocks(ca, ta, cb, tb, y, w, knots, ref, reg_sigma_ns):
-    """Solve the joint least squares for the knot values of every clock.
-
-    Rows: ``g_ca(ta) - g_cb(tb) = y`` with weights ``w``; ``knots[c]`` are local knot times
-    relative to each clock's start; clock ``ref`` is fixed at ``g = 0``.
-    Returns per-clock value arrays.
-    """
-    base = np.cumsum([0] + [len(k) for k in knots])
-    (ja, fa), (jb, fb) = (_global_basis(knots, base, cc, tt) for cc, tt in ((ca, ta), (cb, tb)))
-    sol = _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns)
-    return [sol[base[c]:base[c + 1]] for c in range(len(knots))]
 
 
 def _solve(ja, fa, jb, fb, y, w, knots, base, ref, reg_sigma_ns):

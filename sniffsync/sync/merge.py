@@ -1,30 +1,32 @@
-"""Merge many sniffers' frames onto one clock: copies of one transmission become one frame.
+"""Merge many sniffers' captures onto one clock: copies of one transmission become one frame.
 
-After :func:`sniffsync.sync.sync` puts every frame on the reference clock, copies are
-found by content: a 64-bit key of :data:`MERGE_KEY` (so a retransmission, retry bit set,
-is another frame; ACK/CTS carry only RA and match by RA + length + duration), then
-sort by (key, common time) and cut where the gap exceeds the gate (a few µs, from the
-held-out anchor residuals). The merged table keeps the copy with the strongest signal.
+:func:`merge` reads every input (or takes frame tables), moves every sniffer's stamps to
+PPDU ends (:func:`airtime.ppdu.align_to_ppdu_end`), fits the clocks
+(:func:`sniffsync.sync.clock.sync`), matches and merges the copies
+(:mod:`sniffsync.sync.copies`) and reports (:mod:`sniffsync.sync.report`). It returns a
+:class:`Merged`: the table with what belongs to it -- the inputs' records (for
+:func:`write_merged`), the sniffer names, what the stamps mean -- as plain fields,
+since pandas drops ``DataFrame.attrs`` on many operations.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from sniffsync import runtime
 from sniffsync.errors import CaptureError, UsageError
-from sniffsync.sync.anchors import cluster, hash_key, local_clocks, reference_clock, sync
-from sniffsync.runtime import pool
-from sniffsync.sync.order import order_by
+from sniffsync.sync.anchors import hash_key
+from sniffsync.sync.clock import local_clocks, reference_clock, sync
+from sniffsync.sync.copies import MERGE_KEY, best_copy, match_copies, merged_table
+from sniffsync.sync.pcapng import write_merged
+from sniffsync.sync.report import merge_report
 
-__all__ = ["Merged", "MERGE_KEY", "match_copies", "merged_table", "merge", "merge_report",
-           "heard_by", "write_merged", "best_copy"]
+# write_merged is named beside merge() by the package's API (merge(), then write_merged())
+__all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
 
-# content of a transmission that every receiver decodes identically
-MERGE_KEY = ("type_subtype", "wirelen", "ta", "ra", "seq", "frag", "retry", "duration_us",
-             "fcs", "ba_ssn", "ba_bitmap_lo", "beacon_tsf_us")
 # what read -> align -> sync -> match -> merged table -> pcapng need (merge(columns=...))
 NEEDED_COLUMNS = (
     "sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad",          # record, write
@@ -39,113 +41,23 @@ MIN_GATE_NS = 3_000          # TSFT copies differ by quantisation + jitter, ~1 �
 RADIO_LINKTYPES = (127, 105)
 
 
-def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
-                 gate_ns: float, key=None) -> np.ndarray:
-    """Group id per frame: frames with one content key, within ``gate_ns``, one per sniffer.
+@dataclass
+class Merged:
+    """What :func:`merge` returns.
 
-    Frames of unsynced clocks (``synced`` False) are never grouped with others.
-    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed.
+    ``frames``: the merged frame table, sorted by common time. ``report``: the sync and
+    merge report (JSON-ready; None for a table nothing was merged into). ``records``: per input, the capture records the rows
+    point into (``sniffer``, ``frame``), needed by :func:`write_merged`; None when the
+    inputs were frame tables. ``sniffers``: the inputs' names, by ``sniffer`` index.
+    ``stamps``: what ``ts_ns``/``tsft_us`` mark -- ``"end"`` (PPDU ends: the merge
+    aligned every sniffer) or ``"capture"`` (each sniffer's stamps as captured); pass it
+    on as ``group_ppdus(..., stamps=)`` and ``fairness(..., stamps=)``.
     """
-    key = hash_key(df, MERGE_KEY) if key is None else key
-    sniffer = df["sniffer"].to_numpy(np.int64)
-    # unsynced frames get a unique key each so they stay alone
-    key = np.where(synced, key, np.arange(len(df), dtype=np.uint64) * np.uint64(0x9E3779B1) + np.uint64(1))
-    return cluster(key, np.asarray(common_ns, np.int64), sniffer, gate_ns)
-
-
-def best_copy(group, sniffer, sig) -> np.ndarray:
-    """Row of the strongest copy of every group (ties -> lowest sniffer index, then row)."""
-    group, sniffer = np.asarray(group, np.int64), np.asarray(sniffer, np.int64)
-    sig = np.asarray(sig, np.float64)
-    n = len(group)
-    best = np.zeros(int(group.max()) + 1 if n else 0, np.int64)
-    valid = sig > -1e8                   # nulls come as -1e9: weaker than any signal
-    if n and n < 2**32 and sniffer.min() >= 0 and sniffer.max() < 256 and (
-            np.abs(sig[valid]) < 2**20).all() and (sig[valid] == np.rint(sig[valid])).all():
-        # one packed score per row, the group's maximum is its first row of
-        # lexsort((sniffer, -sig, group)): (signal, -sniffer, -row)
-        code = np.where(valid, sig + 2**20 + 1, 0).astype(np.int64)
-        score = (code << 40) | ((255 - sniffer) << 32) | (2**32 - 1 - np.arange(n))
-        top = np.full(len(best), -1, np.int64)
-        np.maximum.at(top, group, score)
-        best[:] = 2**32 - 1 - (top & (2**32 - 1))
-        return best
-    order = np.lexsort((sniffer, -sig, group))
-    g = group[order]
-    first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
-    best[g[first]] = order[first]
-    return best
-
-
-def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarray | None,
-                 group: np.ndarray, synced: np.ndarray, n_sniffers: int,
-                 keep_duplicates: bool = False, best=None, consume: bool = False) -> pd.DataFrame:
-    """One row per group (the strongest copy), or every copy with ``keep_duplicates``.
-
-    Adds ``sniffers_heard`` (bitmask), ``n_heard``, ``best_sniffer``, ``merged_id``,
-    ``unsynced`` and ``signal_dbm_s<k>`` per sniffer; ``ts_ns`` is the mean common time of
-    the copies and ``tsft_us`` its value on the reference TSF (null when not derived).
-    ``consume``: drop each column from ``df`` once taken (``df`` is emptied), so the
-    peak memory is about one table, not the input table plus the merged one.
-    """
-    n = len(df)
-    sniffer = df["sniffer"].to_numpy(np.int64)
-    sig = df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)
-    ng = int(group.max()) + 1 if n else 0
-    mask = np.zeros(ng, np.int64)
-    np.bitwise_or.at(mask, group, np.int64(1) << sniffer)
-    nh = np.bincount(group, minlength=ng)
-    t_mean = (np.bincount(group, weights=(common_ns - common_ns.min(initial=0)).astype(np.float64),
-                          minlength=ng) / np.maximum(nh, 1))
-    t_mean = np.rint(t_mean).astype(np.int64) + (common_ns.min(initial=0))
-    best = best_copy(group, sniffer, sig) if best is None else best
-    rows = np.arange(n) if keep_duplicates else best
-    ts = t_mean[group[rows]] if not keep_duplicates else common_ns[rows]
-    # sort by (ts_ns, merged_id, sniffer) before the one take of every column; one row
-    # per group comes in group order, so the order is by time, ties by row
-    order = (order_by(ts - ts.min(initial=0)) if not keep_duplicates
-             else np.lexsort((sniffer[rows], group[rows], ts)))
-    rows, ts = rows[order], ts[order]
-    tc = None if tsft_common is None else \
-        np.where(synced, tsft_common, df["tsft_us"].to_numpy(np.int64, na_value=0))[rows]
-    out = _take(df, rows, consume)
-    g = group[rows]
-    out["ts_ns"] = ts
-    if tc is not None:
-        out["tsft_us"] = pd.array(tc, dtype="Int64")
-    out["merged_id"] = g
-    out["sniffers_heard"] = mask[g]
-    out["n_heard"] = nh[g].astype(np.int16)
-    out["best_sniffer"] = sniffer[best][g].astype(np.int16)
-    out["unsynced"] = ~synced[rows]
-    for s in range(n_sniffers):         # per-sniffer signal, from the copy of that sniffer
-        v = np.full(ng, -128, np.int64)
-        m = sniffer == s
-        v[group[m]] = np.where(sig[m] > -1e8, sig[m], -128)
-        vg = v[g]
-        have = (mask[g] >> s) & 1 == 1
-        out[f"signal_dbm_s{s}"] = pd.arrays.IntegerArray(vg.astype(np.int8), ~(have & (vg > -128)))
-    return out
-
-
-def _take(df: pd.DataFrame, rows: np.ndarray, consume: bool = False) -> pd.DataFrame:
-    """``df.iloc[rows].reset_index(drop=True)`` for valid ``rows``: one numpy take per
-    column (values and masks, category codes), without pandas' per-column checks;
-    ``consume`` pops every column from ``df`` once taken."""
-    cols, names = {}, df.columns
-    for c in list(names):                # per column
-        a = (df.pop(c) if consume else df[c]).array
-        if isinstance(a, pd.Categorical):
-            cols[c] = pd.Categorical.from_codes(a.codes[rows], dtype=a.dtype)
-        elif isinstance(a, pd.arrays.IntegerArray | pd.arrays.BooleanArray | pd.arrays.FloatingArray):
-            cols[c] = type(a)(a._data[rows], a._mask[rows])
-        elif isinstance(a, pd.arrays.NumpyExtensionArray):
-            cols[c] = a.to_numpy()[rows]
-        else:                            # anything else: pandas' own take
-            cols[c] = a.take(rows)
-    out = pd.DataFrame(cols, copy=False)
-    out.columns = names
-    return out
+    frames: pd.DataFrame
+    report: dict | None
+    records: list | None
+    sniffers: list[str]
+    stamps: str
 
 
 def _epoch_map(ts_ns, local_ns, on_ref):
@@ -227,101 +139,35 @@ def _read_all(paths, columns):
     return [r for r, _ in out], [t for _, t in out]
 
 
-@dataclass
-class Merged:
-    """What :func:`merge` returns: the merged table and what it knows about it.
-
-    ``frames`` the merged frame table in common-time order; ``report`` the sync/merge
-    report; ``records`` each input's capture records (``None`` when merged from tables:
-    then no pcapng can be written); ``sniffers`` the input names; ``stamps`` what the
-    table's ``ts_ns``/``tsft_us`` mark: ``"end"`` of the PPDU (the default) or
-    ``"capture"`` (``tsft_at=None``). Unpacks as ``frames, report = merge(...)``.
-    """
-    frames: pd.DataFrame
-    report: dict
-    records: list | None = field(default=None, repr=False)
-    sniffers: list = field(default_factory=list)
-    stamps: str = "end"
-
-    def __iter__(self):
-        return iter((self.frames, self.report))
-
-
-def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
-          anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
-          knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
-          tsft_at="auto", columns=None):
-    """Synchronise and merge several sniffers' captures.
-
-    Parameters
-    ----------
-    paths_or_tables : list of path or list of DataFrame
-        Capture files, or frame tables (their ``sniffer`` column is reset to the index).
-    reference : int
-        Input whose clock is the common clock.
-    allow_unsynced : bool
-        Keep sniffers that cannot be synced on their own clock (flagged ``unsynced``)
-        instead of raising :class:`sniffsync.errors.SyncError`.
-    anchors : sequence of str
-        Anchor kinds for the clock fit (see :data:`sniffsync.sync.ANCHOR_KEYS`).
-    keep_duplicates : bool
-        Keep every copy (on the common clock) instead of one row per transmission.
-    knot_s : float
-        Knot spacing of the clock model, seconds.
-    gate_ns : float, optional
-        Time gate for copies; default from the held-out anchor residuals (>= 3 µs).
-    tsft_at : {"auto", "start", "end"} or None
-        What each sniffer's timestamps mark (see :func:`airtime.ppdu.align_to_ppdu_end`);
-        stamps are moved to PPDU ends before syncing, so the merged ``ts_ns``/``tsft_us``
-        mark PPDU ends (``Merged.stamps == "end"``). ``None`` leaves stamps as they are.
-    names : list of str, optional
-        Sniffer names for the report (default: file stems or ``s0``, ``s1``...).
-    progress : callable, optional
-        ``progress(stage: str)`` called as stages start.
-    columns : list of str, optional
-        When reading files: columns wanted in the merged table besides
-        :data:`NEEDED_COLUMNS` (always decoded); ``None`` decodes every column. ``[]``
-        decodes only what the merge and :func:`write_merged` need (the CLI's choice:
-        about half the decoding time and memory).
-
-    Returns
-    -------
-    Merged
-        The merged frame table sorted by common time, the report, the inputs' records,
-        names and stamp convention.
-    """
-    say = progress or (lambda stage: None)
-    items = list(paths_or_tables)
-    if not items:
-        raise UsageError("merge needs at least one input")
+def _load(items, names, columns, say):
+    """``(paths, records, tables, names)`` of the inputs: files read, or the caller's tables
+    copied with their ``sniffer`` column set to their index."""
     paths = None if isinstance(items[0], pd.DataFrame) else [os.fspath(p) for p in items]
     _validate(paths, [])
-    if paths is not None:
-        names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
-        say(f"read {', '.join(map(os.path.basename, paths))}")
-        recs, tables = _read_all(paths, columns)
-    else:
-        recs, tables = None, [t.assign(sniffer=np.int16(s)) for s, t in enumerate(items)]
-        names = names or [f"s{s}" for s in range(len(items))]
-    if not 0 <= reference < len(tables):
-        raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    _validate(paths, tables)
-    if tsft_at is not None:
-        # every sniffer's stamps must mean the same instant: the end of the PPDU
-        from airtime.ppdu import align_to_ppdu_end
-        say("align stamps to PPDU ends")
-        with pool(len(tables)) as ex:     # tables are independent; numpy releases the GIL
-            aligned = list(ex.map(lambda t: align_to_ppdu_end(t, tsft_at), tables))
-        tables = [t for t, _ in aligned]
-        tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(aligned)}
-        del aligned
-    df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
-    n_in = len(tables)
-    del tables                          # only the concatenated table stays alive
+    if paths is None:
+        tables = [t.assign(sniffer=np.int16(s)) for s, t in enumerate(items)]
+        return None, None, tables, names or [f"s{s}" for s in range(len(items))]
+    names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
+    say(f"read {', '.join(map(os.path.basename, paths))}")
+    recs, tables = _read_all(paths, columns)
+    return paths, recs, tables, names
+
+
+def _align(tables, tsft_at, names):
+    """Every sniffer's stamps moved to PPDU ends, and per sniffer name what they marked."""
+    from airtime.ppdu import align_to_ppdu_end
+    with runtime.pool(len(tables)) as ex:   # tables are independent; numpy releases the GIL
+        done = list(ex.map(lambda t: align_to_ppdu_end(t, tsft_at), tables))
+    return [t for t, _ in done], {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(done)}
+
+
+def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
+                    names, say):
+    """The merged table and report of the concatenated table ``df`` (emptied on the way)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     clocks = local_clocks(df)
-    with pool(limit=1) as ex:           # what needs no fitted clock runs beside the fit
+    with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
         key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
         to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
@@ -347,147 +193,76 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     n_out = len(df) if keep_duplicates else len(best)
     report = merge_report(res, df, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
     del res                              # the fit's arrays: not held while the table is built
-    # df is this function's own (concatenated, or copies of the caller's tables): emptied
+    # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
     out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                        consume=True)
-    del df
+    return out, report
+
+
+def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
+          anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
+          knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
+          tsft_at="auto", columns=None) -> Merged:
+    """Synchronise and merge several sniffers' captures.
+
+    Parameters
+    ----------
+    paths_or_tables : list of path or list of DataFrame
+        Capture files, or frame tables (their ``sniffer`` column is reset to the index).
+    reference : int
+        Input whose clock is the common clock.
+    allow_unsynced : bool
+        Keep sniffers that cannot be synced on their own clock (flagged ``unsynced``)
+        instead of raising :class:`sniffsync.errors.SyncError`.
+    anchors : sequence of str
+        Anchor kinds for the clock fit (see :data:`sniffsync.sync.anchors.ANCHOR_KEYS`).
+    keep_duplicates : bool
+        Keep every copy (on the common clock) instead of one row per transmission.
+    knot_s : float
+        Knot spacing of the clock model, seconds.
+    gate_ns : float, optional
+        Time gate for copies; default from the held-out anchor residuals (>= 3 µs).
+    tsft_at : {"auto", "start", "end"} or None
+        What each sniffer's timestamps mark (see :func:`airtime.ppdu.align_to_ppdu_end`);
+        stamps are moved to PPDU ends before syncing, so the merged ``ts_ns``/``tsft_us``
+        mark PPDU ends (``Merged.stamps == "end"``; the report's ``tsft_at`` says what
+        each sniffer's stamps marked). ``None`` leaves stamps as they are
+        (``stamps == "capture"``).
+    names : list of str, optional
+        Sniffer names for the report (default: file stems or ``s0``, ``s1``...).
+    progress : callable, optional
+        ``progress(stage: str)`` called as stages start.
+    columns : list of str, optional
+        When reading files: columns wanted in the merged table besides
+        :data:`NEEDED_COLUMNS` (always decoded); ``None`` decodes every column. ``[]``
+        decodes only what the merge and :func:`write_merged` need (the CLI's choice:
+        about half the decoding time and memory).
+
+    Returns
+    -------
+    Merged
+        The merged frame table sorted by common time, the report, the records, the
+        sniffer names and the stamps convention.
+    """
+    say = progress or (lambda stage: None)
+    items = list(paths_or_tables)
+    if not items:
+        raise UsageError("merge needs at least one input")
+    paths, recs, tables, names = _load(items, names, columns, say)
+    if not 0 <= reference < len(tables):
+        raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
+    _validate(paths, tables)
+    tsft_conv = None
     if tsft_at is not None:
+        # every sniffer's stamps must mean the same instant: the end of the PPDU
+        say("align stamps to PPDU ends")
+        tables, tsft_conv = _align(tables, tsft_at, names)
+    df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
+    n_in = len(tables)
+    del tables                          # only the concatenated table stays alive
+    out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
+                                  keep_duplicates, names, say)
+    del df
+    if tsft_conv is not None:
         report["tsft_at"] = tsft_conv
     return Merged(out, report, recs, names, "capture" if tsft_at is None else "end")
-
-
-def _pct(x):
-    return np.percentile(x, [50, 95, 99]).round(3).tolist() if len(x) else [None, None, None]
-
-
-def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_duplicates,
-                 best=None) -> dict:
-    """Per sniffer: anchors by kind, clock model per segment, held-out residuals, frame counts."""
-    model, pairs = res.model, res.anchors
-    cl = model.clocks
-    sniffer = df["sniffer"].to_numpy(np.int64)
-    sig = df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)
-    nh = np.bincount(group)
-    is_best = np.zeros(len(df), bool)
-    is_best[best_copy(group, sniffer, sig) if best is None else best] = True
-    ca, cb = pairs.clock_a.to_numpy(np.int64), pairs.clock_b.to_numpy(np.int64)
-    used_p, held_p, ok_p = (pairs[c].to_numpy(bool) for c in ("used", "held_out", "ok"))
-    kinds = list(pairs.kind.cat.categories)
-    kind_p = pairs.kind.cat.codes.to_numpy(np.int64)
-    res_us = np.abs(pairs.residual_ns.to_numpy(np.float64)) / 1000
-    clock_sn = cl.sniffer.to_numpy()
-    out = []
-    for s, name in enumerate(names):    # per sniffer: a handful
-        mine_c = np.flatnonzero(clock_sn == s)
-        mine = clock_sn == s
-        touch = mine[ca] | mine[cb]
-        used, hold = touch & used_p, touch & held_p
-        n_kind = np.bincount(kind_p[used], minlength=len(kinds))
-        segs = []
-        for c in mine_c:
-            k, v = model.knots[c], model.values[c]
-            span = float(k[-1])
-            segs.append({"segment": int(cl.segment[c]), "clock": "tsft" if cl.tsft[c] else "capture",
-                         "frames": int(cl.frames[c]), "synced": bool(model.synced[c]),
-                         "offset_ns": int(model.offset_ns[c] + round(v[0])),
-                         "drift_ppm": round(float((v[-1] - v[0]) / span * 1e6), 4) if span > 0 else 0.0,
-                         "knots": int(len(k)), "span_s": round(span / 1e9, 6)})
-        m = sniffer == s
-        out.append({
-            "name": name, "reference": bool(cl.sniffer[model.reference] == s),
-            "synced": bool(model.synced[mine_c].all()),
-            "anchors": {a: int(n_kind[kinds.index(a)]) if a in kinds else 0 for a in anchors},
-            "model": segs,
-            "heldout": {"n": int((hold & ok_p).sum()), "outliers": int((hold & ~ok_p).sum()),
-                        "abs_residual_us_p50_p95_p99": _pct(res_us[hold & ok_p])},
-            "frames_in": int(m.sum()),
-            "frames_merged": int((nh[group[m]] > 1).sum()),
-            "duplicates": int((m & ~is_best).sum())})
-    n_in = len(df)
-    dup = 0 if keep_duplicates else n_in - frames_out
-    return {"sniffers": out, "totals": {
-        "frames_in": n_in, "frames_out": int(frames_out), "duplicates_removed": int(dup),
-        "transmissions": int(len(nh)), "heard_by_2_or_more": int((nh > 1).sum()),
-        "unsynced_frames": int((~model.synced[res.clock]).sum()),
-        "gate_us": round(gate_ns / 1000, 3), "reference": names[cl.sniffer[model.reference]],
-        "conserved": n_in == frames_out + dup}}
-
-
-_CHUNK_BYTES = 32 << 20     # pcapng bytes assembled per step: memory stays bounded
-
-
-def _heard_by_table(mask, signals: dict, names: list[str]):
-    """``(inv, texts)``: row ``i``'s "heard by" text is ``texts[inv[i]]``.
-
-    Texts depend only on (mask, signal of each sniffer that heard): built once per
-    distinct combination (a few thousand), not per frame.
-    """
-    mask = np.asarray(mask, np.int64)
-    cols = [mask]
-    for s in range(len(names)):        # per sniffer: 0..255 = signal + 128, 256 = null
-        sig = signals.get(s)
-        v = np.zeros(len(mask), np.int64) if sig is None else \
-            pd.array(sig, dtype="Int16").to_numpy(np.int64, na_value=128) + 128
-        cols.append(np.where((mask >> s) & 1 == 1, v, 0))
-    m = np.stack(cols, 1)
-    if len(names) <= 7:                # mixed radix fits in uint64: a 1-D unique is fast
-        code = m[:, 0].astype(np.uint64)
-        for c in range(1, m.shape[1]):
-            code = code * np.uint64(257) + m[:, c].astype(np.uint64)
-        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-        uniq = m[first]
-    else:
-        uniq, inv = np.unique(m, axis=0, return_inverse=True)
-    texts = []
-    for row in uniq.tolist():          # per distinct combination: a lookup table
-        parts = [names[s] if signals.get(s) is None else
-                 f"{names[s]}({'?' if row[s + 1] == 256 else row[s + 1] - 128} dBm)"
-                 for s in range(len(names)) if (row[0] >> s) & 1]
-        texts.append(" ".join(parts))
-    return np.asarray(inv).ravel(), texts
-
-
-def heard_by(mask: np.ndarray, signals: dict, names: list[str]) -> np.ndarray:
-    """Per frame text ``"A(-41 dBm) B(-67 dBm)"`` from the bitmask and per-sniffer signal columns."""
-    inv, texts = _heard_by_table(mask, signals, names)
-    return np.asarray(texts, dtype=object)[inv] if len(inv) else np.zeros(0, object)
-
-
-def write_merged(path, merged: Merged) -> int:
-    """Write the merged table as pcapng: one IDB per sniffer, a comment per packet.
-
-    Each row is written on the interface of its ``sniffer`` column (the strongest copy,
-    or every copy when the table kept duplicates), at its common ``ts_ns``, with the
-    comment ``"heard by: A(-41 dBm) B(-67 dBm)"``. The file is streamed (bounded
-    memory) to a temporary name and renamed into place. Returns the number of packets.
-    """
-    from sniffsync.sync.pcapng import comment_blob, write_epbs
-    from sniffsync.io.atomic import atomic_output
-    from sniffsync.io.writers import _idb, _shb
-    records, names, merged = merged.records, merged.sniffers, merged.frames
-    if records is None:
-        raise UsageError("writing a pcapng needs the capture records (merge from file paths)")
-    sn = merged["sniffer"].to_numpy(np.int64)
-    idx = merged["frame"].to_numpy(np.int64) - 1
-    start, caplen = np.zeros(len(merged), np.int64), np.zeros(len(merged), np.int64)
-    for s, rec in enumerate(records):   # per sniffer: where its packets' bytes are
-        m = sn == s
-        start[m] = np.asarray(rec.data_off, np.int64)[idx[m]]
-        caplen[m] = np.asarray(rec.caplen, np.int64)[idx[m]]
-    ts_ns = merged["ts_ns"].to_numpy(np.int64)
-    if len(ts_ns) and ts_ns.min() < 0:
-        raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
-    signals = {s: merged[f"signal_dbm_s{s}"] for s in range(len(names)) if f"signal_dbm_s{s}" in merged}
-    inv, texts = _heard_by_table(merged["sniffers_heard"].to_numpy(), signals, names)
-    opt = comment_blob(["heard by: " + t for t in texts]) + (inv,)
-    head = _shb() + b"".join(_idb({"name": n, "linktype": int(np.asarray(r.linktype)[0])
-                                   if len(r.linktype) else 127}) for n, r in zip(names, records))
-
-    def produce(fh):
-        fh.write(head)
-        write_epbs(fh, records, sn, start, caplen, merged["wirelen"].to_numpy(np.int64), ts_ns, opt,
-                   _CHUNK_BYTES)
-
-    with atomic_output(path) as fh:
-        produce(fh)
-    return len(merged)

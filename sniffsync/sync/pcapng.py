@@ -1,20 +1,62 @@
-"""Streamed pcapng writer of a merged table: the packet bytes come straight from the inputs.
+"""The merged table as pcapng: one IDB per sniffer, a "heard by" comment per packet.
 
-A chunk of rows (about ``chunk_bytes`` of output) is assembled at a time in one buffer: the
-28-byte block headers, the packet bytes copied from each sniffer's memory-mapped input
-(rows of one length at a time, :func:`copy_runs`), the padding plus the "heard by" comment
-option (a few distinct texts) and the trailers. Input pages below
-every sniffer's lowest pending record are released behind the writer, so memory stays
-bounded by the chunk, not by the capture.
+Each packet's bytes are copied from its input's memory map, a chunk of blocks (~32 MiB
+of output) at a time, so the output never exists in memory. pcapng blocks are 4-byte
+aligned, so every block's header and trailer are written as ``uint32`` words; packet
+bytes and padding + comment option are copied one run of equal-length pieces at a time
+(a few hundred distinct lengths per chunk) through sliding-window views. After each
+chunk the input pages no later chunk needs are released. The "heard by" texts are built
+once per distinct (bitmask, signals) combination, their option bytes once per text.
 """
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view as windows
 
-__all__ = ["comment_blob", "write_epbs"]
+from sniffsync.errors import UsageError
+
+if TYPE_CHECKING:
+    from sniffsync.sync.merge import Merged
+
+__all__ = ["heard_by", "comment_blob", "write_epbs", "write_merged", "CHUNK_BYTES"]
+
+CHUNK_BYTES = 32 << 20      # pcapng bytes assembled per step: memory stays bounded
+
+
+def heard_by(mask, signals: dict, names: list[str]):
+    """``(inv, texts)``: row ``i``'s "heard by" text (``"A(-41 dBm) B(-67 dBm)"``, from the
+    bitmask of sniffers that heard it and their signal columns) is ``texts[inv[i]]``.
+
+    Texts depend only on (mask, signal of each sniffer that heard): built once per
+    distinct combination (a few thousand), not per frame.
+    """
+    mask = np.asarray(mask, np.int64)
+    cols = [mask]
+    for s in range(len(names)):        # per sniffer: 0..255 = signal + 128, 256 = null
+        sig = signals.get(s)
+        v = np.zeros(len(mask), np.int64) if sig is None else \
+            pd.array(sig, dtype="Int16").to_numpy(np.int64, na_value=128) + 128
+        cols.append(np.where((mask >> s) & 1 == 1, v, 0))
+    m = np.stack(cols, 1)
+    if len(names) <= 7:                # mixed radix fits in uint64: a 1-D unique is fast
+        code = m[:, 0].astype(np.uint64)
+        for c in range(1, m.shape[1]):
+            code = code * np.uint64(257) + m[:, c].astype(np.uint64)
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        uniq = m[first]
+    else:
+        uniq, inv = np.unique(m, axis=0, return_inverse=True)
+    texts = []
+    for row in uniq.tolist():          # per distinct combination: a lookup table
+        parts = [names[s] if signals.get(s) is None else
+                 f"{names[s]}({'?' if row[s + 1] == 256 else row[s + 1] - 128} dBm)"
+                 for s in range(len(names)) if (row[0] >> s) & 1]
+        texts.append(" ".join(parts))
+    return np.asarray(inv).ravel(), texts
 
 
 def comment_blob(texts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -32,26 +74,43 @@ def comment_blob(texts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.array(olen, np.int64))
 
 
-def copy_runs(dst: np.ndarray, dst_off: np.ndarray, src: np.ndarray, src_off: np.ndarray,
-              lens: np.ndarray) -> None:
-    """``dst[dst_off[i]:dst_off[i] + lens[i]] = src[src_off[i]:src_off[i] + lens[i]]`` for all ``i``.
-
-    Rows of one length are copied together as rows of two sliding-window views (a memcpy
-    per row inside numpy), so the Python loop runs once per distinct length, not per row.
-    """
-    lens = np.asarray(lens, np.int64)
-    order = np.argsort(lens, kind="stable")
-    ln = lens[order]
-    cut = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True])
-    for a, b in zip(cut[:-1], cut[1:]):      # per distinct length
-        w = int(ln[a])
-        if w == 0:
-            continue
-        rows = order[a:b]
-        windows(dst, w, writeable=True)[dst_off[rows]] = windows(src, w)[src_off[rows]]
+def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
+    """``out[dst[i]:dst[i] + ln[i]] = src[src_off[i]:src_off[i] + ln[i]]`` for every ``i``:
+    one copy of equal-length rows per distinct length (sliding-window views of both
+    arrays), not a per-byte index."""
+    if len(ln) == 0:
+        return
+    order = np.argsort(ln, kind="stable")
+    ln_o = ln[order]
+    cut = np.flatnonzero(np.r_[True, ln_o[1:] != ln_o[:-1], True])
+    for a, b in zip(cut[:-1], cut[1:]):  # per distinct length
+        w = int(ln_o[a])
+        if w:
+            r = order[a:b]
+            windows(out, w, writeable=True)[dst[r]] = windows(src, w)[src_off[r]]
 
 
-def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes) -> None:
+def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob) -> np.ndarray:
+    """The EPBs of rows (the arrays of one chunk) back to back, as one ``uint8`` array;
+    ``tail``: (offset, length) in ``blob`` of each row's padding + options."""
+    pos = np.cumsum(blen) - blen
+    out = np.empty(int(pos[-1] + blen[-1]), np.uint8)
+    words = out.view("<u4")              # every block starts and ends 4-byte aligned
+    head = np.empty((len(sn), 7), "<u4")
+    head[:, 0], head[:, 1], head[:, 2] = 6, blen, sn      # EPB, length, interface
+    head[:, 3], head[:, 4] = ts_ns >> 32, ts_ns & 0xFFFFFFFF  # if_tsresol 9: ns ticks
+    head[:, 5], head[:, 6] = caplen, wirelen
+    words[pos[:, None] // 4 + np.arange(7)] = head
+    words[(pos + blen) // 4 - 1] = blen                    # trailer
+    data = pos + 28
+    for s, rec in enumerate(records):    # per sniffer
+        m = sn == s
+        _copy_pieces(out, data[m], rec.buf, start[m], caplen[m])
+    _copy_pieces(out, data + caplen, blob, *tail)
+    return out
+
+
+def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes: int = CHUNK_BYTES) -> None:
     """Write one EPB per row (the layout of :func:`sniffsync.io.writers.write_pcapng`).
 
     Parameters
@@ -59,43 +118,70 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes)
     fh : binary file
     records : list of :class:`sniffsync.io.capture.Records`
         Per sniffer: ``buf`` holds the packet bytes; pages are released behind the writer.
-    sn, start, caplen, wirelen, ts_ns : int arrays, shape (n,)
+    sn, start, caplen, wirelen, ts_ns : int64 arrays, shape (n,)
         Interface (= sniffer), offset of the packet bytes in its ``buf``, lengths, time (ns).
     opt : (blob, off, olen, inv)
         :func:`comment_blob` of the distinct texts and the text index of every row.
     chunk_bytes : int
-        Output bytes assembled per step.
+        Output bytes assembled per step (at least one block).
     """
     from sniffsync.io.capture import release
-    blob, oo, ol, inv = opt
-    n, big = len(sn), np.iinfo(np.int64).max
+    blob, off, olen, inv = opt
+    n = len(sn)
     if n == 0:
         return
-    olen, pad = ol[inv], -caplen % 4
-    blen = 32 + caplen + pad + olen
-    end = np.cumsum(blen)
-    cuts = np.unique(np.r_[0, np.searchsorted(end, np.arange(chunk_bytes, end[-1], chunk_bytes)), n])
+    pad = -caplen % 4
+    tail_len = pad + olen[inv]
+    tail_off = off[inv] - pad            # the zero bytes before each text are its padding
+    blen = 32 + caplen + tail_len
+    first = np.cumsum(blen) - blen
+    k = first // chunk_bytes
+    cuts = np.r_[np.flatnonzero(np.r_[True, k[1:] != k[:-1]]), n]
     # per sniffer, the lowest input offset still needed from each row on (suffix minimum)
-    low = np.full((len(records), n + 1), big)
-    for s in range(len(records)):            # per sniffer
-        low[s] = np.minimum.accumulate(np.r_[np.where(sn == s, start, big), big][::-1])[::-1]
+    big = np.iinfo(np.int64).max
+    low = [np.minimum.accumulate(np.r_[np.where(sn == s, start, big), big][::-1])[::-1]
+           for s in range(len(records))]
     for a, b in zip(cuts[:-1], cuts[1:]):
         r = slice(a, b)
-        bo = end[r] - blen[r] - (end[a - 1] if a else 0)       # block offsets in the chunk
-        out = np.empty(int(bo[-1] + blen[b - 1]), np.uint8)
-        head = np.empty((b - a, 7), "<u4")
-        head[:, 0], head[:, 1], head[:, 2] = 6, blen[r], sn[r]
-        head[:, 3], head[:, 4] = ts_ns[r] >> 32, ts_ns[r] & 0xFFFFFFFF     # ns ticks
-        head[:, 5], head[:, 6] = caplen[r], wirelen[r]
-        windows(out, 28, writeable=True)[bo] = head.view(np.uint8).reshape(-1, 28)
-        for s, rec in enumerate(records):    # per sniffer: its packets' bytes
-            m = np.flatnonzero(sn[r] == s)
-            if len(m):
-                copy_runs(out, bo[m] + 28, np.asarray(rec.buf), start[r][m], caplen[r][m])
-        copy_runs(out, bo + 28 + caplen[r], blob, oo[inv[r]] - pad[r], pad[r] + olen[r])
-        trailer = blen[r].astype("<u4").view(np.uint8).reshape(-1, 4)
-        windows(out, 4, writeable=True)[bo + blen[r] - 4] = trailer
-        fh.write(out.data)
-        for s, rec in enumerate(records):   # input pages no later chunk needs
-            if low[s, b] < big:
-                release(rec, int(low[s, b]))
+        fh.write(_blocks(records, sn[r], start[r], caplen[r], wirelen[r], ts_ns[r], blen[r],
+                         (tail_off[r], tail_len[r]), blob))
+        for s, rec in enumerate(records):
+            if low[s][b] < big:
+                release(rec, int(low[s][b]))
+
+
+def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int:
+    """Write a merge's table as pcapng: one IDB per sniffer, a comment per packet.
+
+    Each row of ``merged.frames`` is written on the interface of its ``sniffer`` column
+    (the strongest copy, or every copy when the table kept duplicates), at its common
+    ``ts_ns``, with the comment ``"heard by: A(-41 dBm) B(-67 dBm)"``; its bytes come
+    from ``merged.records`` (row ``frame`` of input ``sniffer``), so the caller may
+    filter or reorder the rows first. Streamed (bounded memory) through
+    :func:`sniffsync.io.atomic.atomic_output`. Returns the number of packets.
+    """
+    from sniffsync.io.atomic import atomic_output
+    from sniffsync.io.writers import _idb, _shb
+    frames, records, names = merged.frames, merged.records, merged.sniffers
+    if records is None:
+        raise UsageError("writing a pcapng needs the capture records (merge from file paths)")
+    sn = frames["sniffer"].to_numpy(np.int64)
+    idx = frames["frame"].to_numpy(np.int64) - 1
+    start, caplen = np.zeros(len(frames), np.int64), np.zeros(len(frames), np.int64)
+    for s, rec in enumerate(records):    # per sniffer: where its packets' bytes are
+        m = sn == s
+        start[m] = np.asarray(rec.data_off, np.int64)[idx[m]]
+        caplen[m] = np.asarray(rec.caplen, np.int64)[idx[m]]
+    ts_ns = frames["ts_ns"].to_numpy(np.int64)
+    if len(ts_ns) and ts_ns.min() < 0:
+        raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
+    signals = {s: frames[f"signal_dbm_s{s}"] for s in range(len(names)) if f"signal_dbm_s{s}" in frames}
+    inv, texts = heard_by(frames["sniffers_heard"].to_numpy(), signals, names)
+    opt = comment_blob(["heard by: " + t for t in texts]) + (inv,)
+    head = _shb() + b"".join(_idb({"name": n, "linktype": int(np.asarray(r.linktype)[0])
+                                   if len(r.linktype) else 127}) for n, r in zip(names, records))
+    with atomic_output(path) as fh:
+        fh.write(head)
+        write_epbs(fh, records, sn, start, caplen, frames["wirelen"].to_numpy(np.int64), ts_ns, opt,
+                   chunk_bytes)
+    return len(frames)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from sniffsync.sync.anchors import (_cluster, _key_only_clusters, anchor_pairs, cluster, hash_key,
-                            key_order)
+                                    key_order)
 from sniffsync.sync.fit import ClockModel
 from sniffsync.sync.order import order_by
 

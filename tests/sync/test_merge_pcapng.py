@@ -1,7 +1,7 @@
-"""The merged-pcapng writer (EPBs gathered from the inputs) and merge helpers, against the
-generic writer and plain oracles."""
+"""The merged-pcapng writer and merge helpers, against the generic writer and plain oracles."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -10,14 +10,15 @@ import pytest
 
 import sniffsync.sync.pcapng as W
 from sniffsync.io.capture import Records
-from sniffsync.sync.merge import _concat_columns, _str_categories, best_copy
+from sniffsync.sync.copies import best_copy
+from sniffsync.sync.merge import _concat_columns, _str_categories
 from sniffsync.io.writers import _idb, _shb, write_pcapng
 
-CAPS = Path(__file__).parent / "data" / "captures"
+CAPS = Path(__file__).parents[1] / "data" / "captures"
 
 
 def _records(rng, n, shift):
-    """A fake capture: n packets of 0..300 bytes (many <= 12: inline views) with gaps."""
+    """A fake capture: n packets of 0..300 bytes (many of 0..12) with gaps."""
     lens = rng.integers(0, 300, n)
     small = rng.random(n) < 0.2
     lens[small] = rng.integers(0, 13, small.sum())
@@ -41,7 +42,7 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
     caplen = np.array([recs[s].caplen[i] for s, i in zip(sn, idx)], np.int64)
     wirelen = caplen + rng.integers(0, 5, n)
     ts = rng.integers(0, 2**62, n)
-    texts = ["", "x", "heard by: A(-41 dBm) B(? dBm)", "abcd" * 40]   # none, tiny (inline), long
+    texts = ["", "x", "heard by: A(-41 dBm) B(? dBm)", "abcd" * 40]   # none, tiny, long
     inv = rng.integers(0, len(texts), n)
     head = _shb() + _idb({"name": "a", "linktype": 127}) + _idb({"name": "b", "linktype": 127})
     got = tmp_path / "got.pcapng"
@@ -55,19 +56,28 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
     assert got.read_bytes() == want.read_bytes()
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_copy_runs_equals_a_slice_loop(seed):
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, 256, 5000, dtype=np.uint8)
-    lens = rng.integers(0, 9, 60)
-    lens[:3] = 0
-    src_off = rng.integers(0, 4900, 60)
-    dst_off = np.cumsum(np.r_[0, lens[:-1] + 3])            # disjoint, gaps left alone
-    dst, want = np.full(1200, 7, np.uint8), np.full(1200, 7, np.uint8)
-    W.copy_runs(dst, dst_off, src, src_off, lens)
-    for d, s_, k in zip(dst_off, src_off, lens):
-        want[d:d + k] = src[s_:s_ + k]
-    assert dst.tolist() == want.tolist()
+def test_write_merged_needs_no_hidden_state(tmp_path):
+    """A caller filters the merged rows and rebuilds the table (a new DataFrame: nothing
+    rides along in ``attrs``); ``write_merged`` takes all it needs from the ``Merged``."""
+    from sniffsync.io.capture import read_records
+    from sniffsync.sync.merge import merge, write_merged
+    paths = [CAPS / f"ns3-11n-ht20-hidden-sniffer{x}.pcap" for x in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
+    m = merge([str(p) for p in paths], columns=[])
+    assert m.frames.attrs == {} and m.sniffers == [p.stem for p in paths] and m.stamps == "end"
+    heard = m.frames[m.frames["n_heard"] >= 2]
+    frames = pd.DataFrame({c: heard[c].to_numpy() for c in heard.columns})
+    assert frames.attrs == {} and 0 < len(frames) < len(m.frames)
+    out = tmp_path / "heard.pcapng"
+    assert write_merged(out, dataclasses.replace(m, frames=frames)) == len(frames)
+    rec = read_records(out)
+    assert len(rec.data_off) == len(frames)
+    assert [i["name"] for i in rec.interfaces] == m.sniffers
+    assert rec.iface.tolist() == frames["sniffer"].tolist()
+    assert rec.ts_ns.tolist() == frames["ts_ns"].tolist()
+    for k, (s, f) in enumerate(zip(frames["sniffer"], frames["frame"])):   # bytes from the inputs
+        src, o = m.records[s], int(rec.data_off[k])
+        a, c = int(src.data_off[f - 1]), int(src.caplen[f - 1])
+        assert rec.caplen[k] == c and bytes(rec.buf[o:o + c]) == bytes(src.buf[a:a + c])
 
 
 def _best_oracle(group, sniffer, sig):
@@ -107,7 +117,6 @@ def test_concat_columns_equals_concat_tables():
     for c in want.columns:
         if isinstance(want[c].dtype, pd.CategoricalDtype):
             assert list(got[c].cat.categories) == list(want[c].cat.categories)
-
 
 
 def test_merge_leaves_the_callers_tables_whole():

@@ -54,8 +54,8 @@ def ref_clock_ns(m, clk, cap):
 @pytest.fixture(scope="module", params=sorted(ANCHORS))
 def merged(request, sim):
     paths, clk, cap = sim
-    m, rep = merge(paths, anchors=ANCHORS[request.param])
-    return request.param, m, rep
+    m = merge(paths, anchors=ANCHORS[request.param])
+    return request.param, m.frames, m.report
 
 
 def test_common_clock_error(merged, sim):
@@ -91,7 +91,7 @@ def test_duplicates_and_conservation(merged, sim):
     assert int(m["n_heard"].sum()) == n_in and rep["totals"]["conserved"]
     assert rep["totals"]["frames_out"] + rep["totals"]["duplicates_removed"] == n_in
     # copies kept: merged_id groups vs true (ppdu, index) groups, as pairs of copies
-    k, _ = merge(paths, anchors=ANCHORS[label], keep_duplicates=True)
+    k = merge(paths, anchors=ANCHORS[label], keep_duplicates=True).frames
     assert len(k) == n_in
     key = per_row(k, cap, "ppdu") * 1000 + per_row(k, cap, "index")
     df = pd.DataFrame({"g": k["merged_id"].to_numpy(), "t": key})

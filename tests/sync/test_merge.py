@@ -15,10 +15,11 @@ import pandas as pd
 import pytest
 
 from sniffsync.cli.main import main
-from sniffsync.sync.merge import MERGE_KEY, merge, write_merged
+from sniffsync.sync.copies import MERGE_KEY
+from sniffsync.sync.merge import merge, write_merged
 from skew import skew
 
-CAPS = Path(__file__).parent / "data" / "captures"
+CAPS = Path(__file__).parents[1] / "data" / "captures"
 HIDDEN = [CAPS / f"ns3-11n-ht20-hidden-sniffer{x}.pcap" for x in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
 SPEC = [dict(jitter_us=0.3, drop=0.02, seed=1),
         dict(offset_us=3_600_000_000, ppm=50, jitter_us=0.3, drop=0.02, seed=2),
@@ -56,7 +57,7 @@ def _pairs(labels):
 
 
 def test_duplicates_precision_recall_and_nothing_lost(skewed):
-    copies, report = merge(skewed, keep_duplicates=True)
+    copies = merge(skewed, keep_duplicates=True).frames
     assert len(copies) == sum(map(len, skewed))                   # every copy kept
     assert not copies.duplicated(["sniffer", "frame"]).any()
     truth = _truth_groups(copies)
@@ -64,8 +65,8 @@ def test_duplicates_precision_recall_and_nothing_lost(skewed):
     tp, predicted, true = _pairs(both), _pairs(copies["merged_id"]), _pairs(truth)
     assert true > 4000
     assert tp / predicted >= 0.999 and tp / true >= 0.999
-    merged, rep = merge(skewed)
-    t = rep["totals"]
+    m = merge(skewed)
+    merged, t = m.frames, m.report["totals"]
     assert t["frames_in"] == t["frames_out"] + t["duplicates_removed"] == sum(map(len, skewed))
     assert t["frames_out"] == len(merged) == copies["merged_id"].nunique()
     # merged time = mean of the copies' common times: p99 error vs the true clock <= 2 µs
@@ -77,8 +78,8 @@ def test_duplicates_precision_recall_and_nothing_lost(skewed):
 def test_best_sniffer_is_the_strongest_and_bitmask_lists_every_copy(skewed):
     sig = {0: -50, 1: -40, 2: -60}
     tables = [t.assign(signal_dbm=pd.array(np.full(len(t), sig[i]), dtype="Int8")) for i, t in enumerate(skewed)]
-    merged, _ = merge(tables)
-    copies, _ = merge(tables, keep_duplicates=True)
+    merged = merge(tables).frames
+    copies = merge(tables, keep_duplicates=True).frames
     heard = copies.groupby("merged_id").sniffer.agg(lambda s: sum(1 << int(x) for x in s))
     assert (merged.set_index("merged_id").sniffers_heard == heard.loc[merged.merged_id].to_numpy()).all()
     mask = merged.sniffers_heard.to_numpy()
@@ -89,8 +90,7 @@ def test_best_sniffer_is_the_strongest_and_bitmask_lists_every_copy(skewed):
 
 
 def test_retransmission_is_another_frame(skewed):
-    merged, _ = merge(skewed)
-    copies, _ = merge(skewed, keep_duplicates=True)
+    copies = merge(skewed, keep_duplicates=True).frames
     retry = copies[copies.retry.fillna(False).astype(bool)]
     assert len(retry) > 0
     # a retried copy never shares its merged frame with a non-retried one
@@ -102,7 +102,7 @@ def test_retransmission_is_another_frame(skewed):
 def test_merged_pcapng_opens_in_tshark(tmp_path):
     out = tmp_path / "m.pcapng"
     m = merge([str(p) for p in HIDDEN])
-    merged, rep = m
+    merged, rep = m.frames, m.report
     write_merged(out, m)
     f = subprocess.run(["tshark", "-r", str(out), "-T", "fields", "-e", "frame.interface_name",
                         "-e", "frame.comment", "-e", "frame.len", "-e", "wlan.seq"],
@@ -187,30 +187,30 @@ def _slow_comment(mask, sig, names):
 
 
 def test_heard_by_matches_a_plain_loop():
-    from sniffsync.sync.merge import heard_by
+    from sniffsync.sync.pcapng import heard_by
     rng = np.random.default_rng(0)
     n, names = 2000, ["A", "bee", "C3"]
     mask = rng.integers(1, 8, n)
     sig = {s: pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(-95, -20, n)), dtype="Int8")
            for s in range(3)}
-    got = heard_by(mask, sig, names)
+    inv, texts = heard_by(mask, sig, names)
+    got = [texts[i] for i in inv]
     want = [_slow_comment(int(m), [None if pd.isna(sig[s][i]) else int(sig[s][i]) for s in range(3)], names)
             for i, m in enumerate(mask)]
-    assert got.tolist() == want
-    assert heard_by(np.array([5]), {}, names).tolist() == ["A C3"]   # no signal columns: names
+    assert got == want
+    inv, texts = heard_by(np.array([5]), {}, names)
+    assert [texts[i] for i in inv] == ["A C3"]                       # no signal columns: names
 
 
-def test_streamed_pcapng_is_byte_identical_to_the_generic_writer(tmp_path, monkeypatch):
+def test_streamed_pcapng_is_byte_identical_to_the_generic_writer(tmp_path):
     """write_merged streams EPBs in chunks; the reference is writers.write_pcapng (checked
     against tshark in test_writers.py) fed with bytes gathered by a per-packet slice loop."""
-    import sniffsync.sync.merge as M
     from sniffsync.io.writers import write_pcapng
     m = merge([str(p) for p in HIDDEN], columns=[])
     merged = m.frames
     merged["signal_dbm_s1"] = merged["signal_dbm_s1"].mask(merged.index % 7 == 0)   # some "?"
-    monkeypatch.setattr(M, "_CHUNK_BYTES", 50_000)              # dozens of chunks
     got = tmp_path / "got.pcapng"
-    assert write_merged(got, m) == len(merged)
+    assert write_merged(got, m, chunk_bytes=50_000) == len(merged)     # dozens of chunks
     recs, names = m.records, m.sniffers
     pkts, comments = [], []
     for row in merged.itertuples(index=False):
@@ -230,9 +230,10 @@ def test_streamed_pcapng_is_byte_identical_to_the_generic_writer(tmp_path, monke
 
 
 def test_narrow_decode_merges_exactly_like_the_full_table():
-    full, rep_full = merge([str(p) for p in HIDDEN])
-    narrow, rep = merge([str(p) for p in HIDDEN], columns=["ssid"])
-    assert rep == rep_full
+    full = merge([str(p) for p in HIDDEN])
+    narrow = merge([str(p) for p in HIDDEN], columns=["ssid"])
+    assert narrow.report == full.report
+    full, narrow = full.frames, narrow.frames
     assert len(narrow.columns) < len(full.columns) - 20 and "ssid" in narrow and "tcp_seq" not in narrow
     for c in ["sniffer", "frame", "ts_ns", "tsft_us", "merged_id", "sniffers_heard", "n_heard",
               "best_sniffer", "signal_dbm_s0", "signal_dbm_s1", "signal_dbm_s2"]:

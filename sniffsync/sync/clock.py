@@ -1,0 +1,311 @@
+"""Clock synchronisation of many sniffers: anchors, then one joint piecewise-linear fit.
+
+This module holds the clocks (step 1) and the stages of :func:`sync`; the anchors of
+step 2 are found by :mod:`sniffsync.sync.anchors`, the least squares of step 4 is
+:mod:`sniffsync.sync.fit`.
+
+Algorithm
+---------
+1. *Clocks.* Each sniffer's local time is its radiotap TSFT (µs hardware clock, in ns)
+   or, without TSFT, its capture timestamp ``ts_ns`` (wider error). A TSF that resets or
+   wraps shows as a jump of ``tsft - ts`` between frames adjacent in capture time; each
+   jump starts a new *clock* (sniffer, segment), fitted on its own.
+2. *Anchors.* Frames heard by >= 2 sniffers, found by content: a 64-bit hash key per
+   anchor kind (:data:`sniffsync.sync.anchors.ANCHOR_KEYS`), sort by (key, estimated common time), cut into
+   clusters where the key changes or the time gap exceeds a gate. A cluster with one
+   frame from each of >= 2 clocks is an anchor; one with two copies from one clock is
+   ambiguous and dropped (this is the "unique in a short window" rule).
+3. *Coarse fit* (offsets of hours): clusters by key only (beacons: BSSID + TSF field are
+   unique; other kinds: keys seen once per clock over the whole capture), a robust
+   pairwise median offset, then offsets solved jointly.
+4. *Joint fit.* Every clock ``c`` maps local ``t`` to common time ``t + o_c + g_c(t)``;
+   ``g_c`` is piecewise linear (hat basis, a knot per ``knot_s``). Every anchor pair
+   gives ``g_a(t_i) - g_b(t_j) = (t_j + o_b) - (t_i + o_a)``; the reference clock has
+   ``g = 0``. One weighted least-squares system over all pairs and all clocks (normal
+   equations summed per pair of knot intervals, dense, numpy only), with a small
+   second-difference penalty so knots without anchors interpolate; errors do not add
+   up along a chain. Residuals are rejected by a MAD rule and the fit repeated.
+5. Gates shrink (coarse -> linear -> piecewise) and anchors are re-matched each time.
+   Every 5th anchor cluster is held out of the final fit and its residuals reported.
+
+Caveats: a clock needs >= ``min_anchors`` (8) anchor pairs spread over its span after
+rejection, else it is unsynced; drift must stay under ~300 ppm for the first gate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sniffsync.errors import SyncError
+from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidates, anchor_pairs, key_order
+from sniffsync.sync.fit import ClockModel, _robust_fit
+
+__all__ = ["local_clocks", "reference_clock", "sync", "SyncResult"]
+
+TSFT_SIGMA_NS = 600.0      # 1 µs quantisation + jitter, per frame
+HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
+JUMP_NS = 5_000_000        # tsft - ts jump that starts a new clock segment (TSF reset/wrap)
+
+
+def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
+    """Per frame: local time (ns), clock id, and per-clock table (sniffer, segment, source).
+
+    TSFT frames of a sniffer split into segments where ``tsft*1000 - ts_ns`` jumps by more
+    than ``jump_ns`` between frames adjacent in capture time; frames without TSFT form one
+    host-clock segment per sniffer.
+    """
+    n = len(df)
+    sn = df["sniffer"].to_numpy(np.int64)
+    ts = df["ts_ns"].to_numpy(np.int64)
+    tsft = df["tsft_us"].array
+    has = ~np.asarray(tsft.isna())
+    tsft_ns = np.where(has, np.asarray(tsft.fillna(0).to_numpy(np.int64)) * 1000, 0)
+    local = np.where(has, tsft_ns, ts)
+    k = sn * 2 + ~has                    # rows usually come sorted: skip the sort then
+    done = n < 2 or ((np.diff(k) >= 0).all() and ((np.diff(ts) >= 0) | (np.diff(k) > 0)).all())
+    order = np.arange(n) if done else np.lexsort((ts, ~has, sn))
+    d = (tsft_ns - ts)[order]
+    s_o, h_o = sn[order], has[order]
+    boundary = np.r_[True, (s_o[1:] != s_o[:-1]) | (h_o[1:] != h_o[:-1])]
+    jump = np.r_[False, np.abs(np.diff(d)) > jump_ns] & h_o & ~boundary
+    seg_o = np.cumsum(boundary | jump) - 1
+    clock = np.empty(n, np.int64)
+    clock[order] = seg_o
+    first = np.flatnonzero(boundary | jump)
+    run = np.r_[True, s_o[first][1:] != s_o[first][:-1]]
+    segment = np.arange(len(first)) - np.maximum.accumulate(np.where(run, np.arange(len(first)), 0))
+    clocks = pd.DataFrame({"sniffer": s_o[first], "segment": segment,
+                           "tsft": h_o[first],
+                           "frames": np.bincount(seg_o, minlength=len(first))})
+    lo = np.full(len(first), np.iinfo(np.int64).max)
+    hi = np.full(len(first), np.iinfo(np.int64).min)
+    np.minimum.at(lo, clock, local)
+    np.maximum.at(hi, clock, local)
+    clocks["t0_ns"], clocks["t1_ns"] = lo, hi
+    return local, clock, clocks
+
+
+def reference_clock(clocks: pd.DataFrame, reference: int) -> int:
+    """The common clock: the longest segment (most frames) of sniffer ``reference``."""
+    if not (clocks.sniffer.to_numpy() == reference).any():
+        raise SyncError(f"reference sniffer {reference} has no frames")
+    return int(clocks.frames.where(clocks.sniffer == reference, -1).to_numpy().argmax())
+
+
+@dataclass
+class SyncResult:
+    """Output of :func:`sync`: the model, per-frame common time and the fit's bookkeeping."""
+    model: ClockModel
+    local_ns: np.ndarray
+    clock: np.ndarray
+    common_ns: np.ndarray
+    anchors: pd.DataFrame                # per anchor pair: rows, clocks, kind, used, held out, residual
+
+
+def _coarse_offsets(ca, cb, d, nclk, ref):
+    """Joint per-clock offsets (int64 ns) from the median ``d = t_b - t_a`` of each clock pair."""
+    pair = ca * nclk + cb
+    order = np.lexsort((d, pair))
+    p, dd = pair[order], d[order]
+    start = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+    count = np.diff(np.r_[start, len(p)])
+    med = dd[start + count // 2]
+    a, b = p[start] // nclk, p[start] % nclk
+    # o_a - o_b = med; solve in float relative to the reference, weights sqrt(count)
+    w = np.sqrt(count)
+    m = np.zeros((nclk, nclk))
+    r = np.zeros(nclk)
+    np.add.at(m, (a, a), w)
+    np.add.at(m, (b, b), w)
+    np.add.at(m, (a, b), -w)
+    np.add.at(m, (b, a), -w)
+    np.add.at(r, a, w * med)
+    np.add.at(r, b, -w * med)
+    m[ref, :] = 0
+    m[ref, ref] = 1
+    r[ref] = 0
+    m[np.diag_indices(nclk)] += (np.diag(m) == 0)
+    return np.rint(np.linalg.solve(m, r)).astype(np.int64)
+
+
+def _reachable(ca, cb, nclk, ref):
+    """Clocks connected to ``ref`` through anchor pairs (label propagation over clocks)."""
+    lab = np.arange(nclk)
+    for _ in range(nclk):
+        new = lab.copy()
+        np.minimum.at(new, ca, lab[cb])
+        np.minimum.at(new, cb, lab[ca])
+        if (new == lab).all():
+            break
+        lab = new
+    return lab == lab[ref]
+
+
+def _knots(clocks, n_per_clock, knot_ns, max_knots, linear):
+    span = (clocks.t1_ns - clocks.t0_ns).to_numpy(np.float64)
+    out = []
+    cap = max(2, max_knots // max(len(clocks), 1))
+    for c in range(len(clocks)):          # per clock
+        if span[c] <= 0:
+            out.append(np.zeros(1))
+            continue
+        k = 1 if linear else int(np.clip(np.ceil(span[c] / knot_ns), 1,
+                                         max(1, min(cap - 1, n_per_clock[c] // 4))))
+        out.append(np.linspace(0.0, span[c], k + 1))
+    return out
+
+
+class _Pairs:
+    """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id."""
+
+    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows):
+        self.ra, self.rb = rows[i], rows[j]
+        self.ca, self.cb = a_clock[i], a_clock[j]
+        self.ta, self.tb = a_local[i], a_local[j]
+        self.kind, self.cid = a_kind[i], cid[i]
+        self.y = ((self.tb + offset[self.cb]) - (self.ta + offset[self.ca])).astype(np.float64)
+
+
+@dataclass
+class _Fit:
+    """What every stage of :func:`sync` works on: the anchor candidates (rows of the
+    frame table, kind, content key, clock, local time, the key order) and the settings."""
+    rows: np.ndarray
+    kind: np.ndarray
+    key: np.ndarray
+    clock: np.ndarray
+    local: np.ndarray
+    by_key: tuple
+    clocks: pd.DataFrame
+    sigma: np.ndarray
+    ref: int
+    knot_ns: float
+    max_knots: int
+    holdout: int
+    min_anchors: int
+    offset: np.ndarray | None = None
+
+
+def _coarse(f: _Fit):
+    """Steps 1-2: offsets from keys unique per clock over the whole capture, then a linear
+    fit on the same pairs in a loose first gate (300 ppm of the span). Sets ``f.offset``;
+    returns the model and the gate of the next stage."""
+    nclk = len(f.clocks)
+    span = (f.clocks.t1_ns - f.clocks.t0_ns).to_numpy(np.float64)
+    cid = _key_only_clusters(f.key, f.clock, f.by_key)
+    sel = cid >= 0
+    i, j = anchor_pairs(cid[sel], f.clock[sel])
+    i, j = np.flatnonzero(sel)[i], np.flatnonzero(sel)[j]
+    f.offset = np.zeros(nclk, np.int64)
+    if len(i):
+        f.offset = _coarse_offsets(f.clock[i], f.clock[j], f.local[j] - f.local[i], nclk, f.ref)
+    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows)
+    loose = 3e-4 * np.maximum(span[P.ca], span[P.cb]) + 2e6
+    ok = np.abs(P.y) <= loose
+    knots = _knots(f.clocks, np.zeros(nclk, int) + 4, f.knot_ns, f.max_knots, linear=True)
+    vals, ok, r = _robust_fit(P, f.clocks, f.sigma, knots, f.ref, ok, 20_000.0, 1e9)
+    model = ClockModel(f.clocks, f.offset, knots, vals, np.ones(nclk, bool), f.sigma, f.ref)
+    gate = float(np.quantile(np.abs(r[ok]), 0.999)) * 3 + 20_000 if ok.any() else 5e6
+    return model, gate
+
+
+def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
+    """Steps 3-4: re-match every kind on the fitted time in ``gate``, piecewise fit (the
+    ``final`` stage holds every ``holdout``-th cluster out). Returns the model, the next
+    gate, the pairs and their held-out, used and residual arrays."""
+    nclk = len(f.clocks)
+    t_est = model.apply(f.local, f.clock)
+    cid, by_cid = _cluster(f.key, t_est, f.clock, gate, f.by_key, pairs=True)
+    del t_est
+    i, j = anchor_pairs(cid, f.clock, by_cid)
+    del by_cid
+    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows)
+    del cid, i, j                        # the fit's peak memory sets much of its time
+    per_clock = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
+    knots = _knots(f.clocks, per_clock, f.knot_ns, f.max_knots, linear=False)
+    held = (P.cid % f.holdout == f.holdout - 1) if (final and f.holdout) else np.zeros(len(P.y), bool)
+    synced = _reachable(P.ca, P.cb, nclk, f.ref)
+    ok = ~held & synced[P.ca] & synced[P.cb]
+    for _ in range(nclk):              # drop clocks with too few anchors, refit
+        vals, ok, r = _robust_fit(P, f.clocks, f.sigma, knots, f.ref, ok, 2_000.0, 100.0)
+        n_ok = np.bincount(P.ca[ok], minlength=nclk) + np.bincount(P.cb[ok], minlength=nclk)
+        good = _reachable(P.ca[ok], P.cb[ok], nclk, f.ref) & (
+            (n_ok >= f.min_anchors) | (np.arange(nclk) == f.ref))
+        if (good >= synced).all():
+            break
+        synced &= good
+        ok &= synced[P.ca] & synced[P.cb]
+    model = ClockModel(f.clocks, f.offset, knots, vals, synced, f.sigma, f.ref)
+    s = np.sqrt(f.sigma[P.ca] ** 2 + f.sigma[P.cb] ** 2)
+    if ok.any():
+        gate = max(2_000.0, 5 * float(np.quantile(np.abs(r[ok]) / s[ok], 0.99)) * f.sigma.max())
+    return model, gate, P, held, ok, r
+
+
+def _require_synced(model: ClockModel, names, min_anchors: int) -> None:
+    """:class:`SyncError` naming every clock that could not be synced."""
+    if model.synced.all():
+        return
+    bad = model.clocks[~model.synced]
+    raise SyncError("cannot sync sniffer(s) " + ", ".join(
+        f"{names[s] if names else s} (TSF segment {g}, {f} frames)"
+        for s, g, f in zip(bad.sniffer, bad.segment, bad.frames))
+        + f": fewer than {min_anchors} shared anchors with the other sniffers "
+          "(use --allow-unsynced to keep them on their own clock)")
+
+
+def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"),
+         knot_s: float = 1.0, min_anchors: int = 8, holdout: int = 5,
+         max_knots: int = 1200, allow_unsynced: bool = False, names=None,
+         clocks=None) -> SyncResult:
+    """Fit every sniffer's clock to the reference sniffer's clock, jointly.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Frame table of all sniffers (``sniffer`` = input index), any row order.
+    reference : int
+        Sniffer whose clock (its longest TSF segment) is the common clock.
+    anchors : sequence of str
+        Anchor kinds, keys of :data:`sniffsync.sync.anchors.ANCHOR_KEYS`, in order of preference.
+    knot_s : float
+        Knot spacing of the piecewise-linear clock model, seconds.
+    min_anchors : int
+        Anchor pairs (after rejection) below which a clock counts as unsynced.
+    holdout : int
+        Every ``holdout``-th anchor cluster is left out of the final fit and its
+        residuals reported (0: use all).
+    allow_unsynced : bool
+        Keep unsynced clocks on their own time instead of raising :class:`SyncError`.
+    names : list of str, optional
+        Sniffer names for error messages.
+    clocks : tuple, optional
+        :func:`local_clocks` of ``df`` when already computed.
+
+    Returns
+    -------
+    SyncResult
+        ``common_ns`` per frame of ``df`` on the reference clock (ns; TSFT domain when
+        the reference has TSFT), the model, the anchor pairs and a per-clock report.
+    """
+    local, clock, clocks = local_clocks(df) if clocks is None else clocks
+    ref = reference_clock(clocks, reference)
+    rows, kind, key = anchor_candidates(df, anchors)
+    f = _Fit(rows, kind, key, clock[rows], local[rows], key_order(key),   # the one full key sort
+             clocks, np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS), ref,
+             knot_s * 1e9, max_knots, holdout, min_anchors)
+    del rows, kind, key
+    model, gate = _coarse(f)
+    for final in (False, True):
+        P = held = ok = r = None             # free the last stage's arrays before the next
+        model, gate, P, held, ok, r = _refine(f, model, gate, final)
+    if not allow_unsynced:
+        _require_synced(model, names, min_anchors)
+    common = model.apply(local, clock)
+    pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
+                          "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
+                          "held_out": held, "used": ok, "residual_ns": r,
+                          "ok": held & (np.abs(r) <= gate) | ok}, copy=False)   # no second copy
+    return SyncResult(model, local, clock, common, pairs)
