@@ -49,9 +49,7 @@ DEFINITIONS = {
     "bloat": "busy window whose p95 queueing delay exceeds the threshold",
 }
 PROTO_NAMES = {6: "tcp", 17: "udp"}
-
-
-STAMPS = ("capture", "end")
+STAMPS = ("capture", "end")      # what a table's ts_ns mark (see Capture)
 
 
 class Capture:
@@ -159,7 +157,7 @@ def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int):
     live = np.flatnonzero(seg["is_data"] & ~seg["mac_dup"] & (lut[fd] >= 0))
     u = lut[fd[live]]
     nu = len(units["fd"])
-    # goodput is dated by in-order delivery (sniffsync.tcp.sequence.in_order_delivery), throughput by sending
+    # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), throughput by sending
     good = window_sums(u, seg["deliver_ns"][live], seg["new_bytes"][live].astype(float), nu, starts, window_ns)
     thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
     active = ((starts[None, :] <= units["last_ns"][:, None]) &

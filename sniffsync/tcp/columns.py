@@ -170,7 +170,8 @@ def unwrap32(raw: np.ndarray, starts: np.ndarray, first=0) -> np.ndarray:
 
 
 def frame_getter(n: int, cols: dict, consume: bool = False):
-    """``get(name, fill, dtype, rows=None)`` over decoded columns (:func:`sniffsync.decode.frames.decode_columns`).
+    """``get(name, fill, dtype, rows=None)`` over decoded columns
+    (:func:`sniffsync.decode.frames.decode_columns`).
 
     Values are cast through the schema dtype and nulls replaced by ``fill``, exactly as
     the frame table's nullable column ``.to_numpy(dtype, na_value=fill)`` gives them.

@@ -24,10 +24,10 @@ import numpy as np
 
 from sniffsync.tcp.columns import Lazy, group_starts, is_sorted, lex_order
 
-__all__ = ["TH_FIN", "TH_SYN", "TH_RST", "TH_PSH", "TH_ACK", "DEDUP_MAX_GAP_NS", "SEG_COLUMNS",
+__all__ = ["TH_FIN", "TH_SYN", "TH_RST", "TH_ACK", "DEDUP_MAX_GAP_NS", "SEG_COLUMNS",
            "segment_arrays", "is_proto", "live_tcp", "dedup_mac"]
 
-TH_FIN, TH_SYN, TH_RST, TH_PSH, TH_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+TH_FIN, TH_SYN, TH_RST, TH_ACK = 0x01, 0x02, 0x04, 0x10
 DEDUP_MAX_GAP_NS = 1_000_000_000  # MAC copies of one MPDU are never a second apart
 
 # segment columns in table order; src/dst are codes into the run's endpoint names
@@ -122,6 +122,19 @@ def _flow_directions(s_code, d_code, sp, dp, udp, flags, t_order):
     return d_fd[dcode], k
 
 
+def _per_fd_values(o: np.ndarray, counts: np.ndarray, cols: dict) -> dict:
+    """``flow``, ``dir`` and ``cols`` (constant within a flow direction) by fd, 0 for an
+    fd without rows (``o``: rows in fd order, ``counts``: rows per fd)."""
+    fds = np.arange(len(counts), dtype=np.int64)
+    present = np.flatnonzero(counts)
+    one = o[(np.cumsum(counts) - counts)[present]]          # the first row of each fd
+    out = {"flow": fds >> 1, "dir": fds & 1}
+    for name, v in cols.items():
+        out[name] = np.zeros(len(counts), np.int64)
+        out[name][present] = v[one]
+    return out
+
+
 def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     """TCP and UDP rows of a frame table: flow ids, direction, MAC duplicates.
 
@@ -165,16 +178,7 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     fd_s = np.repeat(np.arange(2 * k, dtype=np.int64), counts)
     # endpoints, ports and protocol are the same on every row of a flow direction: kept
     # per fd (``seg.per_fd``); the full-length columns are built only when read
-    present = np.flatnonzero(counts)
-    one = o[(np.cumsum(counts) - counts)[present]]
-
-    def fd_lut(v):
-        lut = np.zeros(2 * k, np.int64)
-        lut[present] = v[one]
-        return lut
-    per = {"flow": np.arange(2 * k, dtype=np.int64) >> 1, "dir": np.arange(2 * k, dtype=np.int64) & 1,
-           "proto": fd_lut(pr), "sport": fd_lut(sp), "dport": fd_lut(dp), "src": fd_lut(s_code),
-           "dst": fd_lut(d_code)}
+    per = _per_fd_values(o, counts, {"proto": pr, "sport": sp, "dport": dp, "src": s_code, "dst": d_code})
     idx = o if every else rows[o]
     seg = Lazy({"ts_ns": ts[o], "fd": fd_s, "flags": flags[o]},
                {name: (lambda v=v: v[fd_s]) for name, v in per.items()})

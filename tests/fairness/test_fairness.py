@@ -137,6 +137,24 @@ def test_cross_layer_airtime_share_and_why():
     assert "many MAC retries (50%)" in why and "low MCS (1 vs 7)" in why
 
 
+def test_stamps_end_means_no_second_alignment(monkeypatch):
+    # a merged table's stamps already mark PPDU ends (stamps="end"): its segments are not
+    # moved again; a capture as read (the default) is aligned once, before the analysis
+    import airtime.ppdu
+
+    from sniffsync.errors import UsageError
+    calls = []
+    real = airtime.ppdu.align_to_ppdu_end
+    monkeypatch.setattr(airtime.ppdu, "align_to_ppdu_end", lambda *a, **k: calls.append(1) or real(*a, **k))
+    frames = make_frames([udp(100 * i, 1000, 1, ta=1, wseq=i, mcs=7) for i in range(4)], linktype=127)
+    assert fairness(frames, W, S, stamps="end").summary["runs"][0]["cross_layer"]
+    assert calls == []
+    fairness(frames, W, S)
+    assert calls == [1]
+    with pytest.raises(UsageError):
+        fairness(frames, W, S, stamps="start")
+
+
 def test_bufferbloat_flag_on_busy_window():
     # one TCP flow, RTT grows from 5 ms to 105 ms in the second half; both windows busy
     rows = []
