@@ -198,17 +198,3 @@ def test_threaded_analysis_equals_serial(path, ethernet_pcap):
         write_json(buf, *fairness_tables([cap], 300_000_000, 100_000_000))
         out.append(buf.getvalue())
     assert out[0] == out[1]
-
-
-@pytest.mark.parametrize("user", [None, "1"])
-def test_cli_turns_numpy_hugepage_advice_off_unless_the_user_chose(ethernet_pcap, user):
-    env = dict(os.environ)
-    env.pop("NUMPY_MADVISE_HUGEPAGE", None)
-    if user:
-        env["NUMPY_MADVISE_HUGEPAGE"] = user
-    code = ("import sys; from sniffsync.cli import main; main(sys.argv[1:]); import numpy as np; "
-            "print('ADVICE', np._core.multiarray._get_madvise_hugepage())")
-    p = subprocess.run([sys.executable, "-c", code, "fairness", ethernet_pcap], capture_output=True,
-                       text=True, timeout=120, env=env)
-    assert p.returncode == 0, p.stderr
-    assert f"ADVICE {user == '1'}" in p.stdout

@@ -7,9 +7,9 @@ COLUMNS = ["ppdu", "start_us", "end_us", "airtime_us", "ta", "ra", "kind", "n_mp
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import add_input_args
-    add_input_args(p)
-    p.add_argument("-o", "--output", help="PPDU table: .csv, .parquet or .jsonl")
+    from sniffsync.cli.common import add_analysis_inputs, add_output
+    add_analysis_inputs(p)
+    add_output(p, "-o", "--output", help="PPDU table: .csv, .parquet or .jsonl")
     p.add_argument("--all-columns", action="store_true", help="write every PPDU column, not the standard set")
 
 

@@ -2,8 +2,10 @@
 
 Each subcommand lives in ``sniffsync/cli/<name>.py`` and exposes ``HELP``,
 ``add_arguments(parser)`` and ``run(args) -> int``; heavy imports stay inside ``run``
-so ``sniffsync --help`` is instant. Every error funnels through :func:`main`, which
-prints one line (a traceback only with ``--traceback``) and returns the exit code.
+so ``sniffsync --help`` is instant. Before a command runs, :func:`main` checks what
+argparse cannot (``--reference`` against the inputs; no output is an input or another
+output). Every error funnels through :func:`main`, which prints one line (a traceback
+only with ``--traceback``, before or after the command) and returns the exit code.
 """
 from __future__ import annotations
 
@@ -18,62 +20,27 @@ COMMANDS = ["frames", "merge", "airtime", "detect", "fairness", "simulate", "ser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sniffsync.cli.common import add_traceback
     parser = argparse.ArgumentParser(
         prog="sniffsync", description="Post-mortem of multi-sniffer Wi-Fi testbed captures.")
-    parser.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
+    add_traceback(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"sniffsync.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"sniffsync.cli.{name}":
-                continue            # subcommand not built yet
-            raise
+        mod = importlib.import_module(f"sniffsync.cli.{name}")
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        add_traceback(p, default=argparse.SUPPRESS)
+        p.set_defaults(_run=mod.run, _parser=p)
     return parser
 
 
-def _one_malloc_arena() -> None:
-    """glibc: let the decoding threads allocate from the main thread's heap.
-
-    By default each thread gets its own arena, so the memory a decoding thread frees is
-    not reused by the analysis that follows: every stage touches fresh pages (~80 MB
-    more page faults on a 1M-frame capture). One arena costs a little lock contention.
-    Only the command line does this: a library call must not retune its host process.
-    """
-    import os
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
-            return
-        import ctypes
-        ctypes.CDLL(None).mallopt(-8, 1)          # M_ARENA_MAX = 1
-    except (OSError, ValueError, AttributeError):
-        pass                                      # not glibc: nothing to tune
-
-
-def _no_hugepage_advice() -> None:
-    """Ask numpy not to advise huge pages for its large arrays (unless the user chose).
-
-    A command's arrays live for about a second; on a huge-page fault in an advised
-    region the kernel may first compact memory (THP ``defrag=madvise``, the common
-    default), which costs far more than the TLB misses saved: 320 MB of fresh arrays
-    took 0.13 s without the advice and 0.5-0.8 s with it on the benchmark VM. Read by
-    numpy when it is imported, so this runs before any command imports it.
-    """
-    import os
-    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-
-
 def main(argv: list[str] | None = None) -> int:
-    _one_malloc_arena()
-    if "numpy" not in sys.modules:
-        _no_hugepage_advice()
+    from sniffsync.cli.common import prepare
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        prepare(args)                  # --reference, outputs vs inputs: before any work
         return int(args._run(args) or 0)
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not our error; silence the flush at exit
@@ -85,7 +52,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"sniffsync: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except (OSError, MemoryError) as exc:
+    except MemoryError:
+        if args.traceback:
+            raise
+        print(f"sniffsync: error: out of memory while running {args.command}; try fewer or smaller "
+              "inputs, or a machine with more memory", file=sys.stderr)
+        return 2
+    except OSError as exc:
         if args.traceback:
             raise
         print(f"sniffsync: error: {exc}", file=sys.stderr)

@@ -4,9 +4,9 @@ HELP = "serve the interactive timeline and analysis views on localhost"
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import add_input_args
-    add_input_args(p)
-    p.add_argument("--port", type=int, default=8050)
+    from sniffsync.cli.common import add_analysis_inputs, port
+    add_analysis_inputs(p)
+    p.add_argument("--port", type=port, default=8050, help="TCP port, 1-65535 (default 8050)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: this machine only)")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of using the Parquet cache")
 
@@ -18,13 +18,12 @@ def build_view(args):
     from viz.analysis import analysis_data
     from viz.runview import RunView
 
-    from sniffsync.pipeline.run import analyse_cached
+    from sniffsync.pipeline.cache import analyse_cached
     from sniffsync.cli.common import progress_printer
 
     run, cached = analyse_cached(args.captures, use_cache=not args.no_cache, reference=args.reference,
                                  allow_unsynced=args.allow_unsynced, tsft_at=args.tsft_at,
                                  progress=progress_printer(args.quiet))
-    base = int(run.ppdus["start_ns"].min()) if len(run.ppdus) else 0
     title = " + ".join(Path(p).name for p in args.captures)
     view = RunView(run.ppdus, run.events, lambda t0, t1: analysis_data(run, t0, t1), run.names, title)
     return run, view, cached

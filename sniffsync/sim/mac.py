@@ -14,7 +14,7 @@ from collections import deque
 
 import numpy as np
 
-from sniffsync.sim.medium import ampdu_psdu_bytes
+from sniffsync.sim.medium import BA_BYTES, CTS_BYTES, RTS_BYTES, ampdu_psdu_bytes
 from sniffsync.sim.scenarios import AC_PARAMS, AC_TID
 
 __all__ = ["Mac", "MPDU_COLS", "QOS_HDR", "LLC"]
@@ -22,7 +22,9 @@ __all__ = ["Mac", "MPDU_COLS", "QOS_HDR", "LLC"]
 QOS_HDR, LLC, FCS = 26, 8, 4
 MPDU_COLS = ["ppdu", "index", "tx", "rx", "tid", "seq_abs", "retry", "attempt", "pkt",
              "mpdu_bytes", "rx_fate", "outcome", "why"]
-_BEACON = 4                      # index of "beacon" in engine.ACS
+ACS = ["bk", "be", "vi", "vo", "beacon"]     # access categories, as indexed by the engine's queues
+_BEACON = ACS.index("beacon")
+RX_START_DELAY_NS = 25_000       # aRxPHYStartDelay (OFDM): part of the CTS/BA timeout
 
 
 def _ceil_us(ns: int) -> int:
@@ -105,7 +107,7 @@ class Mac:
             ph = e.phy
             nav = _ceil_us(3 * e.sifs + ph.cts_ns + dur + ph.ba_ns)
             ex["rts"] = e.new_ppdu(i, dst, "rts", a, t, ph.rts_ns, dur_us=nav,
-                                   psdu_bytes=20, why="")
+                                   psdu_bytes=RTS_BYTES, why="")
         else:
             self._send_data(i, t)
 
@@ -173,7 +175,7 @@ class Mac:
 
     def _timeout(self, i, fn, *args):
         e = self.e
-        e.push(e.t + e.sifs + e.slot + 25_000, self._guarded, i, e.exch[i], fn, args)
+        e.push(e.t + e.sifs + e.slot + RX_START_DELAY_NS, self._guarded, i, e.exch[i], fn, args)
 
     def _guarded(self, i, ex, fn, args):
         if self.e.exch[i] is ex:
@@ -185,7 +187,7 @@ class Mac:
         if decoded.get(rx) and e.nav[rx] <= t and not e.txing[rx]:
             ph = e.phy
             e.new_ppdu(rx, i, "cts", p["ac"], t + e.sifs, ph.cts_ns, answers=pid,
-                       psdu_bytes=14, dur_us=max(0, p["dur_us"] - _ceil_us(e.sifs + ph.cts_ns)))
+                       psdu_bytes=CTS_BYTES, dur_us=max(0, p["dur_us"] - _ceil_us(e.sifs + ph.cts_ns)))
             return
         p["why"] = ("not_heard" if rx not in decoded else
                     ("deaf" if p["rx_deaf"] else "collided") if not decoded[rx] else "nav_busy" if e.nav[rx] > t else "deaf")
@@ -239,7 +241,7 @@ class Mac:
                     s = ssn + j
                     if s < rb[0] or rb[1].get(s) is not None:
                         bits |= 1 << j
-                e.new_ppdu(rx, i, "ba", a, t + e.sifs, e.phy.ba_ns, answers=pid, psdu_bytes=32,
+                e.new_ppdu(rx, i, "ba", a, t + e.sifs, e.phy.ba_ns, answers=pid, psdu_bytes=BA_BYTES,
                            ba_ssn=ssn, ba_bitmap=bits, tid=AC_TID[self.acs[a]])
                 return
         else:

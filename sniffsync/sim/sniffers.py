@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.sim.medium import hearing, positions, rx_power_dbm
+from sniffsync.sim.medium import hearing, rx_power_dbm
 
 __all__ = ["sniffer_params", "decode_mask", "clock_ns", "observe"]
 
