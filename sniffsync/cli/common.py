@@ -74,9 +74,17 @@ def add_quiet(p, help: str = "no progress or summary on stderr") -> None:
     p.add_argument("-q", "--quiet", action="store_true", help=help)
 
 
+def _group(p, title: str):
+    """The parser's argument group ``title`` (made on first use), so --help lists it as one block."""
+    for g in p._action_groups:
+        if g.title == title:
+            return g
+    return p.add_argument_group(title)
+
+
 def add_sync(p) -> None:
     """How several sniffers are put on one clock: ``--reference``, ``--allow-unsynced``."""
-    g = p.add_argument_group("sync (several captures)")
+    g = _group(p, "sync (several captures)")
     g.add_argument("--reference", default="0", metavar="INPUT",
                    help="input whose clock is the common clock: index or file name (default 0)")
     g.add_argument("--allow-unsynced", action="store_true",
@@ -101,7 +109,7 @@ def add_output(p, *flags, folder_files: tuple = (), **kw) -> None:
 
     ``folder_files``: the option names a folder and these are the files written into it.
     """
-    action = p.add_argument(*flags, **kw)
+    action = _group(p, "outputs").add_argument(*flags, **kw)
     p.set_defaults(_outputs=[*(p.get_default("_outputs") or []), (action.dest, tuple(folder_files))])
 
 
