@@ -79,5 +79,5 @@ def run(args) -> int:
     say(f"wrote {out}/: merged.pcapng sync.json ppdus.csv events.csv summary.json flows.csv report.html")
     if args.no_serve:
         return 0
-    serve_view(view, args.host, args.port, args.quiet)
+    serve_view(view, args.host, args.port)
     return 0

@@ -29,7 +29,7 @@ def build_view(args):
     return run, view, cached
 
 
-def serve_view(view, host, port, quiet=False):
+def serve_view(view, host, port):
     import sys
 
     from web import create_app
@@ -47,5 +47,5 @@ def run(args) -> int:
     if not args.quiet:
         print(f"{view.meta()['n_ppdus']} PPDUs, {view.meta()['n_events']} events"
               f"{' (from cache)' if cached else ''}")
-    serve_view(view, args.host, args.port, args.quiet)
+    serve_view(view, args.host, args.port)
     return 0
