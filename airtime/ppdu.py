@@ -11,7 +11,6 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from airtime import phy_tables as T
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.errors import UsageError
 

@@ -1,6 +1,6 @@
 """The one small exception tree. The CLI turns any of these into one line and a non-zero exit."""
 
-__all__ = ["SniffsyncError", "CaptureError", "SyncError", "UsageError"]
+__all__ = ["SniffsyncError", "CaptureError", "SyncError", "UsageError", "NoDataError"]
 
 
 class SniffsyncError(Exception):
@@ -19,3 +19,10 @@ class SyncError(SniffsyncError):
 
 class UsageError(SniffsyncError):
     """Arguments that cannot work together."""
+
+
+class NoDataError(SniffsyncError):
+    """The inputs hold nothing this analysis reads (e.g. no TCP/UDP data, no captures).
+
+    Not a misuse: a caller that can go on without this one result catches it.
+    """

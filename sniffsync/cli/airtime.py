@@ -7,9 +7,9 @@ COLUMNS = ["ppdu", "start_us", "end_us", "airtime_us", "ta", "ra", "kind", "n_mp
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import add_input_args
-    add_input_args(p)
-    p.add_argument("-o", "--output", help="PPDU table: .csv, .parquet or .jsonl")
+    from sniffsync.cli.common import add_analysis_inputs, add_output
+    add_analysis_inputs(p)
+    add_output(p, "-o", "--output", help="PPDU table: .csv, .parquet or .jsonl")
     p.add_argument("--all-columns", action="store_true", help="write every PPDU column, not the standard set")
 
 
@@ -20,9 +20,7 @@ def run(args) -> int:
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_frames
     from sniffsync.cli.common import mac, print_table, progress_printer
-    from sniffsync.io.atomic import check_outputs
 
-    check_outputs([args.output], args.captures)
     frames, _, stamps = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
     ppdus, _, tsft_at = group_ppdus(frames, tsft_at=args.tsft_at, stamps=stamps)

@@ -1,20 +1,165 @@
-"""Argument groups and helpers shared by the subcommands."""
+"""Argument groups and helpers shared by the subcommands.
+
+Every command builds its parser from these groups, so an option means one thing in
+every command: ``CAPTURE`` (its help says what several mean), ``-q``, ``--reference``,
+``--tsft-at``, ``--traceback`` and the outputs. Values out of range are refused by
+argparse itself; :func:`prepare` checks what needs several arguments at once, before
+any work starts.
+"""
 from __future__ import annotations
 
+import argparse
+import math
+import os
 import sys
 
+# what several CAPTURE arguments mean (each command's help says which)
+SNIFFERS = "several are sniffers of one run, merged onto one clock first"
+RUNS = "several are separate runs, each analysed on its own"
+FILES = "several are separate captures, decoded one after another into one table (column sniffer = input index)"
 
-def add_input_args(p, merge_opts=True):
-    p.add_argument("captures", nargs="+", metavar="CAPTURE",
-                   help="one capture, or several sniffers' captures (merged onto one clock first)")
-    if merge_opts:
-        p.add_argument("--reference", type=int, default=0, help="input whose clock is the common clock")
-        p.add_argument("--allow-unsynced", action="store_true",
-                       help="keep sniffers that cannot be synced on their own clock (flagged)")
+
+# ---- values argparse refuses itself ----------------------------------------------
+
+def _float(text: str, low: float, low_ok: bool, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or v < low or (v == low and not low_ok):
+        raise argparse.ArgumentTypeError(f"must be a {what} number, not {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (``nan``, ``inf``, 0 and negatives refused)."""
+    return _float(text, 0.0, False, "positive finite")
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0."""
+    return _float(text, 0.0, True, "finite, non-negative")
+
+
+def nonnegative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {text!r}")
+    return v
+
+
+def port(text: str) -> int:
+    """A TCP port 1-65535 (0, "any free port", is refused: the URL printed must be the real one)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if not 1 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number 1-65535, not {text!r}")
+    return v
+
+
+# ---- argument groups ---------------------------------------------------------------
+
+def add_inputs(p, several: str, what: str = "pcap / pcapng, .gz ok") -> None:
+    """Positional ``CAPTURE...``; ``several`` is one of :data:`SNIFFERS`, :data:`RUNS`, :data:`FILES`."""
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help=f"capture file ({what}); {several}")
+    p.set_defaults(_inputs="captures")
+
+
+def add_quiet(p, help: str = "no progress or summary on stderr") -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help=help)
+
+
+def _group(p, title: str):
+    """The parser's argument group ``title`` (made on first use), so --help lists it as one block."""
+    for g in p._action_groups:
+        if g.title == title:
+            return g
+    return p.add_argument_group(title)
+
+
+def add_sync(p) -> None:
+    """How several sniffers are put on one clock: ``--reference``, ``--allow-unsynced``."""
+    g = _group(p, "sync (several captures)")
+    g.add_argument("--reference", default="0", metavar="INPUT",
+                   help="input whose clock is the common clock: index or file name (default 0)")
+    g.add_argument("--allow-unsynced", action="store_true",
+                   help="keep sniffers that cannot be synced on their own clock (flagged)")
+
+
+def add_tsft_at(p) -> None:
     p.add_argument("--tsft-at", choices=["auto", "start", "end"], default="auto",
                    help="what radiotap TSFT marks (default: detected from response gaps)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 
+
+def add_analysis_inputs(p) -> None:
+    """What every command reading one run's sniffers (merged first) takes."""
+    add_inputs(p, SNIFFERS)
+    add_sync(p)
+    add_tsft_at(p)
+    add_quiet(p)
+
+
+def add_output(p, *flags, folder_files: tuple = (), **kw) -> None:
+    """An output option; :func:`prepare` checks it against the inputs and the other outputs.
+
+    ``folder_files``: the option names a folder and these are the files written into it.
+    """
+    action = _group(p, "outputs").add_argument(*flags, **kw)
+    p.set_defaults(_outputs=[*(p.get_default("_outputs") or []), (action.dest, tuple(folder_files))])
+
+
+def add_traceback(p, default=False) -> None:
+    """``--traceback``: on the top parser (default False) and on every subcommand
+    (``SUPPRESS``, so an absent flag after the subcommand keeps the one given before it)."""
+    p.add_argument("--traceback", action="store_true", default=default,
+                   help="show the Python traceback on errors")
+
+
+def output_paths(args) -> list:
+    """Every file the command will write (folder outputs: the files inside an existing folder)."""
+    paths = []
+    for dest, files in getattr(args, "_outputs", ()):
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        if files:
+            paths += [os.path.join(value, f) for f in files] if os.path.isdir(value) else []
+        else:
+            paths.append(value)
+    return paths
+
+
+def reference_index(value, inputs: list) -> int | None:
+    """``--reference`` as an input index: a number in range or one input's (file) name."""
+    text = str(value)
+    if text.isdigit():
+        return int(text) if int(text) < len(inputs) else None
+    for i, p in enumerate(inputs):
+        if text in (p, os.path.basename(p)) or os.path.realpath(text) == os.path.realpath(p):
+            return i
+    return None
+
+
+def prepare(args) -> None:
+    """Checks needing several arguments, before any work: ``--reference`` against the
+    inputs (an argparse error), then no output is an input or another output."""
+    from sniffsync.io.atomic import check_outputs
+    inputs = list(getattr(args, args._inputs)) if getattr(args, "_inputs", None) else []
+    if getattr(args, "reference", None) is not None and inputs:
+        idx = reference_index(args.reference, inputs)
+        if idx is None:
+            args._parser.error(f"argument --reference: {args.reference!r} is neither an input index "
+                               f"(0..{len(inputs) - 1}) nor one of the inputs")
+        args.reference = idx
+    check_outputs(output_paths(args), inputs)
+
+
+# ---- output helpers ------------------------------------------------------------------
 
 def progress_printer(quiet: bool):
     """Callback ``(done, total, what)`` drawing a one-line progress bar on stderr."""

@@ -2,18 +2,21 @@
 
 HELP = "run merge, airtime, detect, fairness and the report on the shipped samples, then serve the UI"
 
-
-def add_arguments(p):
-    p.add_argument("--samples", help="folder of sniffer pcaps (default: the shipped samples/hidden-node)")
-    p.add_argument("--out", default="sniffsync-demo", help="folder for the outputs (default ./sniffsync-demo)")
-    p.add_argument("--no-serve", action="store_true", help="write the outputs and exit (for scripts)")
-    p.add_argument("--port", type=int, default=8050)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("-q", "--quiet", action="store_true")
-
-
+# every file the demo writes into --out
 OUTPUTS = ("merged.pcapng", "sync.json", "ppdus.csv", "events.csv", "summary.json", "flows.csv",
            "windows.csv", "rtt.csv", "report.html")
+
+
+def add_arguments(p):
+    from sniffsync.cli.common import add_quiet, port
+    p.add_argument("--samples", metavar="DIR",
+                   help="folder of sniffer pcaps, sniffers of one run (default: the shipped hidden-node samples)")
+    p.add_argument("--out", default="sniffsync-demo", metavar="DIR",
+                   help="folder for the outputs (default ./sniffsync-demo)")
+    p.add_argument("--no-serve", action="store_true", help="write the outputs and exit (for scripts)")
+    p.add_argument("--port", type=port, default=8050, help="TCP port, 1-65535 (default 8050)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: this machine only)")
+    add_quiet(p)
 
 
 def _write_text(path, text: str) -> None:
@@ -23,7 +26,13 @@ def _write_text(path, text: str) -> None:
 
 
 def samples_dir():
+    """The shipped hidden-node samples: package data of an installed sniffsync, else the
+    source tree's top-level ``samples/`` (a checkout or an editable install)."""
+    from importlib.resources import files
     from pathlib import Path
+    installed = files("sniffsync") / "samples" / "hidden-node"
+    if installed.is_dir():
+        return Path(str(installed))
     return Path(__file__).resolve().parents[2] / "samples" / "hidden-node"
 
 
@@ -34,7 +43,7 @@ def run(args) -> int:
     from viz.analysis import analysis_data
     from viz.runview import RunView
 
-    from sniffsync.errors import UsageError
+    from sniffsync.errors import NoDataError
     from sniffsync.export.tables import write_table
     from sniffsync.sync.merge import write_merged
     from sniffsync.pipeline.run import analyse
@@ -46,10 +55,10 @@ def run(args) -> int:
     folder = Path(args.samples) if args.samples else samples_dir()
     paths = sorted(str(p) for p in [*folder.glob("*.pcap"), *folder.glob("*.pcap.gz"), *folder.glob("*.pcapng")])
     if not paths:
-        raise UsageError(f"{folder}: no .pcap samples found")
+        raise NoDataError(f"{folder}: no .pcap samples found")
     out = Path(args.out)
+    check_outputs([out / name for name in OUTPUTS] if out.is_dir() else [], paths)
     out.mkdir(parents=True, exist_ok=True)
-    check_outputs([out / name for name in OUTPUTS], paths)
     say = (lambda *a: None) if args.quiet else print
     say(f"sniffsync demo: {len(paths)} sniffers from {folder}")
     run_ = analyse(paths, progress=progress_printer(args.quiet))
@@ -76,5 +85,5 @@ def run(args) -> int:
     say(f"wrote {out}/: merged.pcapng sync.json ppdus.csv events.csv summary.json flows.csv report.html")
     if args.no_serve:
         return 0
-    serve_view(view, args.host, args.port, args.quiet)
+    serve_view(view, args.host, args.port)
     return 0

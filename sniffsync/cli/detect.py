@@ -4,12 +4,13 @@ HELP = "find RTS/CTS collisions, unanswered RTS, overlaps, failed MPDUs (-o even
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import add_input_args
-    add_input_args(p)
-    p.add_argument("-o", "--output", help="events: .csv, .parquet or .jsonl")
-    p.add_argument("--summary", help="counters and histograms as JSON")
-    p.add_argument("--mpdus", help="per-MPDU outcomes (.csv/.parquet/.jsonl)")
-    p.add_argument("--slack-us", type=float, default=6.0, help="tolerance on response timing (µs)")
+    from sniffsync.cli.common import add_analysis_inputs, add_output, nonnegative_float
+    add_analysis_inputs(p)
+    add_output(p, "-o", "--output", help="events: .csv, .parquet or .jsonl")
+    add_output(p, "--summary", help="counters and histograms as JSON")
+    add_output(p, "--mpdus", help="per-MPDU outcomes (.csv/.parquet/.jsonl)")
+    p.add_argument("--slack-us", type=nonnegative_float, default=6.0,
+                   help="tolerance on response timing (µs, >= 0; default 6)")
 
 
 def run(args) -> int:
@@ -22,9 +23,8 @@ def run(args) -> int:
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_frames
     from sniffsync.cli.common import mac, print_table, progress_printer
-    from sniffsync.io.atomic import atomic_output, check_outputs
+    from sniffsync.io.atomic import atomic_output
 
-    check_outputs([args.output, args.summary, args.mpdus], args.captures)
     frames, _, stamps = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
     ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=stamps)

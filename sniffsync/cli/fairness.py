@@ -23,26 +23,24 @@ WIRED_COLUMNS = ["ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "
                  "tcp_tsecr", "udp_len"]
 
 
+# what --csv DIR writes (sniffsync.fairness.report.write_csv)
+CSV_FILES = ("flows.csv", "windows.csv", "jain.csv", "rtt.csv")
+
+
 def add_arguments(p):
-    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="one capture per run (pcap/pcapng)")
-    p.add_argument("--window", type=float, default=0.4, metavar="S", help="window length, seconds (0.4)")
-    p.add_argument("--step", type=float, default=0.2, metavar="S", help="window step, seconds (0.2)")
-    p.add_argument("--bloat-ms", type=float, default=50.0, metavar="MS",
+    from sniffsync.cli.common import RUNS, add_inputs, add_output, nonnegative_float, positive_float
+    add_inputs(p, RUNS)
+    p.add_argument("--window", type=positive_float, default=0.4, metavar="S", help="window length, seconds (0.4)")
+    p.add_argument("--step", type=positive_float, default=0.2, metavar="S", help="window step, seconds (0.2)")
+    p.add_argument("--bloat-ms", type=positive_float, default=50.0, metavar="MS",
                    help="queueing delay p95 that flags a busy window (50)")
-    p.add_argument("--origin", type=float, metavar="EPOCH_S",
+    p.add_argument("--origin", type=nonnegative_float, metavar="EPOCH_S",
                    help="start of the window grid (Unix seconds; default: each run's first data segment)")
     p.add_argument("--no-dedup", action="store_true",
                    help="keep 802.11 MAC retries of one MPDU as separate segments (as Wireshark does)")
-    p.add_argument("-o", "--output", metavar="report.json", help="write the JSON report")
-    p.add_argument("--csv", metavar="DIR", help="write flows.csv, windows.csv, jain.csv, rtt.csv into DIR")
-
-
-def csv_paths(folder) -> list:
-    """The files ``--csv DIR`` writes (none without it)."""
-    import os
-
-    from sniffsync.fairness.report import CSV_TABLES
-    return [os.path.join(folder, f"{name}.csv") for name in CSV_TABLES] if folder else []
+    add_output(p, "-o", "--output", metavar="report.json", help="write the JSON report")
+    add_output(p, "--csv", metavar="DIR", folder_files=CSV_FILES,
+               help="write " + ", ".join(CSV_FILES) + " into DIR")
 
 
 def _ns(seconds: float) -> int:
@@ -71,15 +69,10 @@ def _captures(paths):
 def run(args) -> int:
     import os
 
-    from sniffsync.errors import UsageError
     from sniffsync.fairness.core import fairness_tables
     from sniffsync.fairness.report import flow_lines, write_csv, write_json
+    from sniffsync.io.atomic import atomic_output
 
-    from sniffsync.io.atomic import atomic_output, check_outputs
-
-    if args.window <= 0 or args.step <= 0:
-        raise UsageError("--window and --step must be positive")
-    check_outputs([args.output, *csv_paths(args.csv)], args.captures, new_dirs=True)
     runs, summary = fairness_tables(
         _captures(args.captures), _ns(args.window), _ns(args.step),
         t0_ns=None if args.origin is None else int(round(args.origin * 1e9)),

@@ -8,10 +8,11 @@ HELP = "decode captures into the frame table (CSV to stdout, or -o .csv/.parquet
 
 
 def add_arguments(p):
-    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap / pcapng files (.gz ok)")
-    p.add_argument("-o", "--output", help="output file: .csv, .parquet or .jsonl (default: CSV on stdout)")
+    from sniffsync.cli.common import FILES, add_inputs, add_output, add_quiet
+    add_inputs(p, FILES)
+    add_output(p, "-o", "--output", help="output file: .csv, .parquet or .jsonl (default: CSV on stdout)")
     p.add_argument("--columns", help="comma-separated column names (default: all; see docs/columns.md)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no per-file problem lines on stderr")
+    add_quiet(p, "no per-file problem lines on stderr")
 
 
 def run(args) -> int:
@@ -20,7 +21,6 @@ def run(args) -> int:
 
     from sniffsync.errors import UsageError
     from sniffsync.export.tables import FORMATS
-    from sniffsync.io.atomic import check_outputs
     from sniffsync.decode.schema import COLUMNS, DTYPES
 
     names = [c.name for c in COLUMNS]
@@ -30,7 +30,6 @@ def run(args) -> int:
         if unknown:
             raise UsageError(f"unknown column(s): {', '.join(unknown)} (see docs/columns.md)")
     out = args.output
-    check_outputs([out], args.captures)
     fmt = "csv" if out in (None, "-") else FORMATS.get(os.path.splitext(out)[1].lower())
     if fmt is None:
         raise UsageError(f"{out}: unknown output format (use .csv, .parquet or .jsonl)")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
@@ -10,29 +9,19 @@ HELP = "put several sniffers' captures on one clock and merge copies of each fra
 
 
 def add_arguments(p) -> None:
-    p.add_argument("inputs", nargs="+", help="802.11 captures, one per sniffer (pcap/pcapng)")
-    p.add_argument("-o", "--output", help="merged pcapng to write")
-    p.add_argument("--report", metavar="JSON", help="write the sync/merge report as JSON")
-    p.add_argument("--reference", default="0",
-                   help="input whose clock is the common clock: index or file name (default 0)")
+    from sniffsync.cli.common import SNIFFERS, add_inputs, add_output, add_quiet, add_sync, add_tsft_at, \
+        positive_float
+    add_inputs(p, SNIFFERS, "802.11 pcap / pcapng, .gz ok")
+    add_output(p, "-o", "--output", help="merged pcapng to write")
+    add_output(p, "--report", metavar="JSON", help="write the sync/merge report as JSON")
+    add_sync(p)
+    add_tsft_at(p)
     p.add_argument("--anchors", default="beacon,ba,unique",
                    help="anchor kinds, comma-separated (default beacon,ba,unique)")
-    p.add_argument("--knot-s", type=float, default=1.0, help="clock model knot spacing, s (default 1)")
-    p.add_argument("--allow-unsynced", action="store_true",
-                   help="keep sniffers that cannot be synced on their own clock (flagged)")
+    p.add_argument("--knot-s", type=positive_float, default=1.0, help="clock model knot spacing, s (default 1)")
     p.add_argument("--keep-duplicates", action="store_true",
                    help="write every copy on its own interface (on the common clock)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
-
-
-def _reference(value: str, inputs: list[str]) -> int:
-    from sniffsync.errors import UsageError
-    if value.lstrip("-").isdigit():
-        return int(value)
-    for i, p in enumerate(inputs):
-        if value in (p, os.path.basename(p)) or os.path.realpath(value) == os.path.realpath(p):
-            return i
-    raise UsageError(f"--reference {value!r} is neither an input index nor one of the inputs")
+    add_quiet(p)
 
 
 def _progress(quiet: bool):
@@ -45,12 +34,11 @@ def _progress(quiet: bool):
 
 
 def run(args) -> int:
+    from sniffsync.io.atomic import atomic_output
     from sniffsync.sync.merge import merge, write_merged
-    from sniffsync.io.atomic import atomic_output, check_outputs
-    check_outputs([args.output, args.report], args.inputs)
     anchors = tuple(a.strip() for a in args.anchors.split(",") if a.strip())
     say = _progress(args.quiet)
-    merged = merge(args.inputs, reference=_reference(args.reference, args.inputs), columns=[],
+    merged = merge(args.captures, reference=args.reference, columns=[], tsft_at=args.tsft_at,
                    allow_unsynced=args.allow_unsynced, anchors=anchors,
                    keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say)
     report = merged.report

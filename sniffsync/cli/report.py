@@ -4,10 +4,10 @@ HELP = "write a self-contained HTML report (-o report.html)"
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import add_input_args
-    add_input_args(p)
-    p.add_argument("-o", "--output", required=True, help="report.html")
-    p.add_argument("--no-cache", action="store_true")
+    from sniffsync.cli.common import add_analysis_inputs, add_output
+    add_analysis_inputs(p)
+    add_output(p, "-o", "--output", required=True, help="report.html")
+    p.add_argument("--no-cache", action="store_true", help="recompute instead of using the Parquet cache")
 
 
 def write_report(run, view, path):
@@ -22,8 +22,6 @@ def write_report(run, view, path):
 
 def run(args) -> int:
     from sniffsync.cli.serve import build_view
-    from sniffsync.io.atomic import check_outputs
-    check_outputs([args.output], args.captures)
     run_, view, _ = build_view(args)
     size = write_report(run_, view, args.output)
     if not args.quiet:

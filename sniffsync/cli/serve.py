@@ -4,9 +4,9 @@ HELP = "serve the interactive timeline and analysis views on localhost"
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import add_input_args
-    add_input_args(p)
-    p.add_argument("--port", type=int, default=8050)
+    from sniffsync.cli.common import add_analysis_inputs, port
+    add_analysis_inputs(p)
+    p.add_argument("--port", type=port, default=8050, help="TCP port, 1-65535 (default 8050)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: this machine only)")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of using the Parquet cache")
 
@@ -18,7 +18,7 @@ def build_view(args):
     from viz.analysis import analysis_data
     from viz.runview import RunView
 
-    from sniffsync.pipeline.run import analyse_cached
+    from sniffsync.pipeline.cache import analyse_cached
     from sniffsync.cli.common import progress_printer
 
     run, cached = analyse_cached(args.captures, use_cache=not args.no_cache, reference=args.reference,
@@ -29,7 +29,7 @@ def build_view(args):
     return run, view, cached
 
 
-def serve_view(view, host, port, quiet=False):
+def serve_view(view, host, port):
     import sys
 
     from web import create_app
@@ -47,5 +47,5 @@ def run(args) -> int:
     if not args.quiet:
         print(f"{view.meta()['n_ppdus']} PPDUs, {view.meta()['n_events']} events"
               f"{' (from cache)' if cached else ''}")
-    serve_view(view, args.host, args.port, args.quiet)
+    serve_view(view, args.host, args.port)
     return 0

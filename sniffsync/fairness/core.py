@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 
-from sniffsync.errors import UsageError
+from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
 from sniffsync.fairness.windows import (cdf_arrays, jain, summarize, trailing_min, window_quantiles,
                                         window_starts, window_sums)
@@ -209,7 +209,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         del seg[name]
     data = ft["goodput_bytes"] > 0
     if not data.any():
-        raise UsageError("no TCP/UDP data segments in the capture")
+        raise NoDataError("no TCP/UDP data segments in the capture")
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
     starts = window_starts(t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
     qd = _queueing(rtt, starts, window_ns, horizon_ns)

@@ -18,14 +18,12 @@ from collections import deque
 
 import numpy as np
 
-from sniffsync.sim.mac import Mac
+from sniffsync.sim.mac import ACS, Mac
 from sniffsync.sim.medium import Phy, hearing, positions
 from sniffsync.sim.scenarios import AC_PARAMS
 
 __all__ = ["Engine", "ACS"]
 
-ACS = ["bk", "be", "vi", "vo", "beacon"]
-RX_START_DELAY_NS = 25_000      # aRxPHYStartDelay (OFDM): part of the CTS/BA timeout
 PRUNE_NS = 20_000_000           # PPDUs older than this cannot overlap a new one
 
 

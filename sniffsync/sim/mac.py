@@ -22,7 +22,9 @@ __all__ = ["Mac", "MPDU_COLS", "QOS_HDR", "LLC"]
 QOS_HDR, LLC, FCS = 26, 8, 4
 MPDU_COLS = ["ppdu", "index", "tx", "rx", "tid", "seq_abs", "retry", "attempt", "pkt",
              "mpdu_bytes", "rx_fate", "outcome", "why"]
-_BEACON = 4                      # index of "beacon" in engine.ACS
+ACS = ["bk", "be", "vi", "vo", "beacon"]     # access categories, as indexed by the engine's queues
+_BEACON = ACS.index("beacon")
+RX_START_DELAY_NS = 25_000       # aRxPHYStartDelay (OFDM): part of the CTS/BA timeout
 
 
 def _ceil_us(ns: int) -> int:
@@ -173,7 +175,7 @@ class Mac:
 
     def _timeout(self, i, fn, *args):
         e = self.e
-        e.push(e.t + e.sifs + e.slot + 25_000, self._guarded, i, e.exch[i], fn, args)
+        e.push(e.t + e.sifs + e.slot + RX_START_DELAY_NS, self._guarded, i, e.exch[i], fn, args)
 
     def _guarded(self, i, ex, fn, args):
         if self.e.exch[i] is ex:

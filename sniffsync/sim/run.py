@@ -10,7 +10,7 @@ from sniffsync.errors import UsageError
 from sniffsync.sim.encode import KINDS, SERVER_MAC, assemble, mpdu_bytes, radiotap_headers
 from sniffsync.sim.engine import Engine
 from sniffsync.sim.mac import FCS, LLC, QOS_HDR
-from sniffsync.sim.medium import mac_int, positions
+from sniffsync.sim.medium import BA_BYTES, CTS_BYTES, RTS_BYTES, mac_int, positions
 from sniffsync.sim.sniffers import observe, sniffer_params
 from sniffsync.sim.traffic import Traffic
 from sniffsync.sim.truth import clocks_doc, flow_table, mpdu_table, ppdu_table, rts_table, write_truth
@@ -49,7 +49,7 @@ def run_model(cfg: dict):
 
 
 def _ep_mac(ep: np.ndarray, server: int) -> np.ndarray:
-    return np.where(ep == server, SERVER_MAC, 0x020000000000 + ep + 1)
+    return np.where(ep == server, SERVER_MAC, mac_int(ep))
 
 
 def frame_table(eng, pk: dict, pp: pd.DataFrame, mp: pd.DataFrame) -> dict:
@@ -64,7 +64,8 @@ def frame_table(eng, pk: dict, pp: pd.DataFrame, mp: pd.DataFrame) -> dict:
     pkt = sent["pkt"].to_numpy()
     up = rx_d == ap
     n_c, n_d = len(ctrl), len(sent)
-    lens_c = np.select([kind_c == 0, kind_c == 1, kind_c == 2], [eng.mac.beacon_bytes, 20, 14], 32)
+    lens_c = np.select([kind_c == KINDS["beacon"], kind_c == KINDS["rts"], kind_c == KINDS["cts"]],
+                       [eng.mac.beacon_bytes, RTS_BYTES, CTS_BYTES], BA_BYTES)
     fr = {
         "ppdu": np.concatenate([ctrl["ppdu"], sent["ppdu"]]).astype(np.int64),
         "index": np.concatenate([np.zeros(n_c, np.int64), sent["index"]]).astype(np.int64),
@@ -73,9 +74,8 @@ def frame_table(eng, pk: dict, pp: pd.DataFrame, mp: pd.DataFrame) -> dict:
         "fc1": np.concatenate([np.zeros(n_c, np.int64),
                                np.where(up, 1, 2) | np.where(sent["retry"], 0x08, 0)]),
         "dur_us": np.concatenate([ctrl["dur_us"], d_pp["dur_us"]]).astype(np.int64),
-        "ra": np.concatenate([np.where(rx_c < 0, BROADCAST, 0x020000000000 + rx_c + 1),
-                              0x020000000000 + rx_d + 1]).astype(np.int64),
-        "ta": np.concatenate([0x020000000000 + tx_c + 1, 0x020000000000 + tx_d + 1]),
+        "ra": np.concatenate([np.where(rx_c < 0, BROADCAST, mac_int(rx_c)), mac_int(rx_d)]).astype(np.int64),
+        "ta": np.concatenate([mac_int(tx_c), mac_int(tx_d)]),
         "a3": np.concatenate([np.full(n_c, mac_int(ap)),
                               np.where(up, _ep_mac(pk["dst"][pkt], server),
                                        _ep_mac(pk["src"][pkt], server))]).astype(np.int64),

@@ -171,7 +171,7 @@ def test_bad_input_one_clear_message_no_output(tmp_path, capsys, case):
     assert code != 0
     assert len(err) == 1 and err[0].startswith("sniffsync: error: ") and "Traceback" not in err[0]
     assert {"twice": "given twice", "empty": "empty", "ethernet": "not an 802.11",
-            "linktype": "link type", "unwritable": "cannot write"}[case] in err[0]
+            "linktype": "link type", "unwritable": "does not exist"}[case] in err[0]
     assert not out.exists() and not list(tmp_path.glob("*.pcapng*"))
 
 

@@ -20,7 +20,7 @@ B = CAP / "ns3-11n-ht20-hidden-snifferB-nearSTA1.pcap"
 
 
 def _as_start_stamping(df):
-    p, fp = group_ppdus(df, tsft_at="end")
+    p, fp, _ = group_ppdus(df, tsft_at="end")
     air = np.maximum(p["airtime_ns"].to_numpy(np.int64)[fp], 0)
     out = df.copy()
     out["ts_ns"] = df["ts_ns"].to_numpy(np.int64) - air
@@ -68,9 +68,9 @@ def test_group_ppdus_honours_merged_stamps():
     m = merge([str(A), str(B), str(C)])
     assert m.stamps == "end"
     merged = m.frames
-    p, fp = group_ppdus(merged, stamps=m.stamps)
-    assert set(p.attrs["tsft_at"].values()) == {"end"}
-    ev = detect(merged, p, fp)["events"]
+    p, fp, tsft_at = group_ppdus(merged, stamps=m.stamps)
+    assert set(tsft_at.values()) == {"end"}
+    ev = detect(merged, p, fp).events
     run = analyse([str(A), str(B), str(C)])
     assert ev["kind"].value_counts().to_dict() == run.events["kind"].value_counts().to_dict()
     assert (ev["kind"] == "mpdu_failed").sum() > 50

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from sniffsync.cli.serve import build_view
-from sniffsync.pipeline.run import cache_dir
+from sniffsync.pipeline.cache import cache_dir
 
-CAP = Path(__file__).parent / "data" / "captures"
+CAP = Path(__file__).resolve().parents[1] / "data" / "captures"
 PATHS = [str(CAP / f"ns3-11n-ht20-hidden-sniffer{s}.pcap") for s in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from sniffsync.cli.main import main
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "hidden-node"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "hidden-node"
 
 
 @pytest.fixture(scope="module")
