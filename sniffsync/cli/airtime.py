@@ -20,7 +20,9 @@ def run(args) -> int:
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_frames
     from sniffsync.cli.common import mac, print_table, progress_printer
+    from sniffsync.io.atomic import check_outputs
 
+    check_outputs([args.output], args.captures)
     frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
     ppdus, _ = group_ppdus(frames, tsft_at=args.tsft_at)

@@ -27,6 +27,7 @@ def run(args) -> int:
 
     from sniffsync.errors import UsageError
     from sniffsync.export.tables import write_table
+    from sniffsync.io.atomic import atomic_output
     from sniffsync.sync.merge import write_merged
     from sniffsync.pipeline.run import analyse
     from sniffsync.cli.common import mac, print_table, progress_printer
@@ -48,10 +49,12 @@ def run(args) -> int:
         say(f"merge: frames in {tot['frames_in']} = frames out {tot['frames_out']} + duplicates removed "
             f"{tot['duplicates_removed']}")
         write_merged(str(out / "merged.pcapng"), run_.frames)
-        (out / "sync.json").write_text(json.dumps(rep, indent=1, default=str))
+        with atomic_output(out / "sync.json", "w") as fh:
+            fh.write(json.dumps(rep, indent=1, default=str))
     write_table(run_.ppdus, str(out / "ppdus.csv"))
     write_table(run_.events, str(out / "events.csv"))
-    (out / "summary.json").write_text(json.dumps(run_.detect_summary, indent=1, default=str))
+    with atomic_output(out / "summary.json", "w") as fh:
+        fh.write(json.dumps(run_.detect_summary, indent=1, default=str))
     say("events: " + ", ".join(f"{k} {v}" for k, v in run_.detect_summary["counts"].items()))
     if run_.fairness is not None and len(run_.fairness.flows):
         f = run_.fairness.flows

@@ -22,7 +22,9 @@ def run(args) -> int:
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_frames
     from sniffsync.cli.common import mac, print_table, progress_printer
+    from sniffsync.io.atomic import atomic_output, check_outputs
 
+    check_outputs([args.output, args.mpdus, args.summary], args.captures)
     frames, _ = load_frames(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                             progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
     ppdus, frame_ppdu = group_ppdus(frames, tsft_at=args.tsft_at)
@@ -33,7 +35,7 @@ def run(args) -> int:
     if args.mpdus:
         write_table(res.mpdus, args.mpdus)
     if args.summary:
-        with open(args.summary, "w") as fh:
+        with atomic_output(args.summary, "w") as fh:
             json.dump({"summary": summ, "stations": json.loads(
                 res.stations.assign(ta=[mac(v) for v in res.stations.ta]).to_json(orient="records"))},
                 fh, indent=1)

@@ -65,9 +65,11 @@ def run(args) -> int:
     from sniffsync.errors import UsageError
     from sniffsync.fairness.core import fairness_tables
     from sniffsync.fairness.report import flow_lines, write_csv, write_json
+    from sniffsync.io.atomic import atomic_output, check_outputs
 
     if args.window <= 0 or args.step <= 0:
         raise UsageError("--window and --step must be positive")
+    check_outputs([args.output], args.captures)
     runs, summary = fairness_tables(
         _captures(args.captures), _ns(args.window), _ns(args.step),
         t0_ns=None if args.origin is None else int(round(args.origin * 1e9)),
@@ -83,7 +85,7 @@ def run(args) -> int:
               f"(>= 2 active flows): median {med}, p10 {p10}, below {below}: {share}; "
               f"bufferbloat windows: {s['bloat_windows']}")
     if args.output:
-        with open(args.output, "w") as fh:
+        with atomic_output(args.output, "w") as fh:
             write_json(fh, runs, summary)
     if args.csv:
         write_csv(args.csv, runs, summary)

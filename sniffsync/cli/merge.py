@@ -25,13 +25,6 @@ def add_arguments(p) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 
 
-def _writable(path: str, what: str) -> None:
-    from sniffsync.errors import CaptureError
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d) or not os.access(d, os.W_OK) or os.path.isdir(path):
-        raise CaptureError(f"{path}: cannot write the {what} here")
-
-
 def _reference(value: str, inputs: list[str]) -> int:
     from sniffsync.errors import UsageError
     if value.lstrip("-").isdigit():
@@ -52,14 +45,9 @@ def _progress(quiet: bool):
 
 
 def run(args) -> int:
-    from sniffsync.errors import UsageError
+    from sniffsync.io.atomic import atomic_output, check_outputs
     from sniffsync.sync.merge import merge, write_merged
-    if args.output:
-        _writable(args.output, "merged capture")
-    if args.report:
-        _writable(args.report, "report")
-    if args.output and os.path.realpath(args.output) in map(os.path.realpath, args.inputs):
-        raise UsageError(f"{args.output}: output would overwrite an input")
+    check_outputs([args.output, args.report], args.inputs)
     anchors = tuple(a.strip() for a in args.anchors.split(",") if a.strip())
     say = _progress(args.quiet)
     merged, report = merge(args.inputs, reference=_reference(args.reference, args.inputs), columns=[],
@@ -69,10 +57,8 @@ def run(args) -> int:
         say(f"write {args.output}")
         write_merged(args.output, merged)
     if args.report:
-        tmp = args.report + ".tmp"
-        with open(tmp, "w") as fh:
+        with atomic_output(args.report, "w") as fh:
             json.dump(report, fh, indent=1)
-        os.replace(tmp, args.report)
     if not args.quiet:
         print(summary(report), file=sys.stderr)
     return 0

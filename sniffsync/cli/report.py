@@ -11,29 +11,19 @@ def add_arguments(p):
 
 
 def write_report(run, view, path):
-    import os
-    import tempfile
-
     from viz.report import build_report
 
-    from sniffsync.errors import CaptureError
+    from sniffsync.io.atomic import atomic_output
     html = build_report(view, run, title=view.title)
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".sniffsync-", suffix=".html", dir=folder)
-    except OSError as exc:
-        raise CaptureError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    with atomic_output(path, "w") as fh:
         fh.write(html)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)          # mkstemp makes 0600; a report is a normal file
-    os.replace(tmp, path)
     return len(html)
 
 
 def run(args) -> int:
     from sniffsync.cli.serve import build_view
+    from sniffsync.io.atomic import check_outputs
+    check_outputs([args.output], args.captures)
     run_, view, _ = build_view(args)
     size = write_report(run_, view, args.output)
     if not args.quiet:

@@ -9,15 +9,16 @@ pandas dtypes as a file written at once. Memory holds a few batches, not the tab
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import sys
-import tempfile
 
 import numpy as np
 
-from sniffsync.errors import CaptureError, UsageError
+from sniffsync.errors import UsageError
+from sniffsync.io.atomic import atomic_output
 from sniffsync.export.tables import _NP, FORMATS, MAC_COLUMNS, _pandas_meta, _plain, arrow_columns
 from sniffsync.decode.schema import DTYPES
 
@@ -58,12 +59,16 @@ def _cast(table, schema):
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+class _Aborted(Exception):
+    """Passed to the output's context on :meth:`BatchWriter.abort`: discard the file."""
+
+
 class BatchWriter:
     """Write frame-table batches to ``path`` (CSV on stdout when ``path`` is None or "-").
 
-    A file is written under a temporary name and renamed into place by :meth:`close`;
-    :meth:`abort` (or leaving a ``with`` block by an exception) removes it, so a failure
-    leaves no partial output.
+    A file is written through :func:`~sniffsync.io.atomic.atomic_output` (a temporary
+    file renamed into place by :meth:`close`); :meth:`abort` (or leaving a ``with`` block
+    by an exception) removes it, so a failure leaves no partial output.
     """
 
     def __init__(self, path: str | None, names: list, fmt: str | None = None):
@@ -74,14 +79,18 @@ class BatchWriter:
             raise UsageError(f"{path}: streamed output is CSV or Parquet")
         self.schema = stream_schema(self.names)
         self.rows = 0
-        self._tmp, self._fh, self._pq = None, sys.stdout.buffer, None
+        self._out, self._fh, self._pq = None, sys.stdout.buffer, None
         if self.path is not None:
-            folder = os.path.dirname(os.path.abspath(self.path))
-            try:
-                fd, self._tmp = tempfile.mkstemp(prefix=".sniffsync-", dir=folder)
-            except OSError as exc:
-                raise CaptureError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
-            self._fh = os.fdopen(fd, "wb")
+            self._out = contextlib.ExitStack()
+            self._fh = self._out.enter_context(atomic_output(self.path))
+        try:
+            self._start()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _start(self) -> None:
+        """The Parquet writer, or the CSV header."""
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
             self._pq = pq.ParquetWriter(self._fh, self.schema)
@@ -113,14 +122,18 @@ class BatchWriter:
             self._fh.write(converted)
 
     def close(self) -> None:
-        if self._pq is not None:
-            self._pq.close()
-        if self._tmp is None:
+        try:
+            if self._pq is not None:
+                self._pq.close()              # the Parquet footer
+                self._pq = None
+        except BaseException:
+            self.abort()
+            raise
+        if self._out is None:
             self._fh.flush()
             return
-        self._fh.close()
-        os.replace(self._tmp, self.path)
-        self._tmp = None
+        out, self._out = self._out, None
+        out.close()                    # renames the finished file into place
 
     def abort(self) -> None:
         if self._pq is not None:
@@ -129,12 +142,9 @@ class BatchWriter:
             except Exception:        # the file is removed anyway
                 pass
             self._pq = None
-        if self._tmp is not None:
-            try:
-                self._fh.close()
-            finally:
-                os.unlink(self._tmp)
-                self._tmp = None
+        if self._out is not None:
+            out, self._out = self._out, None
+            out.__exit__(_Aborted, _Aborted(), None)     # removes the temporary file
 
     def __enter__(self):
         return self

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from sniffsync.fairness.core import PROTO_NAMES
+from sniffsync.io.atomic import atomic_output
 
 __all__ = ["REPORT_TABLES", "report_columns", "write_json", "flow_lines", "write_csv"]
 
@@ -103,4 +104,5 @@ def write_csv(folder: str, runs: list, summary: dict) -> None:
     res = result_frames(runs, summary)
     os.makedirs(folder, exist_ok=True)
     for name in ("flows", "windows", "jain", "rtt"):
-        getattr(res, name).to_csv(os.path.join(folder, f"{name}.csv"), index=False)
+        with atomic_output(os.path.join(folder, f"{name}.csv"), "w") as fh:
+            getattr(res, name).to_csv(fh, index=False)

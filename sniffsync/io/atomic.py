@@ -37,7 +37,8 @@ def check_outputs(outputs, inputs=()) -> None:
     """Refuse outputs that would destroy an input or each other, or that cannot be written.
 
     ``outputs`` and ``inputs`` are paths (``None`` and ``"-"`` are skipped: stdout).
-    Raises :class:`~sniffsync.errors.UsageError` naming the path.
+    Raises :class:`~sniffsync.errors.UsageError` (an output is an input, twice named, a
+    folder) or :class:`~sniffsync.errors.CaptureError` (cannot be written), naming the path.
     """
     outs = [os.fspath(o) for o in outputs if o not in (None, "-")]
     ins = [os.fspath(i) for i in inputs if i not in (None, "-")]
@@ -52,9 +53,9 @@ def check_outputs(outputs, inputs=()) -> None:
             raise UsageError(f"{out}: is a directory, not an output file")
         folder = os.path.dirname(os.path.abspath(out))
         if not os.path.isdir(folder):
-            raise UsageError(f"{out}: folder {folder} does not exist")
+            raise CaptureError(f"{out}: cannot write: folder {folder} does not exist")
         if not os.access(folder, os.W_OK):
-            raise CaptureError(f"{out}: cannot write here (folder not writable)")
+            raise CaptureError(f"{out}: cannot write: folder {folder} is not writable")
 
 
 def _umask() -> int:

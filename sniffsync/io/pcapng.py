@@ -14,10 +14,9 @@ from array import array
 
 import numpy as np
 
-from sniffsync.io import capture
 from sniffsync.io.bytecols import gather
 from sniffsync.io.capture import (_BOM, _EPB, _IDB, _PACKET_BLOCKS, _PB, _SPB, MAX_RECORD, PCAPNG_SHB,
-                      _finish, _prefetch, _release, tally)
+                                  WINDOW_BYTES, _finish, _release, next_window, tally)
 
 __all__ = ["pcapng_records"]
 
@@ -101,14 +100,13 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
     return pos + blen, False, False
 
 
-def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows=None):
+def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows, window: int):
     """Yields ``(block offsets, kinds)`` of the packet blocks, one window at a time."""
     mv, n = memoryview(buf), buf.size
     steps = {o: struct.Struct(o + "4xI").unpack_from for o in "<>"}
     pos, stopped, walked = 0, False, 0
     while pos + 12 <= n and not stopped:
-        stop = min(pos + capture.window_bytes(pos, walked, rows), n)
-        _prefetch(mapping, pos, stop)
+        stop = min(pos + next_window(pos, walked, rows, window), n)
         parts, rare = [], {}
         while pos <= stop and pos + 12 <= n and not stopped:
             offs, end = _step_blocks(mv, pos, stop, steps[st.order])
@@ -139,7 +137,7 @@ def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows=None):
         st.problems.append(f"{path}: offset {pos}: {n - pos} trailing bytes (block header cut)")
 
 
-def pcapng_records(buf, path, mapping=None, drop: bool = True, rows=None):
+def pcapng_records(buf, path, mapping=None, drop: bool = True, rows=None, window: int = WINDOW_BYTES):
     """:class:`sniffsync.capture.Records` of a pcapng, one batch per walked window.
 
     Problems of the whole file (the walk's, and the tallies of unknown interfaces and
@@ -147,7 +145,7 @@ def pcapng_records(buf, path, mapping=None, drop: bool = True, rows=None):
     """
     st = _Walk()
     pending, row0 = None, 0
-    for batch in _pcapng_windows(buf, path, st, mapping, drop, rows):
+    for batch in _pcapng_windows(buf, path, st, mapping, drop, rows, window):
         if pending is not None:          # held back: the last batch gets the file's problems
             yield _batch(buf, path, *pending, st, row0, last=False)
             row0 += pending[0].size

@@ -3,19 +3,18 @@
 All packets arrive as one ``uint8`` array plus offsets. Every record header is built
 as one numpy array, then headers, packet bytes and padding are scattered into the
 output by a per-byte "which piece" code (np.repeat of piece codes by piece lengths), a chunk of records
-at a time so memory stays bounded for captures of millions of frames. Output goes to
-a temporary file in the target directory and is renamed into place at the end, so a
-failed write never leaves a partial capture behind.
+at a time so memory stays bounded for captures of millions of frames. Output goes
+through :func:`sniffsync.io.atomic.atomic_output`, so a failed write never leaves a
+partial capture behind.
 """
 from __future__ import annotations
 
-import os
 import struct
-import tempfile
 
 import numpy as np
 
-from sniffsync.errors import CaptureError, UsageError
+from sniffsync.errors import UsageError
+from sniffsync.io.atomic import atomic_output
 
 __all__ = ["write_pcap", "write_pcapng"]
 
@@ -84,28 +83,6 @@ def _assemble(fh, n: int, pieces) -> None:
         fh.write(out.data)
 
 
-def _atomic_write(path, produce) -> None:
-    """Run ``produce(file)`` on a temp file next to ``path``, then rename it into place."""
-    path = os.fspath(path)
-    tmp = None
-    try:
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
-                                   suffix=".part")
-        with os.fdopen(fd, "wb") as fh:
-            produce(fh)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)               # mkstemp makes 0600; use normal perms
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise CaptureError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def write_pcap(path, linktype, ts_ns, data, off, wirelen=None, nanosecond=True, snaplen=262144):
     """Write a classic pcap (little-endian) of ``n`` packets.
 
@@ -147,13 +124,10 @@ def write_pcap(path, linktype, ts_ns, data, off, wirelen=None, nanosecond=True, 
     hdr[:, 3] = wirelen
     snaplen = max(int(snaplen), int(caplen.max()) if n else 0)
     head = struct.pack("<IHHiIII", _PCAP_MAGIC[bool(nanosecond)], 2, 4, 0, 0, snaplen, int(linktype))
-
-    def produce(fh):
+    with atomic_output(path) as fh:
         fh.write(head)
         if n:
             _assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 16), 16), ((data, off), caplen)])
-
-    _atomic_write(path, produce)
 
 
 def _shb() -> bytes:
@@ -237,11 +211,8 @@ def write_pcapng(path, interfaces, iface, ts_ns, data, off, wirelen=None, commen
     hdr[:, 6] = wirelen
     trailer = blen.astype("<u4").view(np.uint8).reshape(n, 4)
     head = _shb() + b"".join(_idb(i) for i in interfaces)
-
-    def produce(fh):
+    with atomic_output(path) as fh:
         fh.write(head)
         if n:
             _assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 28), 28), ((data, off), caplen),
                               (None, pad), ((opt_bytes, opt_off), opt_lens), (trailer, 4)])
-
-    _atomic_write(path, produce)

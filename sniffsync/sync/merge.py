@@ -449,7 +449,8 @@ def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
     memory) to a temporary name and renamed into place. Returns the number of packets.
     """
     from sniffsync.sync.pcapng import DirectSink, comment_blob, write_epbs
-    from sniffsync.io.writers import _atomic_write, _idb, _shb
+    from sniffsync.io.atomic import atomic_output
+    from sniffsync.io.writers import _idb, _shb
     records = records if records is not None else merged.attrs.get("records")
     names = names or merged.attrs.get("names")
     if records is None:
@@ -480,5 +481,6 @@ def write_merged(path, merged: pd.DataFrame, records=None, names=None) -> int:
                    _CHUNK_BYTES)
         sink.close()
 
-    _atomic_write(path, produce)
+    with atomic_output(path) as fh:
+        produce(fh)
     return len(merged)

@@ -190,7 +190,7 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes)
         Output bytes described per step.
     """
     import pyarrow as pa
-    from sniffsync.io.capture import prefetch, release
+    from sniffsync.io.capture import release
     blob, oo, ol, inv = opt
     n, big = len(sn), np.iinfo(np.int64).max
     if n == 0:
@@ -222,9 +222,6 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes)
         # cast thread: the packets' views (a gather that faults their pages in) and the
         # concatenation release the GIL, so they overlap the main thread's next chunk
         for s, i, st, cl in packets:
-            lo, hi = int(st.min()), int((st + cl).max())
-            if hi - lo <= 4 * chunk_bytes:  # map the pages in one call, not a fault each
-                prefetch(records[s], lo, hi)
             views[i, 1] = _views(records[s].buf, st, cl, wbase[s] + st // _WIN, st % _WIN, u32s[s])
         if not arrow:
             return memoryview(_concat_views(views.reshape(-1, 4), [lead_u8, blob, *wins]))
