@@ -1,7 +1,7 @@
 """The frame table's column contract: one declarative row per column.
 
 Every stage past the reader reads these names; ``docs/columns.md`` is generated
-from this table (``python -m sniffsync.schema``) and a test keeps the two equal.
+from this table (``python -m sniffsync.decode.schema``) and a test keeps the two equal.
 Missing values are nulls (pandas nullable dtypes), never zeros.
 """
 from __future__ import annotations
@@ -125,7 +125,7 @@ DTYPES = {c.name: c.dtype for c in COLUMNS}
 def column_doc() -> str:
     """Markdown table of every column, the text of docs/columns.md."""
     head = ("# Frame table columns\n\nOne row per captured frame. Generated from "
-            "`sniffsync/schema.py` (`python -m sniffsync.schema > docs/columns.md`).\n"
+            "`sniffsync/decode/schema.py` (`python -m sniffsync.decode.schema > docs/columns.md`).\n"
             "Missing values are nulls. MAC addresses are 48-bit integers in memory and "
             "colon-hex in exports; `ba_bitmap` is hex in exports.\n\n"
             "| column | dtype | unit | source | meaning |\n|---|---|---|---|---|\n")

@@ -142,7 +142,7 @@ def arrow_columns(n: int, cols: dict, names: list):
     """Arrow table of the numpy ``Cols`` (``{name: (values, valid)}``) in ``names`` order.
 
     Integers keep their schema width, nulls come from ``valid``, categoricals
-    (:class:`sniffsync.table.Cat`) and MACs become dictionary arrays; a column not in
+    (:class:`sniffsync.decode.table.Cat`) and MACs become dictionary arrays; a column not in
     ``cols`` is all null. The schema carries pandas metadata, as a file written from
     the equivalent DataFrame would.
     """

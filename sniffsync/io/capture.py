@@ -7,7 +7,7 @@ headers in one lean, unrolled Python loop (the only per-record loop of the reade
 record's position depends on the previous record's length), window by window, and
 reads every header field afterwards with numpy; lengths are checked vectorised per
 window. :func:`iter_records` hands out each window's records as soon as it is walked,
-so decoding overlaps the walk. pcapng is walked the same way in :mod:`sniffsync.pcapng`.
+so decoding overlaps the walk. pcapng is walked the same way in :mod:`sniffsync.io.pcapng`.
 Bad records are kept and marked; corruption stops the walk but keeps everything read
 so far and reports the byte offset.
 """
@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sniffsync.io.bytecols import gather
+from sniffsync.io.bytecols import field, gather
 from sniffsync.errors import CaptureError
 
 __all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "head_linktypes",
@@ -198,7 +198,6 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
     """
     mv = memoryview(buf)
     step = struct.Struct(order + "8xI").unpack_from
-    length = np.dtype(order + "u4")
     pos, last, walked = 24, n - 16, 0
     while pos <= last:
         size = next_window(pos - 24, walked, rows, window)
@@ -208,7 +207,7 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
             pos = offs.pop()
         hdr_off = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
         head = gather(buf, hdr_off, 16)
-        over = np.flatnonzero(head[:, 8:12].copy().view(length)[:, 0] > MAX_RECORD)
+        over = np.flatnonzero(field(head, 8, order + "u4") > MAX_RECORD)
         if over.size:
             pos = int(hdr_off[over[0]])
             hdr_off, head = hdr_off[:over[0]], head[:over[0]]
@@ -254,7 +253,7 @@ def _pcap_records(buf, path, mapping, drop, rows, window):
         problems.append(f"{path}: offset {pos}: record header cut short "
                         f"({n - pos} of 16 bytes); stopped after {count} records")
     if pos > n and hdr_off.size and snaplen:
-        incl = int(head[-1, 8:12].copy().view(order + "u4")[0])
+        incl = int(field(head[-1:], 8, order + "u4")[0])
         if incl > snaplen:
             # runs past the end AND is longer than the snaplen: a corrupt length, not a cut frame
             problems.append(f"{path}: offset {int(hdr_off[-1])}: corrupt record length "

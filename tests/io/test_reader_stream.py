@@ -20,7 +20,7 @@ from sniffsync.io.capture import MAX_RECORD, iter_records, read_records
 from sniffsync.cli.main import main
 from sniffsync.io.writers import write_pcap
 
-CAPTURES = Path(__file__).parent / "data" / "captures"
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 HT20_A = CAPTURES / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
 HT20_B = CAPTURES / "ns3-11n-ht20-hidden-snifferB-nearSTA1.pcap"
 

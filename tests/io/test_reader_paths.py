@@ -21,7 +21,7 @@ from sniffsync.decode.schema import COLUMNS, DTYPES
 from sniffsync.decode.table import GOLDEN64, Cat, bad_column, factorize
 from sniffsync.io.writers import write_pcap, write_pcapng
 
-CAPTURES = Path(__file__).parent / "data" / "captures"
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 REAL = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
 NAMES = [c.name for c in COLUMNS]
 MACS = ("ra", "ta", "bssid", "sa", "da")

@@ -74,13 +74,10 @@ def test_sink_promotes_and_nulls_late_columns():
     assert out["b"][1].tolist() == [False, False, True, True, False]
 
 
-def test_read_columns_matches_concatenated_batches(tmp_path):
+def test_read_columns_matches_concatenated_batches(captures):
     """A capture read in many batches: the sink's columns equal the concatenated batches."""
-    import os
-
     import sniffsync.decode.frames as fr
-    src = os.path.join(os.path.dirname(__file__), "data", "captures",
-                       "ns3-11ac-vht80-snifferA-s256.pcap")
+    src = captures / "ns3-11ac-vht80-snifferA-s256.pcap"
     parts, n = [], 0
     for rec, k, cols, _m in fr.iter_columns(src, 0, None, batch_rows=1000):   # 13 batches of 12,045
         parts.append(cols)
