@@ -26,7 +26,7 @@ __all__ = ["detect", "DetectResult", "EVENT_KINDS"]
 
 FATES = ["delivered", "retried_delivered", "retried_lost", "lost"]
 EVENT_KINDS = ["rts_unanswered", "rts_cts_collision", "overlap", "mpdu_failed", "ba_missing"]
-_HASH = np.uint64(0x9E3779B97F4A7C15)
+from sniffsync.decode.table import GOLDEN64 as _HASH  # noqa: E402  (the one hash multiplier)
 
 
 def _u64(s) -> np.ndarray:

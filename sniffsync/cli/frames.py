@@ -22,6 +22,7 @@ def run(args) -> int:
     from sniffsync.errors import UsageError
     from sniffsync.export.tables import FORMATS
     from sniffsync.decode.schema import COLUMNS, DTYPES
+    from sniffsync.io.atomic import check_outputs
 
     names = [c.name for c in COLUMNS]
     if args.columns:
@@ -33,6 +34,7 @@ def run(args) -> int:
     fmt = "csv" if out in (None, "-") else FORMATS.get(os.path.splitext(out)[1].lower())
     if fmt is None:
         raise UsageError(f"{out}: unknown output format (use .csv, .parquet or .jsonl)")
+    check_outputs([out], args.captures)
     n_bad = _stream(args, names, out) if fmt in ("csv", "parquet") else _at_once(args, names, out, fmt)
     if n_bad and not args.quiet:
         print(f"sniffsync: {n_bad} frame(s) could not be fully decoded (see the 'bad' column)",

@@ -22,6 +22,8 @@ def write_report(run, view, path):
 
 def run(args) -> int:
     from sniffsync.cli.serve import build_view
+    from sniffsync.io.atomic import check_outputs
+    check_outputs([args.output], args.captures)
     run_, view, _ = build_view(args)
     size = write_report(run_, view, args.output)
     if not args.quiet:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from sniffsync.decode import dot11_tables as T
-from sniffsync.io.bytecols import gather, u16le, u32le, u64le
+from sniffsync.decode.macs import mac_ints
 from sniffsync.decode.table import Cat, Cols, Marks, factorize
+from sniffsync.io.bytecols import be, gather, le, u16le, u32le, u64le
 
-__all__ = ["decode_dot11", "window", "categorical_from_bytes", "WINDOW"]
+__all__ = ["decode_dot11", "categorical_from_bytes", "WINDOW"]
 
 WINDOW = 40          # covers the longest MAC header (36) and beacon fixed fields (+HTC: 40)
 ADDR_OFF = np.array([0, 4, 10, 16, 24], np.int64)   # offset of address k (1-4); 0 = none
@@ -26,13 +27,8 @@ _BA = ("ba_type", "ba_ssn", "ba_n_tid", "ba_bitmap", "ba_bitmap_lo", "tid")
 _MGMT = ("beacon_tsf_us", "beacon_interval_tu", "ssid")
 
 
-def window(buf: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
-    """Bytes ``buf[off[i]:off[i]+width]`` as an ``(n, width)`` uint8 array, zero past the buffer."""
-    return gather(buf, off, width)
-
-
 def categorical_from_bytes(keys: np.ndarray, fmt) -> Cat:
-    """:class:`~sniffsync.table.Cat` of ``fmt(bytes)`` per row of ``keys`` (k, m) uint8,
+    """:class:`~sniffsync.decode.table.Cat` of ``fmt(bytes)`` per row of ``keys`` (k, m) uint8,
     formatting each distinct key once.
 
     Rows are numbered 8 bytes at a time (1-D integer factorisation per word), which is
@@ -57,17 +53,6 @@ def categorical_from_bytes(keys: np.ndarray, fmt) -> Cat:
     return Cat(remap.ravel()[codes].astype(np.int32), list(cats))
 
 
-def _le16(w, a):
-    return w[:, a].astype(np.uint16) | (w[:, a + 1].astype(np.uint16) << 8)
-
-
-def _mac(w, a):
-    """48-bit address at window column ``a``, first on-air byte most significant."""
-    b = np.zeros((w.shape[0], 8), np.uint8)
-    b[:, 2:] = w[:, a:a + 6]
-    return b.view(">u8")[:, 0].astype(np.uint64)
-
-
 def _pick(idx, addrs):
     """Per row, the address numbered ``idx`` (1-4) from ``addrs`` (list of 4 arrays); 0 -> 0."""
     out = np.zeros(idx.shape[0], np.uint64)
@@ -86,6 +71,51 @@ def _ssid_str(key: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("utf-8", "backslashreplace")
+
+
+class _Header:
+    """The MAC header fields every later step reads, for all frames at once.
+
+    ``w`` holds every frame's first ``WINDOW`` bytes; ``flen`` counts the frame's bytes
+    without a stripped FCS. A control wrapper carries another control frame: its FC sits
+    at 10 and its fields start ``shift`` = 6 bytes later (``in_type``, ``in_sub``).
+    """
+
+    def __init__(self, buf, off, end, fcs_at_end, truncated):
+        self.off = np.asarray(off, np.int64)
+        end = np.asarray(end, np.int64)
+        self.n = self.off.shape[0]
+        strip = np.asarray(fcs_at_end, bool).copy()
+        if truncated is not None:
+            strip &= ~np.asarray(truncated, bool)     # a cut frame lost its FCS
+        self.strip = strip & (end - self.off >= 4)
+        self.body_end = end - 4 * self.strip
+        self.flen = self.body_end - self.off
+        w = self.w = gather(buf, self.off, WINDOW)
+        self.fc0, self.fc1 = w[:, 0], w[:, 1]
+        self.has_fc = self.fits(0, 2)
+        self.ftype = (self.fc0 >> 2) & 3
+        self.sub = self.fc0 >> 4
+        self.is_m, self.is_c = self.ftype == T.MGMT, self.ftype == T.CTRL
+        self.is_d, self.is_x = self.ftype == T.DATA, self.ftype == T.EXT
+        self.not_x = self.has_fc & ~self.is_x
+        self.wrap = self.is_c & (self.sub == 7)
+        self.in_type = np.where(self.wrap, (w[:, 10] >> 2) & 3, self.ftype)
+        self.in_sub = np.where(self.wrap, w[:, 10] >> 4, self.sub)
+        self.in_ctrl = self.in_type == T.CTRL
+        self.shift = 6 * self.wrap.astype(np.int64)
+        self.ds = (self.fc1 & 3).astype(np.int64)
+        self.a4 = self.is_d & (self.ds == 3)
+        self.qos = self.is_d & ((self.sub & 8) != 0)
+        self.htc = (self.is_m | self.qos) & ((self.fc1 & 0x80) != 0)
+        hdr = np.where(self.is_c, T.CTRL_HDR_LEN[self.sub], 24 + 6 * self.a4 + 2 * self.qos + 4 * self.htc)
+        hdr = np.where(self.wrap & self.in_ctrl, 6 + T.CTRL_HDR_LEN[self.in_sub], hdr)
+        self.hdr = np.where(self.is_x, 2, hdr)
+        self.short = self.flen < self.hdr
+
+    def fits(self, at, size):
+        """Rows whose frame holds the ``size`` bytes at ``at``."""
+        return self.flen >= at + size
 
 
 def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
@@ -110,145 +140,123 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
     Returns
     -------
     cols : Cols
-        802.11 columns of ``sniffsync.schema`` as ``(values, valid)``.
+        802.11 columns of ``sniffsync.decode.schema`` as ``(values, valid)``.
     llc_off, llc_end : int64[n]
         Where the LLC payload starts / ends (-1: none decodable: not data, null data,
         protected, truncated). For an A-MSDU, the first subframe's LLC.
     marks : Marks
         Rows that could not be fully decoded.
     """
-    off = np.asarray(off, np.int64)
-    end = np.asarray(end, np.int64)
-    n = off.shape[0]
     wanted = None if columns is None else set(columns)
 
     def want(group):
         return wanted is None or not wanted.isdisjoint(group)
 
-    strip = np.asarray(fcs_at_end, bool).copy()
-    if truncated is not None:
-        strip &= ~np.asarray(truncated, bool)
-    strip &= end - off >= 4
-    body_end = end - 4 * strip
-    flen = body_end - off
+    h = _Header(buf, off, end, fcs_at_end, truncated)
+    cols: Cols = _frame_control(h)
+    cols.update(_addresses(h, want(_ROLES)))
+    qosv, has_qos = _sequence_and_qos(h, cols)
+    marks: Marks = []
+    bad_hdr = np.flatnonzero(h.short)
+    if bad_hdr.size:
+        marks.append((bad_hdr, "802.11: header truncated"))
+    tid, tid_ok = (qosv & 0xF).astype(np.uint8), has_qos.copy()
+    # Block Ack / Block Ack Request (possibly inside a control wrapper)
+    ba_rows = np.flatnonzero(h.has_fc & h.in_ctrl & h.is_c & ((h.in_sub == 8) | (h.in_sub == 9)))
+    if want(_BA + ("bad",)):        # its marks feed the bad column
+        at = h.off[ba_rows] + 16 + h.shift[ba_rows]
+        cols.update(_block_ack(buf, at, h.flen[ba_rows] - 16 - h.shift[ba_rows], h.in_sub[ba_rows] == 9,
+                               ba_rows, h.n, tid, tid_ok, marks))
+    cols["tid"] = (tid, tid_ok)
+    if want(_MGMT):                 # beacon / probe response fixed fields and SSID
+        rows = np.flatnonzero(h.has_fc & h.is_m & (T.MGMT_IE_OFF[h.sub] >= 0) & ~h.short)
+        body = h.off[rows] + h.hdr[rows]
+        cols.update(_mgmt_body(buf, body, h.body_end[rows], T.MGMT_HAS_TSF[h.sub[rows]],
+                               body + T.MGMT_IE_OFF[h.sub[rows]], rows, h.n))
+    fcs = np.zeros(h.n, np.uint32)          # the FCS as sent
+    rows = np.flatnonzero(h.strip) if want(("fcs",)) else np.zeros(0, np.int64)
+    fcs[rows] = u32le(buf, h.body_end[rows])
+    cols["fcs"] = (fcs, h.strip)
+    llc_off, llc_end = _llc_bounds(buf, h, qosv, has_qos)
+    if wanted is not None:
+        cols = {k: v for k, v in cols.items() if k in wanted}
+    return cols, llc_off, llc_end, marks
 
-    def fits(a, size):
-        return flen >= a + size
 
-    w = window(buf, off, WINDOW)
-    fc0, fc1 = w[:, 0], w[:, 1]
-    has_fc = fits(0, 2)
-    ftype = (fc0 >> 2) & 3
-    sub = fc0 >> 4
-    is_m, is_c, is_d, is_x = (ftype == T.MGMT), (ftype == T.CTRL), (ftype == T.DATA), (ftype == T.EXT)
-    not_x = has_fc & ~is_x
-
-    # Control wrapper: the carried frame's FC sits at 10 and its fields start 6 bytes later.
-    wrap = is_c & (sub == 7)
-    in_type = np.where(wrap, (w[:, 10] >> 2) & 3, ftype)
-    in_sub = np.where(wrap, w[:, 10] >> 4, sub)
-    in_ctrl = in_type == T.CTRL
-    shift = 6 * wrap.astype(np.int64)
-
-    ds = (fc1 & 3).astype(np.int64)
-    order = (fc1 & 0x80) != 0
-    a4 = is_d & (ds == 3)
-    qos = is_d & ((sub & 8) != 0)
-    htc = (is_m | qos) & order
-    hdr = np.where(is_c, T.CTRL_HDR_LEN[sub], 24 + 6 * a4 + 2 * qos + 4 * htc)
-    hdr = np.where(wrap & in_ctrl, 6 + T.CTRL_HDR_LEN[in_sub], hdr)
-    hdr = np.where(is_x, 2, hdr)
-    short = flen < hdr
-
+def _frame_control(h: _Header) -> Cols:
+    """Type, subtype, flags; Duration (or a PS-Poll's AID)."""
+    fc1, in_type, in_sub = h.fc1, h.in_type, h.in_sub
     type_subtype = (in_type.astype(np.uint16) << 4) | in_sub
-    type_subtype = np.where(is_c & (sub == 6), T.CTRL_EXT_BASE + (fc1 & 0xF).astype(np.uint16), type_subtype)
-
+    type_subtype = np.where(h.is_c & (h.sub == 6), T.CTRL_EXT_BASE + (fc1 & 0xF).astype(np.uint16), type_subtype)
+    not_x = h.not_x
     cols: Cols = {
-        "type": (ftype, fits(0, 1)),
-        "subtype": (sub, fits(0, 1)),
-        "type_subtype": (type_subtype, has_fc & (~wrap | fits(10, 2))),
-        "fc_flags": (fc1, has_fc),
+        "type": (h.ftype, h.fits(0, 1)),
+        "subtype": (h.sub, h.fits(0, 1)),
+        "type_subtype": (type_subtype, h.has_fc & (~h.wrap | h.fits(10, 2))),
+        "fc_flags": (fc1, h.has_fc),
         "to_ds": ((fc1 & 1) != 0, not_x),
         "from_ds": ((fc1 & 2) != 0, not_x),
         "retry": ((fc1 & 8) != 0, not_x),
         "protected": ((fc1 & 0x40) != 0, not_x),
-        "htc": (htc, has_fc & (is_m | is_d)),
+        "htc": (h.htc, h.has_fc & (h.is_m | h.is_d)),
     }
+    dur = le(h.w, 2, 2)
+    ps_poll = h.is_c & (in_sub == 0xA) & h.in_ctrl
+    cols["duration_us"] = (dur, not_x & h.fits(2, 2) & ((dur & 0x8000) == 0) & ~ps_poll)
+    cols["aid"] = (dur & 0x3FFF, ps_poll & h.fits(2, 2))
+    return cols
 
-    dur = _le16(w, 2)
-    ps_poll = is_c & (in_sub == 0xA) & in_ctrl
-    cols["duration_us"] = (dur, not_x & fits(2, 2) & ((dur & 0x8000) == 0) & ~ps_poll)
-    cols["aid"] = (dur & 0x3FFF, ps_poll & fits(2, 2))
 
-    a1, a2, a3 = _mac(w, 4), _mac(w, 10), _mac(w, 16)
-    a4v = _mac(w, 24) if want(_ROLES) else None
-    has_ta = ~is_c | np.where(wrap, in_ctrl & T.CTRL_HAS_TA[in_sub], T.CTRL_HAS_TA[sub])
-    cols["ra"] = (a1, not_x & fits(4, 6))
-    cols["ta"] = (np.where(wrap, a3, a2), not_x & has_ta & fits(10 + shift, 6))
-    zero = np.zeros(n, np.int8)
-    roles = {} if not want(_ROLES) else {
-        "bssid": np.select([is_m, is_d, is_c & ~wrap],
-                           [3, T.DS_ADDR_BSSID[ds], T.CTRL_BSSID_ADDR[sub]], zero),
-        "sa": np.select([is_m, is_d], [2, T.DS_ADDR_SA[ds]], zero),
-        "da": np.select([is_m, is_d], [1, T.DS_ADDR_DA[ds]], zero),
+def _addresses(h: _Header, roles: bool) -> Cols:
+    """RA and TA, and with ``roles`` the BSSID, SA and DA picked by frame type and DS bits."""
+    w, is_c, is_m, is_d, wrap, sub = h.w, h.is_c, h.is_m, h.is_d, h.wrap, h.sub
+    a1, a2, a3 = mac_ints(w, 4), mac_ints(w, 10), mac_ints(w, 16)
+    has_ta = ~is_c | np.where(wrap, h.in_ctrl & T.CTRL_HAS_TA[h.in_sub], T.CTRL_HAS_TA[sub])
+    cols: Cols = {"ra": (a1, h.not_x & h.fits(4, 6)),
+                  "ta": (np.where(wrap, a3, a2), h.not_x & has_ta & h.fits(10 + h.shift, 6))}
+    if not roles:
+        return cols
+    addrs = [a1, a2, a3, mac_ints(w, 24)]
+    zero = np.zeros(h.n, np.int8)
+    which = {
+        "bssid": np.select([is_m, is_d, is_c & ~wrap], [3, T.DS_ADDR_BSSID[h.ds], T.CTRL_BSSID_ADDR[sub]], zero),
+        "sa": np.select([is_m, is_d], [2, T.DS_ADDR_SA[h.ds]], zero),
+        "da": np.select([is_m, is_d], [1, T.DS_ADDR_DA[h.ds]], zero),
     }
-    addrs = [a1, a2, a3, a4v]
-    for name, idx in roles.items() if want(_ROLES) else ():
-        cols[name] = (_pick(idx, addrs), has_fc & (idx > 0) & (flen >= ADDR_OFF[idx] + 6))
+    for name, idx in which.items():
+        cols[name] = (_pick(idx, addrs), h.has_fc & (idx > 0) & (h.flen >= ADDR_OFF[idx] + 6))
+    return cols
 
-    sc = _le16(w, 22)
-    has_sc = has_fc & (is_m | is_d) & fits(22, 2)
+
+def _sequence_and_qos(h: _Header, cols: Cols):
+    """Sequence control and the A-MSDU bit into ``cols``; returns the QoS control's first
+    byte and where it is present."""
+    sc = le(h.w, 22, 2)
+    has_sc = h.has_fc & (h.is_m | h.is_d) & h.fits(22, 2)
     cols["seq"] = (sc >> 4, has_sc)
     cols["frag"] = (sc & 0xF, has_sc)
-
-    qosv = np.where(a4, w[:, 30], w[:, 24])
-    has_qos = has_fc & qos & fits(24 + 6 * a4, 2)
-    tid = (qosv & 0xF).astype(np.uint8)
-    tid_ok = has_qos.copy()
+    qosv = np.where(h.a4, h.w[:, 30], h.w[:, 24])
+    has_qos = h.has_fc & h.qos & h.fits(24 + 6 * h.a4, 2)
     cols["amsdu"] = ((qosv & 0x80) != 0, has_qos)
+    return qosv, has_qos
 
-    marks: Marks = []
-    bad_hdr = np.flatnonzero(short)
-    if bad_hdr.size:
-        marks.append((bad_hdr, "802.11: header truncated"))
 
-    # --- Block Ack / Block Ack Request (possibly inside a control wrapper)
-    ba_rows = np.flatnonzero(has_fc & in_ctrl & is_c & ((in_sub == 8) | (in_sub == 9)))
-    if want(_BA + ("bad",)):        # its marks feed the bad column
-        cols.update(_block_ack(buf, off[ba_rows] + 16 + shift[ba_rows], flen[ba_rows] - 16 - shift[ba_rows],
-                           in_sub[ba_rows] == 9, ba_rows, n, tid, tid_ok, marks))
-    cols["tid"] = (tid, tid_ok)
-
-    # --- beacon / probe response fixed fields and SSID
-    ie_rows = np.flatnonzero(has_fc & is_m & (T.MGMT_IE_OFF[sub] >= 0) & ~short)
-    body = off[ie_rows] + hdr[ie_rows]
-    tsf = T.MGMT_HAS_TSF[sub[ie_rows]]
-    if want(_MGMT):
-        cols.update(_mgmt_body(buf, body, body_end[ie_rows], tsf, body + T.MGMT_IE_OFF[sub[ie_rows]], ie_rows, n))
-
-    # --- FCS as sent
-    fcs = np.zeros(n, np.uint32)
-    rows = np.flatnonzero(strip) if want(("fcs",)) else np.zeros(0, np.int64)
-    fcs[rows] = u32le(buf, body_end[rows])
-    cols["fcs"] = (fcs, strip)
-
-    # --- where the LLC payload starts
-    protected = (fc1 & 0x40) != 0
-    has_body = has_fc & is_d & ((sub & 4) == 0) & ~protected & (flen > hdr)
-    llc_off = np.where(has_body, off + hdr, -1)
-    llc_end = np.where(has_body, body_end, -1)
+def _llc_bounds(buf, h: _Header, qosv, has_qos):
+    """Where the LLC payload of each data frame starts and ends (-1: none)."""
+    protected = (h.fc1 & 0x40) != 0
+    has_body = h.has_fc & h.is_d & ((h.sub & 4) == 0) & ~protected & (h.flen > h.hdr)
+    llc_off = np.where(has_body, h.off + h.hdr, -1)
+    llc_end = np.where(has_body, h.body_end, -1)
     # A-MSDU: skip the first subframe header (DA, SA, length) to its LLC.
     amsdu = np.flatnonzero(has_body & has_qos & ((qosv & 0x80) != 0))
     if amsdu.size:
-        sub_ok = llc_off[amsdu] + 14 <= body_end[amsdu]
-        sub_len = gather(buf, llc_off[amsdu] + 12, 2).astype(np.int64)
-        sub_len = (sub_len[:, 0] << 8) | sub_len[:, 1]
+        body_end = h.body_end[amsdu]
+        sub_ok = llc_off[amsdu] + 14 <= body_end
+        sub_len = be(gather(buf, llc_off[amsdu] + 12, 2), 0, 2).astype(np.int64)
         new_off = llc_off[amsdu] + 14
-        llc_end[amsdu] = np.where(sub_ok, np.minimum(new_off + sub_len, body_end[amsdu]), -1)
+        llc_end[amsdu] = np.where(sub_ok, np.minimum(new_off + sub_len, body_end), -1)
         llc_off[amsdu] = np.where(sub_ok, new_off, -1)
-    if wanted is not None:
-        cols = {k: v for k, v in cols.items() if k in wanted}
-    return cols, llc_off, llc_end, marks
+    return llc_off, llc_end
 
 
 def _block_ack(buf, ctl_off, rem, is_ba, rows, n, tid, tid_ok, marks):

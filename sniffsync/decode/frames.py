@@ -2,32 +2,33 @@
 
 Pipeline (all vectorised past the record walk): container records -> radiotap ->
 802.11 -> LLC/SNAP, or the wired link layer -> IP -> TCP/UDP. Each stage decodes the
-subset of rows it applies to; :func:`sniffsync.table.scatter` places the results.
-Frames are decoded in chunks of ``CHUNK_ROWS`` (bounded temporaries; the mapped file
+subset of rows it applies to; :func:`sniffsync.decode.table.scatter` places the results.
+Frames are decoded in chunks of ``chunk_rows`` (bounded temporaries; the mapped file
 pages of a decoded chunk are dropped), and with ``columns`` only what they need is
 decoded. :func:`decode_columns` is pandas-free; the DataFrame is built at the end.
+The sizes (``window_bytes`` walked at a time, ``batch_rows`` per streamed batch,
+``chunk_rows`` per decoding chunk) only bound memory and spread work: results never
+depend on them.
 """
 from __future__ import annotations
 
-import os
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from sniffsync.io.capture import concat_records, iter_records, prefetch, release
-from sniffsync.runtime import Inline
+from sniffsync.io.capture import WINDOW_BYTES, concat_records, iter_records, release
+from sniffsync.runtime import Inline, pool
 from sniffsync.decode.linklayer import decode_link
 from sniffsync.decode.payload import decode_l3, decode_llc
 from sniffsync.decode.schema import COLUMNS
 from sniffsync.decode.table import ColumnSink, concat_cols, frame_table, scatter
 
 __all__ = ["read_capture", "read_captures", "read_columns", "iter_columns", "decode_columns",
-           "concat_tables", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES", "CHUNK_ROWS"]
+           "split_records", "concat_tables", "LINK_RADIOTAP", "LINK_DOT11", "WIRED_LINKTYPES",
+           "CHUNK_ROWS", "BATCH_ROWS"]
 
 CHUNK_ROWS = 1 << 16      # frames per decoding chunk: temporaries stay in the tens of MB
 BATCH_ROWS = 1 << 16      # frames per streamed batch (a Parquet row group)
-THREADS = min(2, os.cpu_count() or 1)
 
 LINK_RADIOTAP = 127
 LINK_DOT11 = 105
@@ -35,23 +36,17 @@ WIRED_LINKTYPES = (1, 101, 113, 228, 229, 276)
 _RADIOTAP = {c.name for c in COLUMNS if c.source.startswith("radiotap")} | {"rt_len", "mpdu_len", "phy"}
 
 
-def _stage(n, rows, result, cols, marks):
-    """Merge one stage's subset output into the full-length columns and marks."""
-    sub_cols, sub_marks = result
-    cols.update(scatter(n, rows, sub_cols))
-    marks.extend((rows[np.asarray(r, np.int64)], why) for r, why in sub_marks)
-
-
 _RECORD = {"sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad"}
 _PAYLOAD = {c.name for c in COLUMNS[COLUMNS.index(next(c for c in COLUMNS if c.name == "ethertype")):]}
 
 
-def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
-    """Decode the records of :func:`sniffsync.capture.read_records` into numpy columns.
+def decode_columns(rec, sniffer: int = 0, columns=None, threads: int | None = None, *,
+                   chunk_rows: int = CHUNK_ROWS):
+    """Decode the records of :func:`sniffsync.io.capture.read_records` into numpy columns.
 
     Parameters
     ----------
-    rec : sniffsync.capture.Records
+    rec : sniffsync.io.capture.Records
         The capture's record index.
     sniffer : int
         Value of the ``sniffer`` column.
@@ -59,15 +54,17 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
         Columns wanted (default: all). Stages and fields no requested column needs are
         skipped (e.g. no IP/TCP decoding for a radiotap-only export); ``bad`` is always
         computable from the returned marks.
-    threads : int
-        Decoding threads over the chunks of ``rec``.
+    threads : int, optional
+        Decoding threads over the chunks of ``rec`` (default :func:`sniffsync.runtime.workers`).
+    chunk_rows : int
+        Frames decoded at a time (about; the chunks are even).
 
     Returns
     -------
     n : int
         Number of frames.
     cols : dict
-        ``{name: (values, valid)}`` (``Cols``): numpy arrays or :class:`sniffsync.table.Cat`.
+        ``{name: (values, valid)}`` (``Cols``): numpy arrays or :class:`sniffsync.decode.table.Cat`.
     marks : list
         ``[(row indices, reason)]`` for frames that could not be fully decoded.
     """
@@ -83,10 +80,10 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int = THREADS):
     }
     marks = list(rec.marks)
     parts = []
-    bounds = _even_bounds(n, CHUNK_ROWS)
-    # chunks are independent and numpy releases the GIL: decode them on two threads
-    with ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else Inline() as pool:
-        done = pool.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
+    bounds = _even_bounds(n, chunk_rows)
+    # chunks are independent and numpy releases the GIL: decode them on worker threads
+    with Inline() if threads == 1 else pool(len(bounds), limit=threads) as ex:
+        done = ex.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
         for (lo, hi), (chunk_cols, chunk_marks) in zip(bounds, done):
             parts.append(chunk_cols)
             marks.extend((rows + lo, why) for rows, why in chunk_marks)
@@ -110,11 +107,10 @@ def _even_bounds(n: int, size: int) -> list:
     return [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
 
 
-def split_records(rec, rows: int | None = None):
-    """Consecutive slices of ``rec`` of about ``rows`` records (``BATCH_ROWS``; ``row0``
-    and marks adjusted)."""
+def split_records(rec, rows: int = BATCH_ROWS):
+    """Consecutive slices of ``rec`` of about ``rows`` records (``row0`` and marks adjusted)."""
     n = len(rec.data_off)
-    bounds = _even_bounds(n, rows or BATCH_ROWS)
+    bounds = _even_bounds(n, rows)
     if len(bounds) <= 1:
         yield rec
         return
@@ -131,12 +127,14 @@ def split_records(rec, rows: int | None = None):
             marks=marks, problems=rec.problems if lo == 0 else [], row0=rec.row0 + lo)
 
 
-def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int = 4):
+def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int = 4,
+                 batch_rows: int = BATCH_ROWS, chunk_rows: int = CHUNK_ROWS,
+                 window_bytes: int = WINDOW_BYTES):
     """Walk and decode one capture at once: yields, in file order, one result per batch.
 
     The main thread walks the record headers (the one per-record Python loop) while
-    batches of at most ``BATCH_ROWS`` frames are decoded on ``THREADS`` worker threads
-    (numpy releases the GIL), so the walk costs almost nothing on two cores.
+    batches of about ``batch_rows`` frames are decoded on worker threads (numpy releases
+    the GIL), so the walk costs almost nothing on two cores.
 
     Parameters
     ----------
@@ -147,6 +145,8 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
         (e.g. conversion to Arrow); its result is yielded instead of the tuple.
     ahead : int
         Batches decoded ahead of the consumer at most: bounds the memory of a stream.
+    batch_rows, chunk_rows, window_bytes : int
+        Frames per batch, frames per decoding chunk, bytes walked at a time.
 
     Yields
     ------
@@ -155,34 +155,39 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
         relative to it), or ``post``'s result.
     """
     def work(rec):
-        out = (rec, *decode_columns(rec, sniffer, columns, threads=1))
+        out = (rec, *decode_columns(rec, sniffer, columns, threads=1, chunk_rows=chunk_rows))
         return post(*out) if post is not None else out
 
     pending = deque()
-    with ThreadPoolExecutor(THREADS) as pool:
-        for batch in iter_records(path, drop_walked=False, batch_rows=BATCH_ROWS):
-            for rec in split_records(batch):
-                pending.append(pool.submit(work, rec))
+    with pool() as ex:
+        for batch in iter_records(path, drop_walked=False, batch_rows=batch_rows, window_bytes=window_bytes):
+            for rec in split_records(batch, batch_rows):
+                pending.append(ex.submit(work, rec))
                 while pending and (len(pending) > ahead or pending[0].done()):
                     yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
 
 
-def read_columns(path, sniffer: int = 0, columns=None, records: bool = True):
+def read_columns(path, sniffer: int = 0, columns=None, records: bool = True, *,
+                 batch_rows: int = BATCH_ROWS, chunk_rows: int = CHUNK_ROWS,
+                 window_bytes: int = WINDOW_BYTES):
     """Records and decoded numpy columns of one capture, walked and decoded at once.
+
+    ``batch_rows``, ``chunk_rows`` and ``window_bytes`` are as :func:`iter_columns`.
 
     Returns
     -------
     rec : Records or None
-        The whole file's record index (as :func:`sniffsync.capture.read_records`), or
+        The whole file's record index (as :func:`sniffsync.io.capture.read_records`), or
         None with ``records=False`` (callers that need neither the record index nor
         its problem lines skip concatenating it).
     n, cols, marks
         As :func:`decode_columns`.
     """
     recs, marks, sink = [], [], None
-    for rec, n, cols, batch_marks in iter_columns(path, sniffer, columns):
+    for rec, n, cols, batch_marks in iter_columns(path, sniffer, columns, batch_rows=batch_rows,
+                                                  chunk_rows=chunk_rows, window_bytes=window_bytes):
         marks.extend((np.asarray(r, np.int64) + rec.row0, why) for r, why in batch_marks)
         if records:
             recs.append(rec)
@@ -208,85 +213,114 @@ def _sub(a: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
     return a if len(rows) == n else a[rows]
 
 
+class _Chunk:
+    """One chunk's record fields, where each layer starts, and the columns / marks so far."""
+
+    def __init__(self, rec, lo: int, hi: int, wanted):
+        self.buf, self.wanted, self.n = rec.buf, wanted, hi - lo
+        self.off = np.asarray(rec.data_off[lo:hi], np.int64)
+        self.end = self.off + np.asarray(rec.caplen[lo:hi], np.int64)
+        self.lt = np.asarray(rec.linktype[lo:hi])
+        self.wire = np.asarray(rec.wirelen[lo:hi], np.int64)
+        self.truncated = np.asarray(rec.caplen[lo:hi]) < self.wire
+        self.cols, self.marks = {}, []
+        self.dot11_off = np.full(self.n, -1, np.int64)
+        self.fcs_at_end = np.zeros(self.n, bool)
+        self.l3_off = np.full(self.n, -1, np.int64)
+        self.l3_end = self.end.copy()
+        self.ethertype = np.zeros(self.n, np.uint16)
+
+    def stage(self, rows, result) -> None:
+        """Merge one stage's subset output into the full-length columns and marks."""
+        sub_cols, sub_marks = result
+        self.cols.update(scatter(self.n, rows, sub_cols))
+        self.marks.extend((rows[np.asarray(r, np.int64)], why) for r, why in sub_marks)
+
+    def with_bad(self):
+        """Columns a stage is asked for: the wanted ones and what its marks feed (``bad``)."""
+        return None if self.wanted is None else self.wanted | {"bad"}
+
+    def set_ethertype(self, rows, cols) -> None:
+        eth = cols.get("ethertype")
+        if eth is not None:
+            self.ethertype[rows] = np.where(eth[1] if eth[1] is not None else True, eth[0], 0)
+
+
 def _decode_chunk(rec, lo: int, hi: int, wanted):
-    """Columns and marks (rows relative to ``lo``) of the frames ``lo:hi``."""
+    """Columns and marks (rows relative to ``lo``) of the frames ``lo:hi``, layer by layer."""
+    c = _Chunk(rec, lo, hi, wanted)
     # every stage can mark a frame: "bad" needs them all
     need_payload = wanted is None or "bad" in wanted or bool(wanted & _PAYLOAD)
     need_dot11 = need_payload or wanted is None or bool(wanted - _RECORD - _RADIOTAP)
-    buf = rec.buf
-    n = hi - lo
-    off = np.asarray(rec.data_off[lo:hi], np.int64)
-    end = off + np.asarray(rec.caplen[lo:hi], np.int64)
-    if n:
-        prefetch(rec, int(off[0]), int(end[-1]))      # map the chunk's bytes in one call
-    lt = np.asarray(rec.linktype[lo:hi])
-    wire = np.asarray(rec.wirelen[lo:hi], np.int64)
-    cols, marks = {}, []
-    truncated = np.asarray(rec.caplen[lo:hi]) < wire
+    _radiotap_stage(c)
+    if need_dot11:
+        _dot11_stage(c, need_payload)
+    if need_payload:
+        _wired_stage(c)
+    unknown = ~np.isin(c.lt, (LINK_RADIOTAP, LINK_DOT11) + WIRED_LINKTYPES)
+    if unknown.any():
+        c.marks.append((np.flatnonzero(unknown), "unsupported link type"))
+    rows = np.flatnonzero(c.l3_off >= 0)
+    if rows.size:
+        c.stage(rows, decode_l3(c.buf, _sub(c.l3_off, rows, c.n), _sub(c.l3_end, rows, c.n),
+                                _sub(c.ethertype, rows, c.n)))
+    return c.cols, c.marks
 
-    # radiotap header, then 802.11 behind it
-    dot11_off = np.full(n, -1, np.int64)
-    fcs_at_end = np.zeros(n, bool)
-    rt_len = np.zeros(n, np.int64)
-    rows = np.flatnonzero(lt == LINK_RADIOTAP)
+
+def _radiotap_stage(c: _Chunk) -> None:
+    """Radiotap headers; where the 802.11 frame starts (also of raw 802.11 records);
+    ``rt_len`` and ``mpdu_len``."""
+    rt_len = np.zeros(c.n, np.int64)
+    rows = np.flatnonzero(c.lt == LINK_RADIOTAP)
     if rows.size:
         from sniffsync.decode.radiotap import decode_radiotap  # (802.11 decoders load when needed)
-        rt_cols, hdr_len, fcs, rt_marks = decode_radiotap(
-            buf, off[rows], end[rows], None if wanted is None else wanted | {"bad"})
-        _stage(n, rows, (rt_cols, rt_marks), cols, marks)
+        rt_cols, hdr_len, fcs, rt_marks = decode_radiotap(c.buf, c.off[rows], c.end[rows], c.with_bad())
+        c.stage(rows, (rt_cols, rt_marks))
         ok = hdr_len > 0
-        dot11_off[rows[ok]] = off[rows[ok]] + hdr_len[ok]
+        c.dot11_off[rows[ok]] = c.off[rows[ok]] + hdr_len[ok]
         rt_len[rows] = hdr_len
-        fcs_at_end[rows] = fcs
-    rows = np.flatnonzero(lt == LINK_DOT11)
-    dot11_off[rows] = off[rows]
-    if wanted is None or "rt_len" in wanted:
-        cols["rt_len"] = (rt_len, rt_len > 0)
-    if wanted is None or "mpdu_len" in wanted:
-        cols["mpdu_len"] = (wire - rt_len, (dot11_off >= 0) & (wire >= rt_len))
-
-    l3_off = np.full(n, -1, np.int64)
-    ethertype = np.zeros(n, np.uint16)
-    l3_end = end.copy()
-    rows = np.flatnonzero(dot11_off >= 0) if need_dot11 else np.zeros(0, np.int64)
-    if rows.size:
-        from sniffsync.decode.dot11 import decode_dot11
-        d_cols, llc_off, llc_end, d_marks = decode_dot11(
-            buf, dot11_off[rows], end[rows], fcs_at_end[rows], truncated[rows],
-            None if wanted is None else wanted | {"bad"})
-        _stage(n, rows, (d_cols, d_marks), cols, marks)
-        has = llc_off >= 0
-        llc_rows = rows[has] if need_payload else np.zeros(0, np.int64)
-        if llc_rows.size:
-            l_cols, sub_l3 = decode_llc(buf, llc_off[has], llc_end[has])
-            _stage(n, llc_rows, (l_cols, []), cols, marks)
-            l3_off[llc_rows] = sub_l3
-            l3_end[llc_rows] = llc_end[has]
-            eth = l_cols.get("ethertype")
-            if eth is not None:
-                ethertype[llc_rows] = np.where(eth[1] if eth[1] is not None else True, eth[0], 0)
-
-    rows = np.flatnonzero(np.isin(lt, WIRED_LINKTYPES)) if need_payload else np.zeros(0, np.int64)
-    if rows.size:
-        w_cols, sub_l3, w_marks = decode_link(buf, _sub(off, rows, n), _sub(end, rows, n), _sub(lt, rows, n))
-        _stage(n, rows, (w_cols, w_marks), cols, marks)
-        l3_off[rows] = sub_l3
-        eth = w_cols.get("ethertype")
-        if eth is not None:
-            ethertype[rows] = np.where(eth[1] if eth[1] is not None else True, eth[0], 0)
-
-    unknown = ~np.isin(lt, (LINK_RADIOTAP, LINK_DOT11) + WIRED_LINKTYPES)
-    if unknown.any():
-        marks.append((np.flatnonzero(unknown), "unsupported link type"))
-
-    rows = np.flatnonzero(l3_off >= 0)
-    if rows.size:
-        _stage(n, rows, decode_l3(buf, _sub(l3_off, rows, n), _sub(l3_end, rows, n),
-                                  _sub(ethertype, rows, n)), cols, marks)
-    return cols, marks
+        c.fcs_at_end[rows] = fcs
+    rows = np.flatnonzero(c.lt == LINK_DOT11)
+    c.dot11_off[rows] = c.off[rows]
+    if c.wanted is None or "rt_len" in c.wanted:
+        c.cols["rt_len"] = (rt_len, rt_len > 0)
+    if c.wanted is None or "mpdu_len" in c.wanted:
+        c.cols["mpdu_len"] = (c.wire - rt_len, (c.dot11_off >= 0) & (c.wire >= rt_len))
 
 
-def read_capture(path, *, sniffer: int = 0, columns=None):
+def _dot11_stage(c: _Chunk, need_payload: bool) -> None:
+    """802.11 MAC headers, then the LLC/SNAP header of the data frames that carry one."""
+    rows = np.flatnonzero(c.dot11_off >= 0)
+    if not rows.size:
+        return
+    from sniffsync.decode.dot11 import decode_dot11
+    d_cols, llc_off, llc_end, d_marks = decode_dot11(
+        c.buf, c.dot11_off[rows], c.end[rows], c.fcs_at_end[rows], c.truncated[rows], c.with_bad())
+    c.stage(rows, (d_cols, d_marks))
+    has = llc_off >= 0
+    llc_rows = rows[has] if need_payload else np.zeros(0, np.int64)
+    if llc_rows.size:
+        l_cols, sub_l3 = decode_llc(c.buf, llc_off[has], llc_end[has])
+        c.stage(llc_rows, (l_cols, []))
+        c.l3_off[llc_rows] = sub_l3
+        c.l3_end[llc_rows] = llc_end[has]
+        c.set_ethertype(llc_rows, l_cols)
+
+
+def _wired_stage(c: _Chunk) -> None:
+    """Ethernet, Linux cooked and raw-IP link headers."""
+    rows = np.flatnonzero(np.isin(c.lt, WIRED_LINKTYPES))
+    if not rows.size:
+        return
+    w_cols, sub_l3, w_marks = decode_link(c.buf, _sub(c.off, rows, c.n), _sub(c.end, rows, c.n),
+                                          _sub(c.lt, rows, c.n))
+    c.stage(rows, (w_cols, w_marks))
+    c.l3_off[rows] = sub_l3
+    c.set_ethertype(rows, w_cols)
+
+
+def read_capture(path, *, sniffer: int = 0, columns=None, batch_rows: int = BATCH_ROWS,
+                 chunk_rows: int = CHUNK_ROWS, window_bytes: int = WINDOW_BYTES):
     """Read one capture (pcap, pcapng, optionally gzip-compressed) into a frame table.
 
     Parameters
@@ -297,13 +331,16 @@ def read_capture(path, *, sniffer: int = 0, columns=None):
         Value of the ``sniffer`` column (the input's index when reading several).
     columns : list of str, optional
         Keep only these columns (see ``docs/columns.md``).
+    batch_rows, chunk_rows, window_bytes : int
+        As :func:`iter_columns` (memory and threads only, never the result).
 
     Returns
     -------
     pandas.DataFrame
-        One row per record, columns per :mod:`sniffsync.schema`.
+        One row per record, columns per :mod:`sniffsync.decode.schema`.
     """
-    _, n, cols, marks = read_columns(path, sniffer, columns)
+    _, n, cols, marks = read_columns(path, sniffer, columns, batch_rows=batch_rows,
+                                     chunk_rows=chunk_rows, window_bytes=window_bytes)
     return frame_table(n, cols, marks, columns)
 
 

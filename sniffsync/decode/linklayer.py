@@ -90,7 +90,7 @@ def decode_link(buf, off, end, linktype):
     Returns
     -------
     cols : dict
-        ``{"ethertype": (uint16 values, valid mask)}`` (see :mod:`sniffsync.table`).
+        ``{"ethertype": (uint16 values, valid mask)}`` (see :mod:`sniffsync.decode.table`).
     l3_off : numpy.ndarray of int64
         Offset of the IPv4/IPv6 header in ``buf``; -1 where the record carries no IP.
     marks : list of (row indices, reason)

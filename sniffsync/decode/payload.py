@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.io.bytecols import gather as window
+from sniffsync.io.bytecols import be, gather
 from sniffsync.decode.table import Cat, Cols, Marks, factorize
 
 __all__ = ["decode_llc", "decode_l3", "ETH_IPV4", "ETH_IPV6"]
@@ -26,14 +26,6 @@ L4_WINDOW = 32                             # TCP fixed header + 12 option bytes 
 TS_ONLY = (1, 1, 8, 10)                    # NOP NOP Timestamps: the usual 12-byte option block
 
 
-def _be16(w, a):
-    return (w[:, a].astype(np.uint16) << 8) | w[:, a + 1]
-
-
-def _be32(w, a):
-    return np.ascontiguousarray(w[:, a:a + 4]).view(">u4")[:, 0].astype(np.uint32)
-
-
 def decode_llc(buf, off, end):
     """LLC/SNAP header (AA AA 03, OUI, ethertype) of every row with ``off >= 0``.
 
@@ -47,10 +39,10 @@ def decode_llc(buf, off, end):
     off = np.asarray(off, np.int64)
     end = np.asarray(end, np.int64)
     ok = (off >= 0) & (off + 8 <= end)
-    w = window(buf, np.where(ok, off, 0), 8)
+    w = gather(buf, np.where(ok, off, 0), 8)
     oui = (w[:, 3].astype(np.int64) << 16) | (w[:, 4].astype(np.int64) << 8) | w[:, 5]
     snap = ok & (w[:, 0] == 0xAA) & (w[:, 1] == 0xAA) & (w[:, 2] == 0x03) & np.isin(oui, SNAP_OUIS)
-    ethertype = _be16(w, 6)
+    ethertype = be(w, 6, 2)
     return {"ethertype": (ethertype, snap)}, np.where(snap, off + 8, -1)
 
 
@@ -61,7 +53,7 @@ def _dotted(addrs: np.ndarray) -> list:
 
 def _ipv4_category(addr) -> Cat:
     """:func:`_ip_category` of rows that all hold an IPv4 address (``addr``: (n, 4) bytes)."""
-    c, uniq = factorize(np.ascontiguousarray(addr).view(">u4")[:, 0].astype(np.uint32))
+    c, uniq = factorize(be(addr, 0, 4))
     names = _dotted(uniq)
     order = sorted(range(len(names)), key=names.__getitem__)      # text order, as np.unique
     remap = np.empty(len(names), np.int32)
@@ -74,7 +66,7 @@ def _ip_category(w, r4, a4, r6, a6, n):
     codes = np.full(n, -1, np.int64)
     names: list = []
     if r4.size:      # IPv4: hash the 32-bit value, format each distinct address once
-        c, uniq = factorize(np.ascontiguousarray(w[r4, a4:a4 + 4]).view(">u4")[:, 0].astype(np.uint32))
+        c, uniq = factorize(be(w[r4, a4:a4 + 4], 0, 4))
         codes[r4] = c
         names += _dotted(uniq)
     if r6.size:
@@ -98,7 +90,7 @@ FIXED_LEN = 20 + 32
 def _fixed_layout(buf, off, end, ethertype):
     """Rows in the fixed IPv4 + TCP/TS layout, and every row's first ``FIXED_LEN`` bytes."""
     ok = (off >= 0) & (ethertype == ETH_IPV4) & (end - off >= FIXED_LEN)
-    w = window(buf, np.where(ok, off, 0), FIXED_LEN)
+    w = gather(buf, np.where(ok, off, 0), FIXED_LEN)
     ok &= (w[:, 0] == 0x45) & (w[:, 9] == PROTO_TCP) & ((w[:, 6] & 0x1F) == 0) & (w[:, 7] == 0)
     ok &= (w[:, 32] >> 4) == 8
     for j, byte in enumerate(TS_ONLY):
@@ -110,19 +102,19 @@ def _fixed_cols(w) -> Cols:
     """The columns :func:`decode_l3` gives rows of the fixed layout (``w``: their bytes)."""
     n = len(w)
     yes, no = np.ones(n, bool), np.zeros(n, bool)
-    ip_len = _be16(w, 2).astype(np.int64)
+    ip_len = be(w, 2, 2).astype(np.int64)
     cols: Cols = {"ip_proto": (w[:, 9].copy(), yes), "ip_len": (ip_len.astype(np.uint32), yes),
-                  "ip_id": (_be16(w, 4), yes)}
+                  "ip_id": (be(w, 4, 2), yes)}
     for name, at in (("ip_src", 12), ("ip_dst", 16)):
         cols[name] = (_ipv4_category(w[:, at:at + 4]), yes)
     cols.update({
-        "sport": (_be16(w, 20), yes), "dport": (_be16(w, 22), yes),
-        "tcp_seq": (_be32(w, 24), yes), "tcp_ack": (_be32(w, 28), yes),
+        "sport": (be(w, 20, 2), yes), "dport": (be(w, 22, 2), yes),
+        "tcp_seq": (be(w, 24, 4), yes), "tcp_ack": (be(w, 28, 4), yes),
         "tcp_flags": (((w[:, 32].astype(np.uint16) & 1) << 8) | w[:, 33], yes),
-        "tcp_win": (_be16(w, 34), yes), "tcp_payload_len": ((ip_len - FIXED_LEN).astype(np.int32), yes),
-        "udp_len": (_be16(w, 24), no), "tcp_mss": (np.zeros(n, np.uint16), no),
-        "tcp_wscale": (np.zeros(n, np.uint8), no), "tcp_tsval": (_be32(w, 44), yes),
-        "tcp_tsecr": (_be32(w, 48), yes), "tcp_sack": (no.copy(), yes)})
+        "tcp_win": (be(w, 34, 2), yes), "tcp_payload_len": ((ip_len - FIXED_LEN).astype(np.int32), yes),
+        "udp_len": (be(w, 24, 2), no), "tcp_mss": (np.zeros(n, np.uint16), no),
+        "tcp_wscale": (np.zeros(n, np.uint8), no), "tcp_tsval": (be(w, 44, 4), yes),
+        "tcp_tsecr": (be(w, 48, 4), yes), "tcp_sack": (no.copy(), yes)})
     return cols
 
 
@@ -193,7 +185,7 @@ def _decode_l3(buf, off, end, ethertype):
     """:func:`decode_l3` for any layout."""
     n = off.shape[0]
     marks: Marks = []
-    w = window(buf, np.where(off >= 0, off, 0), L3_WINDOW)
+    w = gather(buf, np.where(off >= 0, off, 0), L3_WINDOW)
     ver = w[:, 0] >> 4
     caplen = end - off
     v4 = (off >= 0) & (ethertype == ETH_IPV4) & (ver == 4)
@@ -205,9 +197,9 @@ def _decode_l3(buf, off, end, ethertype):
     if bad.size:
         marks.append((bad, "IP: header truncated"))
 
-    frag = _be16(w, 6)
+    frag = be(w, 6, 2)
     proto = np.where(v4, w[:, 9], w[:, 6]).astype(np.uint8)
-    ip_len = np.where(v4, _be16(w, 2).astype(np.int64), _be16(w, 4).astype(np.int64) + 40)
+    ip_len = np.where(v4, be(w, 2, 2).astype(np.int64), be(w, 4, 2).astype(np.int64) + 40)
     l4_off = np.where(v4, off + ihl, off + 40)
     first_frag = np.where(v4, (frag & 0x1FFF) == 0, True)
 
@@ -220,9 +212,9 @@ def _decode_l3(buf, off, end, ethertype):
         idx = idx[walk]
         if idx.size == 0:
             break
-        hb = window(buf, p[idx], 4)
+        hb = gather(buf, p[idx], 4)
         is_frag = nh[idx] == IPV6_FRAG
-        frag_off = ((hb[:, 2].astype(np.int64) << 8) | hb[:, 3]) >> 3
+        frag_off = be(hb, 2, 2).astype(np.int64) >> 3
         first_frag[rows6[idx[is_frag & (frag_off != 0)]]] = False
         nh[idx] = hb[:, 0]
         p[idx] += np.where(is_frag, 8, (hb[:, 1].astype(np.int64) + 1) * 8)
@@ -232,7 +224,7 @@ def _decode_l3(buf, off, end, ethertype):
     cols: Cols = {
         "ip_proto": (proto, ip_ok),
         "ip_len": (ip_len.astype(np.uint32), ip_ok),
-        "ip_id": (_be16(w, 4), v4_ok),
+        "ip_id": (be(w, 4, 2), v4_ok),
     }
     r4, r6 = np.flatnonzero(v4_ok), np.flatnonzero(v6_ok)
     for name, a4, a6 in (("ip_src", 12, 8), ("ip_dst", 16, 24)):
@@ -248,7 +240,7 @@ def _decode_l3(buf, off, end, ethertype):
 
 def _l4(buf, l4_off, end, is_tcp, is_udp, l4_len, marks):
     """TCP and UDP headers at ``l4_off``; ``l4_len`` = IP payload bytes after IP headers."""
-    w = window(buf, np.where(is_tcp | is_udp, l4_off, 0), L4_WINDOW)
+    w = gather(buf, np.where(is_tcp | is_udp, l4_off, 0), L4_WINDOW)
     cap = end - l4_off
     tcp_ok = is_tcp & (cap >= 20)
     udp_ok = is_udp & (cap >= 8)
@@ -259,14 +251,14 @@ def _l4(buf, l4_off, end, is_tcp, is_udp, l4_len, marks):
     thl = (w[:, 12] >> 4).astype(np.int64) * 4
     flags = ((w[:, 12].astype(np.uint16) & 1) << 8) | w[:, 13]
     cols: Cols = {
-        "sport": (_be16(w, 0), ports_ok),
-        "dport": (_be16(w, 2), ports_ok),
-        "tcp_seq": (_be32(w, 4), is_tcp & (cap >= 8)),
-        "tcp_ack": (_be32(w, 8), is_tcp & (cap >= 12)),
+        "sport": (be(w, 0, 2), ports_ok),
+        "dport": (be(w, 2, 2), ports_ok),
+        "tcp_seq": (be(w, 4, 4), is_tcp & (cap >= 8)),
+        "tcp_ack": (be(w, 8, 4), is_tcp & (cap >= 12)),
         "tcp_flags": (flags, is_tcp & (cap >= 14)),
-        "tcp_win": (_be16(w, 14), is_tcp & (cap >= 16)),
+        "tcp_win": (be(w, 14, 2), is_tcp & (cap >= 16)),
         "tcp_payload_len": ((l4_len - thl).astype(np.int32), is_tcp & (cap >= 13) & (thl >= 20)),
-        "udp_len": (_be16(w, 4), udp_ok),
+        "udp_len": (be(w, 4, 2), udp_ok),
     }
     # Fast path: exactly NOP NOP TS (Linux, ns-3 data segments) needs no walk.
     ts_only = tcp_ok & (thl == 32) & (cap >= 32)
@@ -276,8 +268,8 @@ def _l4(buf, l4_off, end, is_tcp, is_udp, l4_len, marks):
     opts = _tcp_options(buf, l4_off, end, walk, thl, tcp_ok)
     tsval, tsval_ok = opts["tcp_tsval"]
     tsecr, _ = opts["tcp_tsecr"]
-    opts["tcp_tsval"] = (np.where(ts_only, _be32(w, 24), tsval), tsval_ok | ts_only)
-    opts["tcp_tsecr"] = (np.where(ts_only, _be32(w, 28), tsecr), tsval_ok | ts_only)
+    opts["tcp_tsval"] = (np.where(ts_only, be(w, 24, 4), tsval), tsval_ok | ts_only)
+    opts["tcp_tsecr"] = (np.where(ts_only, be(w, 28, 4), tsecr), tsval_ok | ts_only)
     cols.update(opts)
     return cols
 
@@ -299,7 +291,7 @@ def _tcp_options(buf, l4_off, end, rows, thl, tcp_ok):
         idx, pos = idx[alive], pos[alive]
         if idx.size == 0:
             break
-        ob = window(buf, pos, 10)
+        ob = gather(buf, pos, 10)
         kind, olen = ob[:, 0], ob[:, 1].astype(np.int64)
         stop = (kind == 0) | ((kind != 1) & ((olen < 2) | (pos + 2 > opt_end[idx])))
         inside = pos + olen <= opt_end[idx]
@@ -309,12 +301,12 @@ def _tcp_options(buf, l4_off, end, rows, thl, tcp_ok):
             hit = (kind == code) & (olen == size) & inside & ~stop
             got[key][r[hit]] = True
             if key == "mss":
-                mss[r[hit]] = _be16(ob[hit], 2)
+                mss[r[hit]] = be(ob[hit], 2, 2)
             elif key == "wscale":
                 wscale[r[hit]] = ob[hit, 2]
             else:
-                tsval[r[hit]] = _be32(ob[hit], 2)
-                tsecr[r[hit]] = _be32(ob[hit], 6)
+                tsval[r[hit]] = be(ob[hit], 2, 4)
+                tsecr[r[hit]] = be(ob[hit], 6, 4)
         sack[r[(kind == TCP_OPT_SACK) & ~stop]] = True
         step = np.where(kind == 1, 1, olen)
         keep = ~stop

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Field", "FIELDS", "NS_RADIOTAP", "NS_VENDOR", "EXT"]
+import numpy as np
+
+from sniffsync.decode.table import factorize
+from sniffsync.io.bytecols import gather, le, u16le, u32le
+
+__all__ = ["Field", "FIELDS", "NS_RADIOTAP", "NS_VENDOR", "EXT", "decode_radiotap", "layout_offsets",
+           "MAX_PRESENT_WORDS"]
 
 
 class Field(NamedTuple):
@@ -60,15 +66,9 @@ EXT = 31
 # (all present words); walk the bits of each distinct layout ONCE in Python to get
 # each field's offset; then read each wanted field for all frames in one pass over
 # the compact header copy. Field values are decoded column-wise by
-# sniffsync.radiotap_values. Offsets are aligned relative to the header start
+# sniffsync.decode.radiotap_values. Offsets are aligned relative to the header start
 # (radiotap.org "Alignment in radiotap").
 # ---------------------------------------------------------------------------
-import numpy as np  # noqa: E402
-
-from sniffsync.io.bytecols import gather, u16le, u32le  # noqa: E402
-from sniffsync.decode.table import factorize  # noqa: E402
-
-__all__ += ["decode_radiotap", "layout_offsets", "MAX_PRESENT_WORDS"]
 
 MAX_PRESENT_WORDS = 32          # a longer bit-31 chain is treated as a corrupt header
 _CORRUPT = "radiotap: corrupt header"
@@ -165,7 +165,7 @@ def _layout_groups(words):
     The present words are folded into one uint64 key per row: ``w0 | w1 << 32`` is exact
     for chains of up to two words (then bit 31 of ``w1`` is clear); the rare longer
     chains are numbered among themselves and keyed ``1 << 63 | number``. The keys are
-    numbered by :func:`sniffsync.table.factorize` (hashing, no sort) and the rows grouped
+    numbered by :func:`sniffsync.decode.table.factorize` (hashing, no sort) and the rows grouped
     by a stable radix sort of those small numbers. A 2-D ``np.unique(axis=0)`` cost
     seconds on a million frames.
     """
@@ -260,7 +260,7 @@ def decode_radiotap(buf, off, end, columns=None):
     Returns
     -------
     cols : dict
-        ``{name: (values, valid)}`` for the (requested) radiotap columns of :mod:`sniffsync.schema`.
+        ``{name: (values, valid)}`` for the (requested) radiotap columns of :mod:`sniffsync.decode.schema`.
     hdr_len : numpy.ndarray of int64
         ``it_len``, 0 where the header is unusable.
     fcs_at_end : numpy.ndarray of bool
@@ -281,32 +281,14 @@ def decode_radiotap(buf, off, end, columns=None):
     buf = np.asarray(buf, np.uint8)
     off = np.asarray(off, np.int64)
     end = np.asarray(end, np.int64)
-    n = len(off)
-    caplen = end - off
-    has8 = caplen >= 8
     head = gather(buf, off, _HEAD)             # the header's first bytes, copied once
-    fixed = head[:, :8]                         # version, pad, it_len, first present word
-    version = np.where(has8, fixed[:, 0], 255)
-    it_len = fixed[:, 2:4].copy().view("<u2")[:, 0].astype(np.int64)
-    good = has8 & (version == 0) & (it_len >= 8) & (it_len <= caplen)
-    word0 = fixed[:, 4:8].copy().view("<u4")[:, 0]
-    words, good = _present_words(buf, off, it_len, good, word0)
+    it_len, words, good = _fixed_header(buf, off, end, head)
     marks = []
     if (~good).any():
         marks.append((np.flatnonzero(~good), _CORRUPT))
-
     need = fields_for(columns)
-    field_off = {f.name: np.full(n, -1, np.int64) for f in FIELDS.values() if f.name in need}
-    good_rows = np.flatnonzero(good)
-    if good_rows.size:
-        layouts, order, bounds = _layout_groups(words[good_rows])
-        for g, layout in enumerate(layouts):
-            rows = good_rows[order[bounds[g]:bounds[g + 1]]]
-            steps, _stop, n_words = layout_offsets(layout)
-            steps = [("start", None, None, 4 + 4 * n_words)] + steps
-            # an undefined field ends decoding (its size is unknown) without marking the
-            # frame, as Wireshark does: the 802.11 frame behind it_len is intact
-            _decode_group(buf, off[rows], it_len[rows], steps, field_off, rows, marks)
+    field_off = _field_offsets(buf, off, it_len, words, good, need, marks)
+    n = len(off)
     head = np.concatenate([head.reshape(-1), np.zeros(_HEAD, np.uint8)])
     base = np.arange(n) * _HEAD - off
     raw = {f.name: _field_bytes(head, base, buf, off, field_off[f.name], f.size)
@@ -318,3 +300,33 @@ def decode_radiotap(buf, off, end, columns=None):
     flags = raw["flags"][:, 0]
     fcs_at_end = present["flags"] & (flags & 0x10).astype(bool)
     return cols, hdr_len, fcs_at_end, marks
+
+
+def _fixed_header(buf, off, end, head):
+    """``it_len``, the present words and which headers are usable (version 0, a length
+    inside the frame, a present-word chain inside the header)."""
+    has8 = end - off >= 8
+    fixed = head[:, :8]                         # version, pad, it_len, first present word
+    version = np.where(has8, fixed[:, 0], 255)
+    it_len = le(fixed, 2, 2).astype(np.int64)
+    good = has8 & (version == 0) & (it_len >= 8) & (it_len <= end - off)
+    words, good = _present_words(buf, off, it_len, good, le(fixed, 4, 4))
+    return it_len, words, good
+
+
+def _field_offsets(buf, off, it_len, words, good, need, marks) -> dict:
+    """Per needed field name, its byte offset in ``buf`` in every frame (-1: absent), one
+    walk of the present bits per distinct layout."""
+    field_off = {f.name: np.full(len(off), -1, np.int64) for f in FIELDS.values() if f.name in need}
+    good_rows = np.flatnonzero(good)
+    if not good_rows.size:
+        return field_off
+    layouts, order, bounds = _layout_groups(words[good_rows])
+    for g, layout in enumerate(layouts):
+        rows = good_rows[order[bounds[g]:bounds[g + 1]]]
+        steps, _stop, n_words = layout_offsets(layout)
+        steps = [("start", None, None, 4 + 4 * n_words)] + steps
+        # an undefined field ends decoding (its size is unknown) without marking the
+        # frame, as Wireshark does: the 802.11 frame behind it_len is intact
+        _decode_group(buf, off[rows], it_len[rows], steps, field_off, rows, marks)
+    return field_off

@@ -1,8 +1,8 @@
 """Radiotap field bytes -> frame-table columns, column-wise.
 
-Input: for each radiotap field (``sniffsync.radiotap.FIELDS`` names) an ``(n, size)``
+Input: for each radiotap field (``sniffsync.decode.radiotap.FIELDS`` names) an ``(n, size)``
 uint8 array of its bytes and a presence mask, as gathered by
-:func:`sniffsync.radiotap.decode_radiotap`. Output: ``Cols`` (``{name: (values, valid)}``).
+:func:`sniffsync.decode.radiotap.decode_radiotap`. Output: ``Cols`` (``{name: (values, valid)}``).
 Every sub-field is decoded with masks and lookup tables indexed by the code; a value is
 valid only when its field is present and its "known" bit is set. Bit positions follow
 radiotap.org's defined-fields pages (cited per field below).
@@ -13,6 +13,7 @@ import numpy as np
 
 from sniffsync.decode.schema import PHY_NAMES
 from sniffsync.decode.table import Cat
+from sniffsync.io.bytecols import le
 
 __all__ = ["field_values", "fields_for", "COLUMN_FIELDS", "PHY_CODE", "RATE_PHY", "HT_NSS", "VHT_BW_MHZ", "HE_BW_MHZ"]
 
@@ -58,12 +59,6 @@ TS_POS_CODE = np.full(16, _NULL, np.int16)  # sampling position code -> category
 TS_POS_CODE[[0, 1, 2, 3, 15]] = [0, 1, 2, 3, 4]
 
 
-def _le(raw, start, width):
-    """Little-endian unsigned integer of ``width`` bytes at ``start`` of each row."""
-    dt = {1: "u1", 2: "<u2", 4: "<u4", 8: "<u8"}[width]
-    return np.ascontiguousarray(raw[:, start:start + width]).view(dt)[:, 0]
-
-
 def _bit(x, mask):
     return (x & mask) != 0
 
@@ -82,8 +77,8 @@ def _channel(raw, present):
     """Channel: u16 freq, u16 flags; XChannel: u32 flags, u16 freq (used only without Channel;
     its low 16 flag bits mean the same as Channel's). Returns freq, flags, valid."""
     ch, xch = present["channel"], present["xchannel"] & ~present["channel"]
-    freq = np.where(ch, _le(raw["channel"], 0, 2), _le(raw["xchannel"], 4, 2))
-    cflags = np.where(ch, _le(raw["channel"], 2, 2), _le(raw["xchannel"], 0, 2))
+    freq = np.where(ch, le(raw["channel"], 0, 2), le(raw["xchannel"], 4, 2))
+    cflags = np.where(ch, le(raw["channel"], 2, 2), le(raw["xchannel"], 0, 2))
     return freq, cflags, ch | xch
 
 
@@ -94,7 +89,7 @@ def _flags(raw):
 # Simple columns: name -> (fields read, decoder(raw, present) -> (values, valid)).
 # radiotap.org bits 0-18 and 20, 22, 26, 27.
 _SIMPLE = {
-    "tsft_us": (("tsft",), lambda r, p: (_le(r["tsft"], 0, 8).view(np.int64), p["tsft"])),
+    "tsft_us": (("tsft",), lambda r, p: (le(r["tsft"], 0, 8).view(np.int64), p["tsft"])),
     "rt_flags": (("flags",), lambda r, p: (_flags(r), p["flags"])),
     "fcs_bad": (("flags",), lambda r, p: (_bit(_flags(r), 0x40), p["flags"])),
     "short_preamble": (("flags",), lambda r, p: (_bit(_flags(r), 0x02), p["flags"])),
@@ -126,7 +121,7 @@ def _ht(r, has):
 
 def _vht(r, has):
     """VHT field (bit 21): u16 known, u8 flags, u8 bandwidth, u8 mcs_nss[4], u8 coding, ..."""
-    known, flags, bw, mcs_nss, coding = _le(r, 0, 2), r[:, 2], r[:, 3], r[:, 4], r[:, 8]
+    known, flags, bw, mcs_nss, coding = le(r, 0, 2), r[:, 2], r[:, 3], r[:, 4], r[:, 8]
     k = lambda m: has & _bit(known, m)       # noqa: E731
     user0 = has & ((mcs_nss & 0x0F) != 0)    # nss 0: user 0 not present
     return {
@@ -141,7 +136,7 @@ def _vht(r, has):
 
 def _he(r, has):
     """HE field (bit 23): u16 data1..data6 (radiotap.org fields/HE)."""
-    d1, d2, d3, d5, d6 = (_le(r, 2 * i, 2) for i in (0, 1, 2, 4, 5))
+    d1, d2, d3, d5, d6 = (le(r, 2 * i, 2) for i in (0, 1, 2, 4, 5))
     k1 = lambda m: has & _bit(d1, m)         # noqa: E731
     k2 = lambda m: has & _bit(d2, m)         # noqa: E731
     stbc = _bit(d3, 0x8000) & k1(0x0200)
@@ -219,7 +214,7 @@ def _he_format(raw, present, out):
 def _ampdu(raw, present, out):
     """A-MPDU status (bit 20): u32 reference, u16 flags."""
     a = raw["ampdu_status"]
-    ref, aflags = _le(a, 0, 4), _le(a, 4, 2)
+    ref, aflags = le(a, 0, 4), le(a, 4, 2)
     has = present["ampdu_status"]
     out["ampdu_ref"] = (ref.astype(np.int64), has)
     out["ampdu_last"] = (_bit(aflags, 0x0008), has & _bit(aflags, 0x0004))  # 0x8 valid if 0x4
@@ -230,7 +225,7 @@ def _timestamp(raw, present, out):
     """Timestamp (bit 22): u64 ts, u16 accuracy, u8 unit/position, u8 flags."""
     t = raw["timestamp"]
     has = present["timestamp"]
-    ts, unit_pos, tflags = _le(t, 0, 8), t[:, 10], t[:, 11]
+    ts, unit_pos, tflags = le(t, 0, 8), t[:, 10], t[:, 11]
     ts = np.where(_bit(tflags, 0x01), ts & 0xFFFFFFFF, ts)   # 32-bit counter: high half unused
     out["rt_timestamp"] = (ts.view(np.int64), has)
     unit = (unit_pos & 0x0F).astype(np.int16)
@@ -244,7 +239,7 @@ def _lsig(raw, present, out):
     """L-SIG (bit 27): u16 data1 (known bits), u16 data2."""
     s = raw["lsig"]
     has = present["lsig"]
-    d1, d2 = _le(s, 0, 2), _le(s, 2, 2)
+    d1, d2 = le(s, 0, 2), le(s, 2, 2)
     out["lsig_rate"] = ((d2 & 0x0F).astype(np.uint8), has & _bit(d1, 0x0001))
     out["lsig_length"] = (d2 >> 4, has & _bit(d1, 0x0002))
 

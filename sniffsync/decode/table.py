@@ -13,7 +13,7 @@ import numpy as np
 from sniffsync.decode.schema import COLUMNS, PHY_NAMES
 
 __all__ = ["Cols", "Marks", "Cat", "nullable", "frame_table", "scatter", "concat_cols", "ColumnSink",
-           "bad_column", "factorize"]
+           "bad_column", "factorize", "GOLDEN64"]
 
 Cols = dict  # name -> (np.ndarray | Cat values, np.ndarray | None valid)
 Marks = list  # [(np.ndarray row indices, str reason)]
@@ -42,7 +42,7 @@ class Cat:
 
 
 _HASH_BITS = 16
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)   # Fibonacci hashing multiplier
+GOLDEN64 = np.uint64(0x9E3779B97F4A7C15)   # Fibonacci hashing multiplier: 2**64 / golden ratio, odd
 
 
 def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,7 +71,7 @@ def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         uniq = present.astype(keys.dtype) + lo if keys.dtype.kind == "u" else \
             (present + int(lo)).astype(keys.dtype)
         return rank[idx], uniq
-    h = ((keys.astype(np.uint64) * _GOLDEN) >> np.uint64(64 - _HASH_BITS)).astype(np.intp)
+    h = ((keys.astype(np.uint64) * GOLDEN64) >> np.uint64(64 - _HASH_BITS)).astype(np.intp)
     table = np.zeros(1 << _HASH_BITS, keys.dtype)
     table[h] = keys
     if not np.array_equal(table[h], keys):            # two keys in one bucket

@@ -9,6 +9,7 @@ pandas dtypes as a file written at once. Memory holds a few batches, not the tab
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -16,8 +17,8 @@ import sys
 
 import numpy as np
 
-from sniffsync.io.atomic import atomic_output
 from sniffsync.errors import UsageError
+from sniffsync.io.atomic import atomic_output
 from sniffsync.export.tables import _NP, FORMATS, MAC_COLUMNS, _pandas_meta, _plain, arrow_columns
 from sniffsync.decode.schema import DTYPES
 
@@ -58,12 +59,16 @@ def _cast(table, schema):
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+class _Aborted(Exception):
+    """Passed to the output's context on :meth:`BatchWriter.abort`: discard the file."""
+
+
 class BatchWriter:
     """Write frame-table batches to ``path`` (CSV on stdout when ``path`` is None or "-").
 
-    A file is written under a temporary name and renamed into place by :meth:`close`;
-    :meth:`abort` (or leaving a ``with`` block by an exception) removes it, so a failure
-    leaves no partial output.
+    A file is written through :func:`~sniffsync.io.atomic.atomic_output` (a temporary
+    file renamed into place by :meth:`close`); :meth:`abort` (or leaving a ``with`` block
+    by an exception) removes it, so a failure leaves no partial output.
     """
 
     def __init__(self, path: str | None, names: list, fmt: str | None = None):
@@ -75,9 +80,17 @@ class BatchWriter:
         self.schema = stream_schema(self.names)
         self.rows = 0
         self._out, self._fh, self._pq = None, sys.stdout.buffer, None
-        if self.path is not None:                 # entered here, left by close() or abort()
-            self._out = atomic_output(self.path)
-            self._fh = self._out.__enter__()
+        if self.path is not None:
+            self._out = contextlib.ExitStack()
+            self._fh = self._out.enter_context(atomic_output(self.path))
+        try:
+            self._start()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _start(self) -> None:
+        """The Parquet writer, or the CSV header."""
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
             self._pq = pq.ParquetWriter(self._fh, self.schema)
@@ -109,13 +122,18 @@ class BatchWriter:
             self._fh.write(converted)
 
     def close(self) -> None:
-        if self._pq is not None:
-            self._pq.close()
+        try:
+            if self._pq is not None:
+                self._pq.close()              # the Parquet footer
+                self._pq = None
+        except BaseException:
+            self.abort()
+            raise
         if self._out is None:
             self._fh.flush()
             return
         out, self._out = self._out, None
-        out.__exit__(None, None, None)
+        out.close()                    # renames the finished file into place
 
     def abort(self) -> None:
         if self._pq is not None:
@@ -124,9 +142,9 @@ class BatchWriter:
             except Exception:        # the file is removed anyway
                 pass
             self._pq = None
-        if self._out is not None:                 # the temporary file is removed
+        if self._out is not None:
             out, self._out = self._out, None
-            out.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            out.__exit__(_Aborted, _Aborted(), None)     # removes the temporary file
 
     def __enter__(self):
         return self

@@ -14,10 +14,12 @@ import sys
 
 import numpy as np
 
-from sniffsync.io.atomic import atomic_output
 from sniffsync.errors import UsageError
+from sniffsync.decode.macs import as_mac_ints, mac_codes
 from sniffsync.decode.schema import DTYPES
-from sniffsync.decode.table import Cat, factorize
+from sniffsync.decode.table import Cat
+from sniffsync.io.atomic import atomic_output
+from sniffsync.runtime import pool
 
 __all__ = ["MAC_COLUMNS", "mac_strings", "for_export", "write_table", "write_columns",
            "arrow_columns", "FORMATS"]
@@ -26,18 +28,10 @@ MAC_COLUMNS = ("ra", "ta", "bssid", "sa", "da")
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}
 
 
-from sniffsync.decode.macs import mac_text as _mac_name  # noqa: E402
-
-
 def mac_strings(values):
     """Colon-hex categorical for a nullable 48-bit MAC column."""
     import pandas as pd
-    arr = pd.array(values, dtype="UInt64")
-    mask = np.asarray(arr.isna())
-    ints = np.asarray(arr.fillna(0).to_numpy(dtype=np.uint64))
-    uniq, codes = np.unique(ints, return_inverse=True)
-    names = [_mac_name(int(u)) for u in uniq]
-    codes = np.where(mask, -1, codes.ravel())
+    codes, names = mac_codes(*as_mac_ints(values))
     return pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
 
 
@@ -115,11 +109,8 @@ def _dictionary(codes, null, categories: list):
 
 def _mac_dictionary(vals, null):
     """Colon-hex dictionary array of a MAC column: number the distinct values, format each once."""
-    v = np.asarray(vals, np.uint64)
-    if null is not None and null.all():
-        return _dictionary(np.full(len(v), -1), None, [])
-    codes, uniq = factorize(v if null is None else np.where(null, v[~null][0], v))
-    return _dictionary(codes, null, [_mac_name(u) for u in uniq.tolist()])
+    codes, names = mac_codes(vals, null)
+    return _dictionary(codes, null, names)
 
 
 def _index_dtype(k: int):
@@ -151,7 +142,7 @@ def arrow_columns(n: int, cols: dict, names: list):
     """Arrow table of the numpy ``Cols`` (``{name: (values, valid)}``) in ``names`` order.
 
     Integers keep their schema width, nulls come from ``valid``, categoricals
-    (:class:`sniffsync.table.Cat`) and MACs become dictionary arrays; a column not in
+    (:class:`sniffsync.decode.table.Cat`) and MACs become dictionary arrays; a column not in
     ``cols`` is all null. The schema carries pandas metadata, as a file written from
     the equivalent DataFrame would.
     """
@@ -201,14 +192,16 @@ def write_columns(n: int, cols: dict, names: list, path: str | None, fmt: str | 
         _write_csv_parallel(table, sys.stdout.buffer)
         sys.stdout.flush()
         return
-    _atomic(path, lambda fh: _write_csv_parallel(table, fh) if fmt == "csv" else _write_parquet(table, fh))
+    with atomic_output(path) as fh:
+        if fmt == "csv":
+            _write_csv_parallel(table, fh)
+        else:
+            _write_parquet(table, fh)
 
 
 def _write_csv_parallel(table, stream, parts: int = 4) -> None:
     """CSV of ``table`` (dictionary columns written as their values), the row slices
-    formatted on two threads (Arrow releases the GIL) and written in order."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    formatted on worker threads (Arrow releases the GIL) and written in order."""
     import pyarrow.csv as pacsv
     n = table.num_rows
     cuts = [n * i // parts for i in range(parts + 1)]
@@ -218,8 +211,8 @@ def _write_csv_parallel(table, stream, parts: int = 4) -> None:
         pacsv.write_csv(table.slice(cuts[i], cuts[i + 1] - cuts[i]), sink, write_options=pacsv.WriteOptions(
             quoting_style="needed", include_header=i == 0))
         return sink.getvalue()
-    with ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
-        for chunk in pool.map(text, range(parts)):
+    with pool(parts) as ex:
+        for chunk in ex.map(text, range(parts)):
             stream.write(chunk)
 
 
@@ -228,15 +221,10 @@ def _write_parquet(table, fh) -> None:
     pq.write_table(table, fh)
 
 
-def _atomic(path: str, write) -> None:
-    with atomic_output(path) as fh:
-        write(fh)
-
-
 def write_table(df, path: str | None, fmt: str | None = None) -> None:
     """Write ``df`` (already selected) to ``path`` by its extension; CSV to stdout when ``path`` is None.
 
-    Writes to a temporary file first so a failure leaves no partial output.
+    Written through :func:`~sniffsync.io.atomic.atomic_output`: a failure leaves no partial output.
     """
     df = for_export(df)
     if path is None or path == "-":
@@ -247,7 +235,7 @@ def write_table(df, path: str | None, fmt: str | None = None) -> None:
     if fmt is None:
         raise UsageError(f"{path}: unknown output format (use .csv, .parquet or .jsonl)")
 
-    def write(fh):
+    with atomic_output(path) as fh:
         if fmt == "csv":
             _write_csv(df, fh)
         elif fmt == "parquet":
@@ -255,4 +243,3 @@ def write_table(df, path: str | None, fmt: str | None = None) -> None:
             _write_parquet(pa.Table.from_pandas(df, preserve_index=False), fh)
         else:
             df.to_json(fh, orient="records", lines=True, date_format="iso")
-    _atomic(path, write)

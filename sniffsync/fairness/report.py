@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from sniffsync.fairness.core import PROTO_NAMES
+from sniffsync.io.atomic import atomic_output
 
 __all__ = ["REPORT_TABLES", "report_columns", "write_json", "flow_lines", "write_csv"]
 
@@ -101,7 +102,6 @@ def flow_lines(runs: list) -> list[str]:
 def write_csv(folder: str, runs: list, summary: dict) -> None:
     """flows.csv, windows.csv, jain.csv, rtt.csv (through the pandas API tables)."""
     from sniffsync.fairness.frames import result_frames
-    from sniffsync.io.atomic import atomic_output
     res = result_frames(runs, summary)
     os.makedirs(folder, exist_ok=True)
     for name in CSV_TABLES:

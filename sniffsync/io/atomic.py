@@ -33,19 +33,12 @@ def same_file(a, b) -> bool:
         return False
 
 
-def _existing_parent(folder: str) -> str:
-    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
-        folder = os.path.dirname(folder)
-    return folder
-
-
-def check_outputs(outputs, inputs=(), *, new_dirs: bool = False) -> None:
+def check_outputs(outputs, inputs=()) -> None:
     """Refuse outputs that would destroy an input or each other, or that cannot be written.
 
     ``outputs`` and ``inputs`` are paths (``None`` and ``"-"`` are skipped: stdout).
-    ``new_dirs``: the command creates missing folders (then the nearest existing one must
-    be writable). Raises :class:`~sniffsync.errors.UsageError` (or ``CaptureError`` for a
-    folder that cannot be written) naming the path.
+    Raises :class:`~sniffsync.errors.UsageError` (an output is an input, twice named, a
+    folder) or :class:`~sniffsync.errors.CaptureError` (cannot be written), naming the path.
     """
     outs = [os.fspath(o) for o in outputs if o not in (None, "-")]
     ins = [os.fspath(i) for i in inputs if i not in (None, "-")]
@@ -59,12 +52,10 @@ def check_outputs(outputs, inputs=(), *, new_dirs: bool = False) -> None:
         if os.path.isdir(out):
             raise UsageError(f"{out}: is a directory, not an output file")
         folder = os.path.dirname(os.path.abspath(out))
-        if new_dirs:
-            folder = _existing_parent(folder)
         if not os.path.isdir(folder):
-            raise CaptureError(f"{out}: cannot write here (folder {folder} does not exist)")
+            raise CaptureError(f"{out}: cannot write: folder {folder} does not exist")
         if not os.access(folder, os.W_OK):
-            raise CaptureError(f"{out}: cannot write here (folder not writable)")
+            raise CaptureError(f"{out}: cannot write: folder {folder} is not writable")
 
 
 def _umask() -> int:

@@ -1,15 +1,21 @@
-"""Vectorised reads of little/big-endian integers at many offsets of one byte buffer.
+"""Vectorised reads of little/big-endian integers: the one byte-reader family of the decoders.
 
-The whole reader rests on this: given the capture as one ``uint8`` array and an
-array of offsets, read the same field of every frame in one numpy operation.
-Offsets past the end of the buffer read as zero; callers mask those rows with
-their own bounds (``off + size <= end``), so a short frame never raises.
+Two shapes of input. Offsets into the capture: given the capture as one ``uint8``
+array and an array of offsets, :func:`read` (and ``u8``, ``u16le``...) reads the same
+field of every frame in one numpy operation; offsets past the end of the buffer read as
+zero, and callers mask those rows with their own bounds (``off + size <= end``), so a
+short frame never raises. Rows already copied out with :func:`gather` (an ``(n, k)``
+window of every frame's first bytes): :func:`field`, :func:`le` and :func:`be` read a
+column of it. Every result has the native byte order.
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["read", "u8", "u16le", "u32le", "u64le", "u16be", "u32be", "gather", "in_bounds"]
+__all__ = ["read", "u8", "u16le", "u32le", "u64le", "u16be", "gather", "field", "le", "be"]
+
+_LE = {1: "u1", 2: "<u2", 4: "<u4", 8: "<u8"}
+_BE = {1: "u1", 2: ">u2", 4: ">u4", 8: ">u8"}
 
 
 def gather(buf: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
@@ -41,12 +47,27 @@ def gather(buf: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def read(buf: np.ndarray, off: np.ndarray, dtype: str) -> np.ndarray:
-    """Values of numpy ``dtype`` (e.g. ``'<u4'``) starting at each offset."""
+def field(w: np.ndarray, at: int, dtype: str) -> np.ndarray:
+    """Values of numpy ``dtype`` (e.g. ``'>u2'``) at column ``at`` of every row of ``w``
+    (an ``(n, k)`` uint8 array), in native byte order."""
     dt = np.dtype(dtype)
-    if dt.itemsize == 1:
-        return gather(buf, off, 1)[:, 0].view(dt)
-    return np.ascontiguousarray(gather(buf, off, dt.itemsize)).view(dt)[:, 0]
+    vals = np.ascontiguousarray(w[:, at:at + dt.itemsize]).view(dt)[:, 0]
+    return vals if dt.isnative else vals.astype(dt.newbyteorder("="))
+
+
+def le(w: np.ndarray, at: int, width: int) -> np.ndarray:
+    """Little-endian unsigned integer of ``width`` (1, 2, 4, 8) bytes at column ``at`` of each row."""
+    return field(w, at, _LE[width])
+
+
+def be(w: np.ndarray, at: int, width: int) -> np.ndarray:
+    """Big-endian (network order) unsigned integer of ``width`` bytes at column ``at`` of each row."""
+    return field(w, at, _BE[width])
+
+
+def read(buf: np.ndarray, off: np.ndarray, dtype: str) -> np.ndarray:
+    """Values of numpy ``dtype`` (e.g. ``'<u4'``) starting at each offset of ``buf``."""
+    return field(gather(buf, off, np.dtype(dtype).itemsize), 0, dtype)
 
 
 def u8(buf, off):
@@ -67,12 +88,3 @@ def u64le(buf, off):
 
 def u16be(buf, off):
     return read(buf, off, ">u2")
-
-
-def u32be(buf, off):
-    return read(buf, off, ">u4")
-
-
-def in_bounds(off: np.ndarray, size: int, end: np.ndarray) -> np.ndarray:
-    """Mask of rows whose field ``[off, off + size)`` lies before ``end``."""
-    return np.asarray(off) + size <= np.asarray(end)

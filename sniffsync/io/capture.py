@@ -7,7 +7,7 @@ headers in one lean, unrolled Python loop (the only per-record loop of the reade
 record's position depends on the previous record's length), window by window, and
 reads every header field afterwards with numpy; lengths are checked vectorised per
 window. :func:`iter_records` hands out each window's records as soon as it is walked,
-so decoding overlaps the walk. pcapng is walked the same way in :mod:`sniffsync.pcapng`.
+so decoding overlaps the walk. pcapng is walked the same way in :mod:`sniffsync.io.pcapng`.
 Bad records are kept and marked; corruption stops the walk but keeps everything read
 so far and reports the byte offset.
 """
@@ -22,10 +22,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sniffsync.io.bytecols import gather
+from sniffsync.io.bytecols import field, gather
 from sniffsync.errors import CaptureError
 
-__all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "head_linktypes", "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB"]
+__all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "head_linktypes",
+           "MAX_RECORD", "PCAP_MAGICS", "PCAPNG_SHB", "WINDOW_BYTES"]
 
 MAX_RECORD = 16 << 20          # a record longer than 16 MiB is corruption, not a frame
 PCAPNG_SHB = 0x0A0D0D0A        # palindromic: reads the same in both byte orders
@@ -42,8 +43,7 @@ _EPB, _PB, _SPB = 0, 1, 2
 _PACKET_BLOCKS = {6: _EPB, 2: _PB, 3: _SPB}
 _IDB = 1
 _LINKTYPE_MASK = 0x03FFFFFF    # pcap "network" field: upper bits carry FCS info
-_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)   # Linux >= 5.14 (22 in 3.11's kernels)
-_WINDOW = 32 << 20             # bytes of a plain pcap mapped at a time during the walk
+WINDOW_BYTES = 32 << 20        # default bytes of a capture walked (and then released) at a time
 
 
 class Records(NamedTuple):
@@ -74,11 +74,6 @@ def release(rec: Records, upto: int, start: int = 0) -> None:
     _release(rec.mapping, upto, start)
 
 
-def prefetch(rec: Records, start: int, stop: int) -> None:
-    """Map the pages of ``rec.buf[start:stop]`` in one kernel call (no page fault per page)."""
-    _prefetch(rec.mapping, start, stop)
-
-
 def _release(mapping, upto: int, start: int = 0) -> None:
     if mapping is None:
         return
@@ -87,18 +82,6 @@ def _release(mapping, upto: int, start: int = 0) -> None:
     upto -= upto % mmap.PAGESIZE
     if upto > start:
         mapping.madvise(mmap.MADV_DONTNEED, start, upto - start)
-
-
-def _prefetch(mapping, start: int, stop: int) -> None:
-    if mapping is None:
-        return
-    start = max(start, 0) - max(start, 0) % mmap.PAGESIZE
-    stop = min(stop, len(mapping))
-    if stop > start:
-        try:
-            mapping.madvise(_POPULATE_READ, start, stop - start)
-        except OSError:             # older kernel: pages are then mapped on first access
-            pass
 
 
 def _load(path) -> tuple[np.ndarray, list, object]:
@@ -193,40 +176,38 @@ def _walk_window(mv, pos: int, stop: int, step):
     return offs, pos
 
 
-def window_bytes(walked_bytes: int, walked: int, rows: int | None) -> int:
-    """Bytes to walk next: ``_WINDOW``, or about ``rows`` records at the size seen so far
+def next_window(walked_bytes: int, walked: int, rows: int | None, window: int) -> int:
+    """Bytes to walk next: ``window``, or about ``rows`` records at the size seen so far
     (a small first window), so a stream's batches are even and the first comes early."""
     if rows is None:
-        return _WINDOW
+        return window
     if not walked:
-        return min(_WINDOW, 1 << 20)
-    return int(min(_WINDOW, max(walked_bytes / walked * rows, 1 << 16)))
+        return min(window, 1 << 20)
+    return int(min(window, max(walked_bytes / walked * rows, 1 << 16)))
 
 
-def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None = None):
-    """Walk a classic pcap in windows of ``_WINDOW`` bytes (or of about ``rows`` records):
+def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None, window: int):
+    """Walk a classic pcap in windows of ``window`` bytes (or of about ``rows`` records):
     yields ``(offsets, headers)`` per window, then returns where the walk stopped (a
     corrupt length stops it at that record, so ``pos <= n - 16`` tells it).
 
-    Each window is mapped in one call, walked, its headers copied, then unmapped, so memory
-    holds one window of the file. Lengths are checked after each window, vectorised: the
+    Each window is walked, its headers copied, then (with ``drop``) its pages released, so
+    memory holds one window of the file. Lengths are checked after each window, vectorised: the
     first record longer than ``MAX_RECORD`` ends the walk there (what follows it was
     walked with a garbage length and is dropped).
     """
     mv = memoryview(buf)
     step = struct.Struct(order + "8xI").unpack_from
-    length = np.dtype(order + "u4")
     pos, last, walked = 24, n - 16, 0
     while pos <= last:
-        size = window_bytes(pos - 24, walked, rows)
-        _prefetch(mapping, pos, min(pos + size, n))
+        size = next_window(pos - 24, walked, rows, window)
         offs, pos = _walk_window(mv, pos, min(pos + size, last), step)
         walked += len(offs)
         if len(offs) and offs[-1] > last:      # a header cut by the end of the file
             pos = offs.pop()
         hdr_off = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
         head = gather(buf, hdr_off, 16)
-        over = np.flatnonzero(head[:, 8:12].copy().view(length)[:, 0] > MAX_RECORD)
+        over = np.flatnonzero(field(head, 8, order + "u4") > MAX_RECORD)
         if over.size:
             pos = int(hdr_off[over[0]])
             hdr_off, head = hdr_off[:over[0]], head[:over[0]]
@@ -239,7 +220,7 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
     return pos
 
 
-def _pcap_records(buf, path, mapping, drop, rows=None):
+def _pcap_records(buf, path, mapping, drop, rows, window):
     """Records of a classic pcap, one batch per walked window (see :func:`iter_records`)."""
     n = buf.size
     if n < 24:
@@ -249,7 +230,7 @@ def _pcap_records(buf, path, mapping, drop, rows=None):
     iface = {"linktype": int(network & _LINKTYPE_MASK), "snaplen": int(snaplen), "tsresol": tsresol,
              "tsresol_base": 10, "tsresol_exp": 6 if tsresol == 1_000_000 else 9, "tsoffset_s": 0,
              "name": "", "description": ""}
-    walk = _pcap_batches(buf, n, order, mapping, drop, rows)
+    walk = _pcap_batches(buf, n, order, mapping, drop, rows, window)
     pending, row0, over = None, 0, [None, 0]     # over: first offset, count of caplen > snaplen
     while True:
         try:
@@ -272,7 +253,7 @@ def _pcap_records(buf, path, mapping, drop, rows=None):
         problems.append(f"{path}: offset {pos}: record header cut short "
                         f"({n - pos} of 16 bytes); stopped after {count} records")
     if pos > n and hdr_off.size and snaplen:
-        incl = int(head[-1, 8:12].copy().view(order + "u4")[0])
+        incl = int(field(head[-1:], 8, order + "u4")[0])
         if incl > snaplen:
             # runs past the end AND is longer than the snaplen: a corrupt length, not a cut frame
             problems.append(f"{path}: offset {int(hdr_off[-1])}: corrupt record length "
@@ -326,7 +307,8 @@ def _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, interfaces, mark
                    iface.astype(np.int16, copy=False), marks, problems, interfaces)
 
 
-def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None):
+def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None, *,
+                 window_bytes: int = WINDOW_BYTES):
     """Index the records of a capture batch by batch, as the walk goes.
 
     A plain pcap yields one :class:`Records` per walked window (``row0`` numbers its first
@@ -336,6 +318,7 @@ def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None):
     ``buf`` and ``mapping``. With ``drop_walked`` the walk drops the file pages it has
     read (memory holds one window); a consumer that decodes each batch as it comes and
     drops its pages itself passes False, so the walk does not unmap pages being decoded.
+    ``window_bytes`` bounds the bytes walked at a time (smaller with ``batch_rows``).
 
     Raises
     ------
@@ -348,10 +331,10 @@ def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None):
                            f"({'empty file' if buf.size == 0 else f'only {buf.size} bytes'})")
     magic = int(buf[:4].view("<u4")[0])
     if magic in PCAP_MAGICS:
-        batches = _pcap_records(buf, path, mapping, drop_walked, batch_rows)
+        batches = _pcap_records(buf, path, mapping, drop_walked, batch_rows, window_bytes)
     elif magic == PCAPNG_SHB:
         from sniffsync.io.pcapng import pcapng_records
-        batches = pcapng_records(buf, path, mapping, drop_walked, batch_rows)
+        batches = pcapng_records(buf, path, mapping, drop_walked, batch_rows, window_bytes)
     else:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with 0x{bytes(buf[:4]).hex()})")
     first = next(batches)              # header errors raise here, before anything is yielded
@@ -373,13 +356,15 @@ def concat_records(batches) -> Records:
     return first._replace(marks=marks, problems=[p for b in batches for p in b.problems], **cat)
 
 
-def read_records(path) -> Records:
+def read_records(path, *, window_bytes: int = WINDOW_BYTES) -> Records:
     """Index every record of a pcap or pcapng capture (gzip-compressed or not).
 
     Parameters
     ----------
     path : str or os.PathLike
         The capture. Its format is detected by magic number, never by name.
+    window_bytes : int
+        Bytes walked at a time (results never depend on it).
 
     Returns
     -------
@@ -393,4 +378,4 @@ def read_records(path) -> Records:
     CaptureError
         The file cannot be read, is empty, is not pcap/pcapng/gzip, or does not inflate.
     """
-    return concat_records(iter_records(path))
+    return concat_records(iter_records(path, window_bytes=window_bytes))

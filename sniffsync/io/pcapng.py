@@ -14,10 +14,9 @@ from array import array
 
 import numpy as np
 
-from sniffsync.io import capture
-from sniffsync.io.bytecols import gather
+from sniffsync.io.bytecols import field, gather
 from sniffsync.io.capture import (_BOM, _EPB, _IDB, _PACKET_BLOCKS, _PB, _SPB, MAX_RECORD, PCAPNG_SHB,
-                      _finish, _prefetch, _release, tally)
+                                  WINDOW_BYTES, _finish, _release, next_window, tally)
 
 __all__ = ["pcapng_records"]
 
@@ -101,14 +100,13 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
     return pos + blen, False, False
 
 
-def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows=None):
+def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows, window: int):
     """Yields ``(block offsets, kinds)`` of the packet blocks, one window at a time."""
     mv, n = memoryview(buf), buf.size
     steps = {o: struct.Struct(o + "4xI").unpack_from for o in "<>"}
     pos, stopped, walked = 0, False, 0
     while pos + 12 <= n and not stopped:
-        stop = min(pos + capture.window_bytes(pos, walked, rows), n)
-        _prefetch(mapping, pos, stop)
+        stop = min(pos + next_window(pos, walked, rows, window), n)
         parts, rare = [], {}
         while pos <= stop and pos + 12 <= n and not stopped:
             offs, end = _step_blocks(mv, pos, stop, steps[st.order])
@@ -139,15 +137,15 @@ def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows=None):
         st.problems.append(f"{path}: offset {pos}: {n - pos} trailing bytes (block header cut)")
 
 
-def pcapng_records(buf, path, mapping=None, drop: bool = True, rows=None):
-    """:class:`sniffsync.capture.Records` of a pcapng, one batch per walked window.
+def pcapng_records(buf, path, mapping=None, drop: bool = True, rows=None, window: int = WINDOW_BYTES):
+    """:class:`sniffsync.io.capture.Records` of a pcapng, one batch per walked window.
 
     Problems of the whole file (the walk's, and the tallies of unknown interfaces and
     records over the snap length) come with the last batch.
     """
     st = _Walk()
     pending, row0 = None, 0
-    for batch in _pcapng_windows(buf, path, st, mapping, drop, rows):
+    for batch in _pcapng_windows(buf, path, st, mapping, drop, rows, window):
         if pending is not None:          # held back: the last batch gets the file's problems
             yield _batch(buf, path, *pending, st, row0, last=False)
             row0 += pending[0].size
@@ -161,20 +159,8 @@ def _batch(buf, path, boff, kind, st: _Walk, row0: int, last: bool):
     """Records of the packet blocks ``boff`` (of kinds ``kind``) of one window."""
     marks = []
     n = boff.size
-    sections, idbs = [(o, b) for o, b, _ in st.sections], st.idbs
-    starts = np.array([p for _, _, p in st.sections], np.int64)
-    sec = (np.searchsorted(starts, boff, side="right") - 1).astype(np.int64)
-    raw = gather(buf, boff, 28)
-    w = np.zeros((n, 7), np.int64)
-    iface_local = np.zeros(n, np.int64)
-    sec_order = np.array([o == ">" for o, _ in sections], bool)
-    big = sec_order[sec] if n else np.zeros(0, bool)
-    for is_big, order in ((False, "<"), (True, ">")):
-        rows = np.flatnonzero(big == is_big)
-        if rows.size:
-            w[rows] = raw[rows].view(np.dtype(order + "u4")).reshape(-1, 7)
-            pb = rows[kind[rows] == _PB]       # obsolete PB: u16 interface id, u16 drops
-            iface_local[pb] = raw[pb, 8:10].copy().view(np.dtype(order + "u2"))[:, 0]
+    idbs = st.idbs
+    sec, w, iface_local = _block_words(buf, boff, kind, st)
     blen = w[:, 1]
     is_spb = kind == _SPB
     iface_local = np.where(kind == _EPB, w[:, 2], iface_local)
@@ -186,13 +172,13 @@ def _batch(buf, path, boff, kind, st: _Walk, row0: int, last: bool):
     ticks = (w[:, 3] << 32) | w[:, 4]
     ticks[is_spb] = 0
     # global interface number = first IDB of the record's section + local id
-    sec_base = np.array([b for _, b in sections] + [len(idbs)], np.int64)
+    sec_base = np.array([b for _, b, _ in st.sections] + [len(idbs)], np.int64)
     base = sec_base[sec] if n else np.zeros(0, np.int64)
     known = (iface_local >= 0) & (iface_local < sec_base[sec + 1] - base) if n else np.zeros(0, bool)
     iface = np.where(known, base + iface_local, -1).astype(np.int16)
+    snap = np.array([i["snaplen"] for i in idbs] + [0], np.int64)[np.where(known, iface, -1)]
     if is_spb.any():
         marks.append((np.flatnonzero(is_spb), "no timestamp (simple packet block)"))
-        snap = np.array([i["snaplen"] for i in idbs] + [0], np.int64)[np.where(known, iface, -1)]
         caplen = np.where(is_spb & (snap > 0), np.minimum(caplen, snap), caplen)
         room = np.where(is_spb, np.maximum(room, 0), room)
         caplen = np.where(is_spb, np.minimum(caplen, room), caplen)
@@ -204,29 +190,57 @@ def _batch(buf, path, boff, kind, st: _Walk, row0: int, last: bool):
     if over.size:
         marks.append((over, "caplen beyond block"))
         caplen = np.minimum(caplen, np.maximum(room, 0))
-    ts_ns = np.zeros(n, np.int64)
-    snaplens = np.array([i["snaplen"] for i in idbs] + [0], np.int64)
+    over = np.flatnonzero((snap > 0) & (caplen > snap))
+    if over.size:
+        marks.append((over, "caplen > snaplen"))
+        tally(st.over, boff, over)
+    ts_ns = _timestamps(ticks, iface, is_spb, idbs)
+    problems = _file_problems(path, st) if last else []
+    rec = _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, idbs, marks, problems)
+    return rec._replace(row0=row0)
+
+
+def _block_words(buf, boff, kind, st: _Walk):
+    """Section of every block, its first 7 header words (in its section's byte order)
+    and the interface id of obsolete packet blocks."""
+    n = boff.size
+    starts = np.array([p for _, _, p in st.sections], np.int64)
+    sec = (np.searchsorted(starts, boff, side="right") - 1).astype(np.int64)
+    raw = gather(buf, boff, 28)
+    w = np.zeros((n, 7), np.int64)
+    iface_local = np.zeros(n, np.int64)
+    sec_order = np.array([o == ">" for o, _, _ in st.sections], bool)
+    big = sec_order[sec] if n else np.zeros(0, bool)
+    for is_big, order in ((False, "<"), (True, ">")):
+        rows = np.flatnonzero(big == is_big)
+        if rows.size:
+            w[rows] = raw[rows].view(np.dtype(order + "u4")).reshape(-1, 7)
+            pb = rows[kind[rows] == _PB]       # obsolete PB: u16 interface id, u16 drops
+            iface_local[pb] = field(raw[pb], 8, order + "u2")
+    return sec, w, iface_local
+
+
+def _timestamps(ticks, iface, is_spb, idbs) -> np.ndarray:
+    """ns since the epoch from each interface's ticks and offset (0 for SPBs: no timestamp)."""
+    ts_ns = np.zeros(len(ticks), np.int64)
     for g, i in enumerate(idbs):
         rows = np.flatnonzero((iface == g) & ~is_spb)
         if rows.size:
             ts_ns[rows] = _ticks_to_ns(ticks[rows], i["tsresol_base"], i["tsresol_exp"])
             ts_ns[rows] += i["tsoffset_s"] * 1_000_000_000
-    snap = snaplens[np.where(known, iface, -1)]
-    over = np.flatnonzero((snap > 0) & (caplen > snap))
-    if over.size:
-        marks.append((over, "caplen > snaplen"))
-        tally(st.over, boff, over)
-    problems = []
-    if last:
-        problems = list(st.problems)
-        if st.unknown[1]:
-            problems.append(f"{path}: offset {st.unknown[0]}: {st.unknown[1]} packet(s) refer to "
-                            f"an interface with no IDB")
-        if st.over[1]:
-            problems.append(f"{path}: offset {st.over[0]}: {st.over[1]} record(s) "
-                            f"with caplen > snaplen")
-    rec = _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, idbs, marks, problems)
-    return rec._replace(row0=row0)
+    return ts_ns
+
+
+def _file_problems(path, st: _Walk) -> list:
+    """The walk's problems and the per-file tallies (given with the last batch)."""
+    problems = list(st.problems)
+    if st.unknown[1]:
+        problems.append(f"{path}: offset {st.unknown[0]}: {st.unknown[1]} packet(s) refer to "
+                        f"an interface with no IDB")
+    if st.over[1]:
+        problems.append(f"{path}: offset {st.over[0]}: {st.over[1]} record(s) "
+                        f"with caplen > snaplen")
+    return problems
 
 
 def _options(buf, start: int, end: int, order: str) -> dict:

@@ -3,9 +3,9 @@
 All packets arrive as one ``uint8`` array plus offsets. Every record header is built
 as one numpy array, then headers, packet bytes and padding are scattered into the
 output by a per-byte "which piece" code (np.repeat of piece codes by piece lengths), a chunk of records
-at a time so memory stays bounded for captures of millions of frames. Output goes to
-a temporary file in the target directory and is renamed into place at the end, so a
-failed write never leaves a partial capture behind.
+at a time so memory stays bounded for captures of millions of frames. Output goes
+through :func:`sniffsync.io.atomic.atomic_output`, so a failed write never leaves a
+partial capture behind.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import struct
 
 import numpy as np
 
-from sniffsync.io.atomic import atomic_output
 from sniffsync.errors import UsageError
+from sniffsync.io.atomic import atomic_output
 
 __all__ = ["write_pcap", "write_pcapng"]
 
@@ -53,7 +53,7 @@ def _check(ts_ns, data, off, wirelen, n_name="ts_ns"):
     return ts_ns, data, off, caplen, wirelen
 
 
-def assemble(fh, n: int, pieces, chunk_bytes: int = _CHUNK_BYTES) -> None:
+def _assemble(fh, n: int, pieces) -> None:
     """Write record ``i`` as the concatenation of every piece's part ``i``, for all ``i``.
 
     ``pieces`` is a list of ``(src, lens)``: ``lens`` int64[n] bytes per record and
@@ -64,7 +64,7 @@ def assemble(fh, n: int, pieces, chunk_bytes: int = _CHUNK_BYTES) -> None:
     lens = np.stack([np.broadcast_to(np.asarray(ln, np.int64), (n,)) for _, ln in pieces], axis=1)
     rec_end = np.cumsum(lens.sum(axis=1))
     # chunk boundaries in records: each chunk ~ _CHUNK_BYTES of output (at least 1 record)
-    cuts = np.searchsorted(rec_end, np.arange(chunk_bytes, rec_end[-1] if n else 0, chunk_bytes),
+    cuts = np.searchsorted(rec_end, np.arange(_CHUNK_BYTES, rec_end[-1] if n else 0, _CHUNK_BYTES),
                            side="right") if n else np.zeros(0, np.int64)
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     codes_row = np.arange(k, dtype=np.int8)
@@ -124,14 +124,10 @@ def write_pcap(path, linktype, ts_ns, data, off, wirelen=None, nanosecond=True, 
     hdr[:, 3] = wirelen
     snaplen = max(int(snaplen), int(caplen.max()) if n else 0)
     head = struct.pack("<IHHiIII", _PCAP_MAGIC[bool(nanosecond)], 2, 4, 0, 0, snaplen, int(linktype))
-
-    def produce(fh):
+    with atomic_output(path) as fh:
         fh.write(head)
         if n:
-            assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 16), 16), ((data, off), caplen)])
-
-    with atomic_output(path) as fh:
-        produce(fh)
+            _assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 16), 16), ((data, off), caplen)])
 
 
 def _shb() -> bytes:
@@ -215,12 +211,8 @@ def write_pcapng(path, interfaces, iface, ts_ns, data, off, wirelen=None, commen
     hdr[:, 6] = wirelen
     trailer = blen.astype("<u4").view(np.uint8).reshape(n, 4)
     head = _shb() + b"".join(_idb(i) for i in interfaces)
-
-    def produce(fh):
+    with atomic_output(path) as fh:
         fh.write(head)
         if n:
-            assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 28), 28), ((data, off), caplen),
+            _assemble(fh, n, [(hdr.view(np.uint8).reshape(n, 28), 28), ((data, off), caplen),
                               (None, pad), ((opt_bytes, opt_off), opt_lens), (trailer, 4)])
-
-    with atomic_output(path) as fh:
-        produce(fh)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sniffsync.io.atomic import atomic_output
 from sniffsync.sim.mac import MPDU_COLS
 
 __all__ = ["ppdu_table", "mpdu_table", "rts_table", "flow_table", "clocks_doc", "write_truth"]
@@ -111,7 +112,9 @@ def write_truth(out: Path, cfg: dict, tables: dict, clocks: dict) -> None:
     """Write ``scenario.json`` and every ``truth/`` file (deterministic formatting)."""
     td = out / "truth"
     td.mkdir(parents=True, exist_ok=True)
-    (out / "scenario.json").write_text(json.dumps(cfg, indent=1, sort_keys=True) + "\n")
-    (td / "clocks.json").write_text(json.dumps(clocks, indent=1, sort_keys=True) + "\n")
+    for path, doc in ((out / "scenario.json", cfg), (td / "clocks.json", clocks)):
+        with atomic_output(path, "w") as fh:
+            fh.write(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     for name, df in tables.items():
-        df.to_csv(td / f"{name}.csv", index=False, lineterminator="\n")
+        with atomic_output(td / f"{name}.csv", "w") as fh:
+            df.to_csv(fh, index=False, lineterminator="\n")

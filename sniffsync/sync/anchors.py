@@ -17,7 +17,7 @@ from sniffsync.sync.order import order_by, rank_bits
 
 __all__ = ["ANCHOR_KEYS", "hash_key", "key_order", "cluster", "anchor_candidates", "anchor_pairs"]
 
-_M = np.uint64(0x9E3779B97F4A7C15)
+from sniffsync.decode.table import GOLDEN64 as _M  # noqa: E402  (the one hash multiplier)
 _NULL = np.uint64(0xA5A5_5A5A_DEAD_BEEF)
 
 # kind -> (frame filter on type_subtype (None = any frame with a TA), key columns)

@@ -11,7 +11,7 @@ import pytest
 from sniffsync.io.capture import read_records
 from sniffsync.errors import CaptureError
 
-CAPTURES = Path(__file__).parent / "data" / "captures"
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 
 
 def h(text: str) -> bytes:

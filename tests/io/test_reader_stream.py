@@ -11,14 +11,16 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from sniffsync.io import capture
 from sniffsync.decode import frames
-from sniffsync.io.capture import iter_records, read_records
-from sniffsync.cli.main import main
 from sniffsync.decode.frames import iter_columns, read_capture, read_columns
+from sniffsync.decode.schema import COLUMNS
+from sniffsync.decode.table import bad_column
+from sniffsync.export.stream import BatchWriter
+from sniffsync.io.capture import MAX_RECORD, iter_records, read_records
+from sniffsync.cli.main import main
 from sniffsync.io.writers import write_pcap
 
-CAPTURES = Path(__file__).parent / "data" / "captures"
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 HT20_A = CAPTURES / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
 HT20_B = CAPTURES / "ns3-11n-ht20-hidden-snifferB-nearSTA1.pcap"
 
@@ -28,7 +30,7 @@ def reference_walk(raw: bytes):
     offs, pos = [], 24
     while pos + 16 <= len(raw):
         incl = struct.unpack_from("<I", raw, pos + 8)[0]
-        if incl > capture.MAX_RECORD:
+        if incl > MAX_RECORD:
             break
         offs.append(pos)
         pos += 16 + incl
@@ -44,11 +46,20 @@ def norm(df):
     return out.reset_index(drop=True)
 
 
-@pytest.fixture
-def small_batches(monkeypatch):
-    """Windows of 3000 bytes and batches of 37 frames: many batches, boundaries everywhere."""
-    monkeypatch.setattr(capture, "_WINDOW", 3000)
-    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
+SMALL = dict(window_bytes=3000, batch_rows=37)   # many batches, boundaries everywhere
+NAMES = [c.name for c in COLUMNS]
+
+
+def stream_export(out, inputs, **sizes):
+    """What ``sniffsync frames INPUTS -o OUT`` does (every column), at the given sizes."""
+    with BatchWriter(str(out), NAMES) as writer:
+        def post(rec, n, cols, marks):
+            cols["bad"] = (bad_column(n, marks), None)
+            return writer.convert(n, cols)
+        for i, path in enumerate(inputs):
+            for converted in iter_columns(path, i, NAMES, post=post, **sizes):
+                writer.write(converted)
+    return out
 
 
 def _with_bad_length(tmp_path, at: int, incl: int, cut_tail: int = 0) -> Path:
@@ -61,65 +72,60 @@ def _with_bad_length(tmp_path, at: int, incl: int, cut_tail: int = 0) -> Path:
 
 
 @pytest.mark.parametrize("window", [10, 3000, 1 << 40])
-def test_walk_matches_reference_walk(window, monkeypatch):
+def test_walk_matches_reference_walk(window):
     raw = HT20_A.read_bytes()
     want, pos = reference_walk(raw)
-    monkeypatch.setattr(capture, "_WINDOW", window)
-    rec = read_records(HT20_A)
+    rec = read_records(HT20_A, window_bytes=window)
     np.testing.assert_array_equal(rec.data_off - 16, want)
     assert pos == len(raw) and rec.problems == []
 
 
 @pytest.mark.parametrize("window", [10, 3000, 1 << 40])
-def test_corrupt_length_mid_file_stops_there(tmp_path, window, monkeypatch):
+def test_corrupt_length_mid_file_stops_there(tmp_path, window):
     # the record after a corrupt length is never trusted: its garbage successors are dropped
     at = len(reference_walk(HT20_A.read_bytes())[0]) // 2
     p = _with_bad_length(tmp_path, at, 0x7FFF_FFF0)
     want, pos = reference_walk(p.read_bytes())
     assert len(want) == at > 1000
-    monkeypatch.setattr(capture, "_WINDOW", window)
-    rec = read_records(p)
+    rec = read_records(p, window_bytes=window)
     np.testing.assert_array_equal(rec.data_off - 16, want)
     assert rec.problems == [f"{p}: offset {pos}: corrupt record length {0x7FFF_FFF0}; stopped after {at} records"]
 
 
 @pytest.mark.parametrize("present", [9, 12, 13, 15])
 @pytest.mark.parametrize("window", [10, 1 << 40])
-def test_header_cut_at_every_length(tmp_path, present, window, monkeypatch):
+def test_header_cut_at_every_length(tmp_path, present, window):
     # 12..15 header bytes hold the length field: the unrolled walk reads it, then must still stop
     raw = HT20_A.read_bytes()
     offs, _ = reference_walk(raw)
     p = tmp_path / f"cut{present}.pcap"
     p.write_bytes(raw[:offs[700] + present])
-    monkeypatch.setattr(capture, "_WINDOW", window)
-    rec = read_records(p)
+    rec = read_records(p, window_bytes=window)
     assert len(rec.data_off) == 700
     assert rec.problems == [f"{p}: offset {offs[700]}: record header cut short ({present} of 16 bytes); "
                             f"stopped after 700 records"]
 
 
-def test_batches_partition_the_file(small_batches):
+def test_batches_partition_the_file():
     whole = read_records(HT20_A)
-    batches = list(iter_records(HT20_A))
+    batches = list(iter_records(HT20_A, window_bytes=3000))
     assert len(batches) > 50
     assert [b.row0 for b in batches] == list(np.cumsum([0] + [len(b.data_off) for b in batches[:-1]]))
     np.testing.assert_array_equal(np.concatenate([b.data_off for b in batches]), whole.data_off)
 
 
-def test_streamed_decode_equals_one_batch(monkeypatch):
+def test_streamed_decode_equals_one_batch():
     want = read_capture(HT20_B)                  # one window, one batch
-    monkeypatch.setattr(capture, "_WINDOW", 3000)
-    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
-    got = read_capture(HT20_B)
+    got = read_capture(HT20_B, **SMALL)
     pd.testing.assert_frame_equal(norm(got), norm(want), check_exact=True)
-    parts = list(iter_columns(HT20_B, 3, ["frame", "sniffer"], ahead=1))
+    parts = list(iter_columns(HT20_B, 3, ["frame", "sniffer"], ahead=1, **SMALL))
     assert len(parts) > 50
     frame = np.concatenate([c["frame"][0] for _, _, c, _ in parts])
     np.testing.assert_array_equal(frame, np.arange(1, len(want) + 1))
     assert {int(s) for _, _, c, _ in parts for s in np.unique(c["sniffer"][0])} == {3}
 
 
-def test_marks_of_cut_records_land_on_the_right_rows(tmp_path, monkeypatch):
+def test_marks_of_cut_records_land_on_the_right_rows(tmp_path):
     # a record longer than the snaplen in a late batch: its mark must stay on its own row
     raw = bytearray(HT20_A.read_bytes())
     offs, _ = reference_walk(bytes(raw))
@@ -130,19 +136,16 @@ def test_marks_of_cut_records_land_on_the_right_rows(tmp_path, monkeypatch):
     incl = np.array([struct.unpack_from("<I", raw, o + 8)[0] for o in offs])
     want = np.flatnonzero(incl > 60)
     assert 0 < want.size < len(offs) and snaplen != 60
-    monkeypatch.setattr(capture, "_WINDOW", 3000)
-    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
-    rec, n, cols, marks = read_columns(p, 0, ["bad"])
+    rec, n, cols, marks = read_columns(p, 0, ["bad"], **SMALL)
     rows = np.concatenate([r for r, why in marks if why == "caplen > snaplen"])
     np.testing.assert_array_equal(np.sort(rows), want)
     assert rec.problems == [f"{p}: offset {offs[want[0]]}: {want.size} record(s) with caplen > snaplen 60"]
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_streamed_export_equals_table(tmp_path, small_batches, suffix):
-    out = tmp_path / f"x{suffix}"
+def test_streamed_export_equals_table(tmp_path, suffix):
     inputs = [HT20_A, CAPTURES / "wltrace_trace.pcap"]
-    assert main(["frames", "-q", *map(str, inputs), "-o", str(out)]) == 0
+    out = stream_export(tmp_path / f"x{suffix}", inputs, **SMALL)
     want = pd.concat([read_capture(p, sniffer=i) for i, p in enumerate(inputs)], ignore_index=True)
     if suffix == ".parquet":
         assert pq.ParquetFile(out).metadata.num_row_groups > 50     # really streamed
@@ -169,12 +172,10 @@ def test_streamed_export_equals_table(tmp_path, small_batches, suffix):
         assert back["sniffer"].tolist() == [str(v) for v in want["sniffer"]]
 
 
-def test_streamed_csv_is_byte_identical_to_one_batch(tmp_path, monkeypatch):
+def test_streamed_csv_is_byte_identical_to_one_batch(tmp_path):
     big, small = tmp_path / "big.csv", tmp_path / "small.csv"
-    assert main(["frames", "-q", str(HT20_B), "-o", str(big)]) == 0
-    monkeypatch.setattr(capture, "_WINDOW", 3000)
-    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
-    assert main(["frames", "-q", str(HT20_B), "-o", str(small)]) == 0
+    assert main(["frames", "-q", str(HT20_B), "-o", str(big)]) == 0      # one batch
+    stream_export(small, [HT20_B], **SMALL)
     assert big.read_bytes() == small.read_bytes()
 
 
@@ -195,11 +196,13 @@ def test_failed_stream_leaves_no_file(tmp_path, monkeypatch):
         if calls["n"] == 20:
             raise MemoryError("simulated")
         return real(*a, **k)
-    monkeypatch.setattr(capture, "_WINDOW", 3000)
-    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
     monkeypatch.setattr(frames, "decode_columns", flaky)
+    with pytest.raises(MemoryError, match="simulated"):
+        stream_export(out, [HT20_A], **SMALL)        # fails after batches were written
+    assert calls["n"] >= 20 and list(tmp_path.iterdir()) == []
+    calls["n"] = 19                                  # the command: its one batch fails
     assert main(["frames", "-q", str(HT20_A), "-o", str(out)]) != 0
-    assert calls["n"] >= 20 and not out.exists() and list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_empty_pcap_streams_header_only(tmp_path):
@@ -267,10 +270,9 @@ def mixed_pcapng(tmp_path_factory):
 
 
 @pytest.mark.parametrize("window", [10, 3000, 1 << 40])
-def test_pcapng_walk_against_construction(mixed_pcapng, window, monkeypatch):
+def test_pcapng_walk_against_construction(mixed_pcapng, window):
     path, want = mixed_pcapng
-    monkeypatch.setattr(capture, "_WINDOW", window)
-    rec = read_records(path)
+    rec = read_records(path, window_bytes=window)
     assert rec.wirelen.tolist() == [w for w, _ in want]
     has_ts = np.array([t is not None for _, t in want])
     assert (rec.ts_ns[has_ts] // 1000).tolist() == [t for _, t in want if t is not None]
@@ -279,13 +281,11 @@ def test_pcapng_walk_against_construction(mixed_pcapng, window, monkeypatch):
     assert sum(len(r) for r, why in rec.marks if why.startswith("no timestamp")) == int((~has_ts).sum())
 
 
-def test_pcapng_streamed_decode_equals_one_batch(mixed_pcapng, monkeypatch):
+def test_pcapng_streamed_decode_equals_one_batch(mixed_pcapng):
     path, _ = mixed_pcapng
     want = read_capture(path)
-    monkeypatch.setattr(capture, "_WINDOW", 3000)
-    monkeypatch.setattr(frames, "BATCH_ROWS", 37)
-    assert len(list(iter_records(path))) > 20
-    pd.testing.assert_frame_equal(norm(read_capture(path)), norm(want), check_exact=True)
+    assert len(list(iter_records(path, window_bytes=3000))) > 20
+    pd.testing.assert_frame_equal(norm(read_capture(path, **SMALL)), norm(want), check_exact=True)
 
 
 def test_pcapng_walk_agrees_with_tshark(mixed_pcapng):

@@ -14,16 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.io import capture
-from sniffsync.decode import frames
 from sniffsync.io.capture import read_records
 from sniffsync.cli.main import main
-from sniffsync.decode.frames import read_capture, read_captures
+from sniffsync.decode.frames import CHUNK_ROWS, read_capture, read_captures, read_columns
 from sniffsync.decode.schema import COLUMNS, DTYPES
-from sniffsync.decode.table import factorize
+from sniffsync.decode.table import GOLDEN64, Cat, bad_column, factorize
 from sniffsync.io.writers import write_pcap, write_pcapng
 
-CAPTURES = Path(__file__).parent / "data" / "captures"
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 REAL = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
 NAMES = [c.name for c in COLUMNS]
 MACS = ("ra", "ta", "bssid", "sa", "da")
@@ -61,11 +59,18 @@ def packets(rec, rows=None):
     return np.concatenate(parts).astype(np.uint8), off
 
 
-@pytest.fixture
-def slow_paths(monkeypatch):
-    """One decoding chunk and one walk window: the straightforward path."""
-    monkeypatch.setattr(frames, "CHUNK_ROWS", 1 << 40)
-    monkeypatch.setattr(capture, "_WINDOW", 1 << 40)
+WHOLE = dict(chunk_rows=1 << 40, window_bytes=1 << 40)   # one chunk, one window: the straightforward path
+
+
+def first_records(src: Path, k: int, folder: Path) -> Path:
+    """``src`` cut before its record ``k`` (a clean end: at that record's header or block)."""
+    rec = read_records(src)
+    if len(rec.data_off) <= k:
+        return src
+    head = 16 if src.suffix == ".pcap" else 28          # pcap record header, pcapng EPB header
+    dst = folder / f"first{k}-{src.name}"
+    dst.write_bytes(src.read_bytes()[:int(rec.data_off[k]) - head])
+    return dst
 
 
 @pytest.fixture(scope="module")
@@ -128,48 +133,63 @@ def test_synthetic_files_have_marks_and_both_link_types(synthetic):
     assert mixed["type"].notna().sum() > 2000
 
 
-def test_tiny_chunks_and_windows_decode_like_one_chunk(synthetic, monkeypatch):
-    inputs = all_inputs(synthetic)
-    monkeypatch.setattr(frames, "CHUNK_ROWS", 1 << 40)
-    monkeypatch.setattr(capture, "_WINDOW", 1 << 40)
-    whole = {p: read_capture(p) for p in inputs}
-    index = {p: read_records(p) for p in inputs}
-    # 7 frames per chunk (about 150 chunks of a prime size for the big captures, to keep
-    # the test fast): chunk ends fall everywhere; a 10-byte window is smaller than any
-    # record, so every window boundary is inside a record or its header
-    monkeypatch.setattr(capture, "_WINDOW", 10)
+def same_columns(a, b) -> None:
+    """Two :func:`read_columns` results hold the same table: per column the same dtype,
+    validity and values where valid (categoricals by value), and the same ``bad`` reasons."""
+    (_, n, ca, ma), (_, m, cb, mb) = a, b
+    assert n == m and list(ca) == list(cb)
+    for name in ca:
+        (va, oka), (vb, okb) = ca[name], cb[name]
+        oka, okb = (np.ones(n, bool) if ok is None else np.asarray(ok, bool) for ok in (oka, okb))
+        if isinstance(va, Cat) and isinstance(vb, Cat):       # a null is also a code of -1
+            oka, okb = oka & (va.codes >= 0), okb & (vb.codes >= 0)
+        np.testing.assert_array_equal(oka, okb, err_msg=name)
+        assert isinstance(va, Cat) == isinstance(vb, Cat) and np.asarray(va).dtype == np.asarray(vb).dtype, name
+        np.testing.assert_array_equal(np.asarray(va)[oka], np.asarray(vb)[okb], err_msg=name)
+    np.testing.assert_array_equal(np.asarray(bad_column(n, ma)), np.asarray(bad_column(n, mb)))
+
+
+def test_tiny_chunks_and_windows_decode_like_one_chunk(synthetic, tmp_path):
+    # the first 100 records of every real input (all of the small ones) and 300 of the
+    # synthetic ones (records of three captures shuffled): both containers, marks of every
+    # stage and both link types, few enough records to decode fast at these sizes
+    inputs = [first_records(p, 300 if p.parent == synthetic else 100, tmp_path)
+              for p in all_inputs(synthetic)]
+    cut, mixed = inputs[-2:]
+    assert read_capture(cut, columns=["bad"])["bad"].nunique() >= 3
+    assert set(read_capture(mixed, columns=["linktype"])["linktype"]) == {105, 127}
     for p in inputs:
-        n = len(index[p].data_off)
-        monkeypatch.setattr(frames, "CHUNK_ROWS", 7 if n < 1500 else 7 + 10 * (n // 1500))
-        small = read_records(p)
+        whole, index = read_columns(p, **WHOLE), read_records(p, window_bytes=1 << 40)
+        assert whole[1] > 0
+        # a 10-byte window is smaller than any record, so every window boundary is inside a
+        # record or its header, and every streamed batch holds one to four records
+        small = read_records(p, window_bytes=10)
         for f in ("data_off", "caplen", "wirelen", "ts_ns", "linktype", "iface"):
-            np.testing.assert_array_equal(getattr(small, f), getattr(index[p], f), err_msg=f"{p.name} {f}")
-        assert small.problems == index[p].problems
-        got = read_capture(p)
-        assert len(got) > 0
-        assert_same(got, whole[p])
+            np.testing.assert_array_equal(getattr(small, f), getattr(index, f), err_msg=f"{p.name} {f}")
+        assert small.problems == index.problems
+        same_columns(read_columns(p, window_bytes=10), whole)
+        # one batch in chunks of 7 frames: chunk ends fall everywhere
+        same_columns(read_columns(p, chunk_rows=7, window_bytes=1 << 40), whole)
 
 
 @pytest.mark.parametrize("chunk,name", [(1, "wltrace"), (2, "wltrace"), (64, "mixed"), (1000, "mixed")])
-def test_other_chunk_sizes(synthetic, monkeypatch, chunk, name):
+def test_other_chunk_sizes(synthetic, chunk, name):
     p = WLTRACE if name == "wltrace" else synthetic / "mixed.pcapng"
     want = read_capture(p)                      # 318 or 2500 frames: one default chunk
-    assert len(want) < frames.CHUNK_ROWS
-    monkeypatch.setattr(frames, "CHUNK_ROWS", chunk)
-    assert_same(read_capture(p), want)
+    assert len(want) < CHUNK_ROWS
+    assert_same(read_capture(p, chunk_rows=chunk), want)
 
 
-def test_window_walk_cut_file(tmp_path, monkeypatch, slow_paths):
+def test_window_walk_cut_file(tmp_path):
     # a file cut inside the last record's header: the windowed walk must stop in the same place
     raw = HT20_A.read_bytes()
     rec = read_records(HT20_A)
     cut = int(rec.data_off[1000]) - 7                # 9 of the 16 header bytes present
     p = tmp_path / "hdrcut.pcap"
     p.write_bytes(raw[:cut])
-    want = read_records(p)
+    want = read_records(p, window_bytes=WHOLE["window_bytes"])
     assert len(want.data_off) == 1000 and "record header cut short" in want.problems[0]
-    monkeypatch.setattr(capture, "_WINDOW", 1)
-    got = read_records(p)
+    got = read_records(p, window_bytes=1)
     np.testing.assert_array_equal(got.data_off, want.data_off)
     assert got.problems == want.problems
 
@@ -404,7 +424,7 @@ def test_factorize_collisions_and_edges():
     check_factorize(np.array([np.iinfo(np.int64).min, -1, 0, np.iinfo(np.int64).max, -1], np.int64))
     check_factorize(np.array([2**64 - 1, 2**63, 1], np.uint64))
     # keys that collide in the 16-bit hash: same top bits of key * golden
-    g = 0x9E3779B97F4A7C15
+    g = int(GOLDEN64)
     inv = pow(g, -1, 2**64)
     a, b = (inv * (5 << 48)) % 2**64, (inv * ((5 << 48) + 1)) % 2**64
     check_factorize(np.array([a, b, a, 7], np.uint64))

@@ -12,7 +12,7 @@ import pytest
 from sniffsync.decode.dot11 import decode_dot11
 from sniffsync.decode.payload import decode_l3, decode_llc
 
-CAPTURES = Path(__file__).parent / "data" / "captures"
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 RA, TA, A3, A4 = "aabbccddeeff", "112233445566", "020000000003", "020000000004"
 RA_I, TA_I, A3_I, A4_I = 0xAABBCCDDEEFF, 0x112233445566, 0x020000000003, 0x020000000004
 LLC_IP = "aaaa03" "000000" "0800"   # LLC/SNAP: DSAP/SSAP AA AA, UI 03, OUI 0, ethertype IPv4

@@ -74,23 +74,15 @@ def test_sink_promotes_and_nulls_late_columns():
     assert out["b"][1].tolist() == [False, False, True, True, False]
 
 
-def test_read_columns_matches_concatenated_batches(tmp_path):
+def test_read_columns_matches_concatenated_batches(captures):
     """A capture read in many batches: the sink's columns equal the concatenated batches."""
-    import os
-
     import sniffsync.decode.frames as fr
-    src = os.path.join(os.path.dirname(__file__), "data", "captures",
-                       "ns3-11ac-vht80-snifferA-s256.pcap")
+    src = captures / "ns3-11ac-vht80-snifferA-s256.pcap"
     parts, n = [], 0
-    old = fr.BATCH_ROWS
-    try:
-        fr.BATCH_ROWS = 1000                      # 13 batches of the 12,045 frames
-        for rec, k, cols, _m in fr.iter_columns(src, 0, None):
-            parts.append(cols)
-            n += k
-        _rec, n2, cols2, _m = fr.read_columns(src, 0, None, records=False)
-    finally:
-        fr.BATCH_ROWS = old
+    for rec, k, cols, _m in fr.iter_columns(src, 0, None, batch_rows=1000):   # 13 batches of 12,045
+        parts.append(cols)
+        n += k
+    _rec, n2, cols2, _m = fr.read_columns(src, 0, None, records=False, batch_rows=1000)
     assert len(parts) > 5 and n2 == n
     _same(cols2, concat_cols(parts))
 

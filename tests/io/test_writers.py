@@ -232,10 +232,10 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     target = tmp_path / "keep.pcap"
     target.write_bytes(b"old content")
 
-    def broken(fh, n, pieces, chunk_bytes=0):
+    def broken(fh, n, pieces):
         fh.write(b"partial")
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(writers, "assemble", broken)
+    monkeypatch.setattr(writers, "_assemble", broken)
     with pytest.raises(CaptureError, match=r"keep\.pcap: cannot write: No space left on device"):
         write_pcap(target, 1, TS, DATA, OFF)
     assert target.read_bytes() == b"old content"

@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple
 import pandas as pd
 import pytest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 CAPTURES = DATA / "captures"
 FIXTURES = DATA / "tshark"
 NAMES = sorted(p.name[:-len(".tsv.gz")] for p in FIXTURES.glob("*.tsv.gz"))

@@ -15,7 +15,7 @@ import pytest
 
 from sniffsync.decode.radiotap import decode_radiotap, layout_offsets
 
-CAPTURES = Path(__file__).parent / "data" / "captures"
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 
 
 def hx(text: str) -> bytes:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from sniffsync.decode.schema import COLUMNS, column_doc
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # The names later stages and checks read (issue #2): removing one breaks the contract.
 CONTRACT = """sniffer frame ts_ns caplen wirelen linktype tsft_us rt_flags fcs_bad short_preamble
