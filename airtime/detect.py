@@ -200,6 +200,8 @@ def _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack) -> np.nd
     cts_ns = ppdu_duration_ns(phy, np.full(len(rts), CTS_BYTES), rate_kbps=legacy_response_rate_kbps(rate),
                               freq_mhz=freq)
     nxt = np.flatnonzero(~np.isin(kind, ("rts", "cts", "ack")) & (ta != 0))
+    if len(nxt) == 0:                   # nothing but RTS/CTS/ACK: no data frame can follow
+        return np.full(len(rts), -1, np.int64)
     key_r, key_n = _pair(ta[rts], ra[rts]), _pair(ta[nxt], ra[nxt])
     lo = 2 * sifs + cts_ns - slack
     m = match_in_window(key_r, end[rts], key_n, start[nxt], lo, lo + 2 * slack)

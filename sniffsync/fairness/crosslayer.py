@@ -17,6 +17,8 @@ __all__ = ["cross_layer_arrays", "why_texts"]
 def _known(table: np.ndarray, values: np.ndarray):
     """(index into the sorted ``table``, found) of every value."""
     idx = np.searchsorted(table, values)
+    if len(table) == 0:                 # e.g. no station with a known MCS (legacy rates only)
+        return idx, np.zeros(len(idx), bool)
     return idx, (idx < len(table)) & (table[np.minimum(idx, len(table) - 1)] == values)
 
 
