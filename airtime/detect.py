@@ -200,8 +200,6 @@ def _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack) -> np.nd
     cts_ns = ppdu_duration_ns(phy, np.full(len(rts), CTS_BYTES), rate_kbps=legacy_response_rate_kbps(rate),
                               freq_mhz=freq)
     nxt = np.flatnonzero(~np.isin(kind, ("rts", "cts", "ack")) & (ta != 0))
-    if len(nxt) == 0:                   # nothing but RTS/CTS/ACK: no data frame can follow
-        return np.full(len(rts), -1, np.int64)
     key_r, key_n = _pair(ta[rts], ra[rts]), _pair(ta[nxt], ra[nxt])
     lo = 2 * sifs + cts_ns - slack
     m = match_in_window(key_r, end[rts], key_n, start[nxt], lo, lo + 2 * slack)
@@ -216,7 +214,10 @@ def _implied_cts(frames, p, rts, kind, ta, ra, start, end, sifs, slack) -> np.nd
     by_end = match_in_window(key_r, end[rts], key_n, end[nxt], nav - sifs - ba_ns - slack,
                              nav - sifs - ack_ns + slack)
     m = np.where((m < 0) & (nav > 0) & (ba_ns > 0), by_end, m)
-    return np.where((cts_ns > 0) & (m >= 0), nxt[np.maximum(m, 0)], -1)
+    out = np.full(len(rts), -1, np.int64)
+    hit = (cts_ns > 0) & (m >= 0)
+    out[hit] = nxt[m[hit]]              # only matched rows index nxt (it may be empty)
+    return out
 
 
 def _na_int(values, valid, dtype="Int64"):

@@ -24,7 +24,9 @@ WIRED_COLUMNS = ["ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "
 
 
 # what --csv DIR writes (sniffsync.fairness.report.write_csv)
-CSV_FILES = ("flows.csv", "windows.csv", "jain.csv", "rtt.csv")
+from sniffsync.fairness import CSV_TABLES  # noqa: E402  (no numpy: a plain tuple)
+
+CSV_FILES = tuple(f"{name}.csv" for name in CSV_TABLES)
 
 
 def add_arguments(p):

@@ -5,6 +5,8 @@ tables), ``crosslayer`` (the 802.11 view), ``report`` (JSON/CSV writers) and ``f
 (the DataFrame API: :func:`fairness`, :class:`FairnessResult`).
 """
 
+CSV_TABLES = ("flows", "windows", "jain", "rtt")          # what ``fairness --csv DIR`` writes
+
 
 def __getattr__(name):
     # lazy: the numpy core must not pull in the pandas layer

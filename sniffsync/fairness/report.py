@@ -12,13 +12,14 @@ import os
 
 import numpy as np
 
+from sniffsync.fairness import CSV_TABLES
+
 from sniffsync.fairness.core import PROTO_NAMES
 from sniffsync.io.atomic import atomic_output
 
 __all__ = ["REPORT_TABLES", "report_columns", "write_json", "flow_lines", "write_csv"]
 
 REPORT_TABLES = ("flows", "windows", "jain", "cdf", "stations")
-CSV_TABLES = ("flows", "windows", "jain", "rtt")          # what ``--csv DIR`` writes
 
 
 def _texts(codes: np.ndarray, names) -> np.ndarray:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from sniffsync.errors import NoDataError
 
-__all__ = ["Run", "analyse", "load_frames", "load_merged", "to_capture_clock"]
+__all__ = ["Run", "analyse", "load_merged", "to_capture_clock"]
 
 
 @dataclass
@@ -29,14 +29,6 @@ class Run:
     sync_report: dict | None = None
     detect_summary: dict = field(default_factory=dict)
     merged: object | None = None         # sniffsync.sync.merge.Merged of several sniffers (not cached)
-
-
-def load_frames(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):
-    """``(frames, sync_report, stamps)``: the frame table of one capture (no report, stamps
-    as captured), or the :class:`~sniffsync.sync.merge.Merged` table of several."""
-    merged = load_merged(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
-                         tsft_at=tsft_at)
-    return merged.frames, (merged.report if len(merged.sniffers) > 1 else None), merged.stamps
 
 
 def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):
