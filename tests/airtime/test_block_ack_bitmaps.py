@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from airtime.detect import _in_bitmap
+from airtime.blockack import acked_in_block_ack as _in_bitmap
 
 CAPS = Path(__file__).parents[1] / "data" / "captures"
 HE80 = CAPS / "ns3-11ax-he80-snifferA-s256.pcap"
