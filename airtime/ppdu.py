@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from airtime.extent import PpduCols, estimate_extent
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.errors import UsageError
 
@@ -205,21 +206,32 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
         return _np(frames, name, fill, dtype)[g.first]
 
     freq = at("freq_mhz", 5180)
-    airtime = ppdu_duration_ns(
-        phy[g.first], psdu, rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1),
-        nss=at("nss", 1), bw_mhz=at("bw_mhz", -1), gi_ns=at("gi_ns", 800),
-        ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0), short_preamble=at("short_preamble", 0, bool),
-        ht_format=_cat(frames, "ht_format", "mf")[g.first], ness=at("ness", 0), freq_mhz=freq,
-        he_format=_cat(frames, "he_format", "su")[g.first], he_ltf_size=at("he_ltf_size", 2),
-        he_n_ltf=at("he_n_ltf", 0))
+
+    def txtime(psdu_bytes):
+        """TXTIME of each PPDU for a PSDU length, with its first MPDU's PHY parameters."""
+        return ppdu_duration_ns(
+            phy[g.first], psdu_bytes, rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1),
+            nss=at("nss", 1), bw_mhz=at("bw_mhz", -1), gi_ns=at("gi_ns", 800),
+            ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0), short_preamble=at("short_preamble", 0, bool),
+            ht_format=_cat(frames, "ht_format", "mf")[g.first], ness=at("ness", 0), freq_mhz=freq,
+            he_format=_cat(frames, "he_format", "su")[g.first], he_ltf_size=at("he_ltf_size", 2),
+            he_n_ltf=at("he_n_ltf", 0))
+
+    airtime = txtime(psdu)
     t_ns = _reference_ns(frames, sniffer, _np(frames, "tsft_us", -2), g)
     kind = kind_codes(at("type_subtype", -1))
     snf = sniffer[g.first]
     decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, at("ta", -1), at("ra", -1), freq)
     ends_here = np.isin(snf, [s for s, v in decided.items() if v == "end"])
-    air0 = np.maximum(airtime, 0)                            # unknown airtime: zero-length
-    start_ns = np.where(ends_here, t_ns - air0, t_ns)
-    ppdus = _ppdu_table(frames, g, snf, start_ns, start_ns + air0, airtime, kind, psdu)
+    # the extent of cut A-MPDUs from the other sources (airtime.extent); unknown airtime: zero-length
+    clock = np.zeros_like(snf) if stamps == "end" else snf        # a merged table: one clock
+    cols = PpduCols(t_ns, ends_here, airtime, kind, at("ta", -1), at("ra", -1), clock, freq, phy[g.first],
+                    at("mcs", -1), at("rate_kbps", -1), g.first)
+    ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K)
+    ppdus = _ppdu_table(frames, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
+    ppdus["captured_airtime_ns"] = airtime
+    ppdus["complete"] = ext.complete
+    ppdus["extent_src"] = ext.source
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
 
 

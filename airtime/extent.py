@@ -1,0 +1,332 @@
+"""The true extent of PPDUs a sniffer caught only in part (cut A-MPDUs).
+
+In a hidden-node collision a sniffer decodes only some subframes of an A-MPDU; the TXTIME
+of what it captured is then too short. One side of the PPDU is still known from the
+sniffer's stamp convention (a sniffer stamping ends knows the end, one stamping starts
+knows the start); the other side is estimated from independent sources, best first:
+
+1. ``nav``: the Duration of the RTS or CTS that opened the exchange. The data PPDU starts
+   SIFS after the CTS and ends SIFS + Block-Ack before the NAV ends (802.11-2020 10.3.2.9).
+2. ``response``: the Block-Ack/ACK from the receiver, which starts SIFS after the PPDU ends
+   (a start-stamping sniffer; with end stamps the end is known already).
+3. ``copies``: other sniffers' copies of the same A-MPDU (same TA/RA and stamp, merged
+   table): the union of their subframes, and their "last" flags.
+4. ``ba_span``: MPDUs after the last captured one that the Block-Ack acknowledges, and
+   sequence-number gaps between captured subframes, each counted as a subframe of the
+   captured subframes' mean length.
+
+``complete``: ``complete`` (nothing suggests a missing part: not an A-MPDU, or its last
+subframe is there with no sequence gap and no source says longer), ``estimated`` (a source
+gave a longer extent, used for ``start_ns``/``end_ns``/``airtime_ns``), ``partial`` (known
+to be cut -- no "last" subframe or a sequence gap -- and no source to size it: the
+captured part's extent).
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from airtime.blockack import acked_in_block_ack
+from airtime.match import match_in_window
+from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
+from airtime.phy_tables import BA_BYTES, CTS_BYTES
+
+__all__ = ["COMPLETE", "SOURCES", "Extent", "estimate_extent"]
+
+COMPLETE = ["complete", "estimated", "partial"]
+SOURCES = ["captured", "nav", "response", "ba_span", "copies"]
+SLACK_NS = 6_000              # NAV µs rounding, TSFT rounding, propagation, sync error
+COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
+MAX_PPDU_NS = 5_484_000       # aPPDUMaxTime (HT/VHT/HE)
+BA_REACH = 64                 # sequence numbers of a Block-Ack window read
+
+
+class Extent(NamedTuple):
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    airtime_ns: np.ndarray
+    complete: pd.Categorical
+    source: pd.Categorical
+
+
+class PpduCols(NamedTuple):
+    """Per-PPDU inputs (arrays in PPDU id order)."""
+    t_ns: np.ndarray           # the stamp: end when ``ends_here`` else start
+    ends_here: np.ndarray      # bool: the sniffer stamps PPDU ends
+    airtime_ns: np.ndarray     # TXTIME of the captured subframes (-1 unknown)
+    kind: np.ndarray           # codes into airtime.ppdu.KIND_NAMES
+    ta: np.ndarray             # int64, -1 for none
+    ra: np.ndarray
+    clock: np.ndarray          # PPDUs with the same clock id share a clock (a merged table: all)
+    freq_mhz: np.ndarray
+    phy: object                # per-PPDU phy names (Categorical)
+    mcs: np.ndarray
+    rate_kbps: np.ndarray
+    first_frame: np.ndarray    # frame row of the first MPDU
+
+
+class _Ctx(NamedTuple):
+    """What every source reads."""
+    frames: pd.DataFrame
+    fp: np.ndarray             # PPDU id of each frame row
+    seq: np.ndarray            # per frame row, -1 for none
+    c: PpduCols
+    data: np.ndarray           # bool per PPDU: a data A-MPDU with a known airtime
+    start: np.ndarray          # captured extent
+    end: np.ndarray
+    sifs: np.ndarray
+    ba_ns: np.ndarray          # airtime of the Block-Ack answering each PPDU
+    kc: dict
+
+
+def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols, psdu: np.ndarray,
+                    txtime: Callable[[np.ndarray], np.ndarray], kind_code: dict) -> Extent:
+    """Start, end, airtime, ``complete`` and the source used, per PPDU.
+
+    ``txtime(psdu_bytes)`` gives each PPDU's TXTIME for another PSDU length (its own PHY
+    parameters); ``kind_code`` maps kind names to ``cols.kind`` codes.
+    """
+    n = len(cols.t_ns)
+    air = cols.airtime_ns
+    fp = np.asarray(frame_ppdu, np.int64)
+    agg, last_seen, mean_sub = _own_evidence(frames, fp, n)
+    start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
+    ctx = _Ctx(frames, fp, _col(frames, "seq", -1), cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
+               start, start + np.maximum(air, 0), sifs_ns(cols.freq_mhz).astype(np.int64),
+               ppdu_duration_ns("ofdm", np.full(n, BA_BYTES), freq_mhz=cols.freq_mhz,
+                                rate_kbps=legacy_response_rate_kbps(cols.rate_kbps, phy=cols.phy, mcs=cols.mcs)),
+               kind_code)
+    est = np.full(n, -1, np.int64)              # the first source that sizes the PPDU wins
+    src = np.zeros(n, np.int64)
+    for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime), start=1):
+        ok = (est < 0) & ctx.data & (cand >= air - SLACK_NS) & (cand <= MAX_PPDU_NS)
+        est = np.where(ok, cand, est)
+        src = np.where(ok, code, src)
+    longer = est > air + SLACK_NS // 2
+    new_air = np.where(longer, est, air)
+    new_start = np.where(cols.ends_here, cols.t_ns - np.maximum(new_air, 0), cols.t_ns)
+    comp = np.where(longer, 1, np.where(agg & ~last_seen & (est < 0), 2, 0))
+    return Extent(new_start, new_start + np.maximum(new_air, 0), new_air,
+                  pd.Categorical.from_codes(comp, COMPLETE),
+                  pd.Categorical.from_codes(np.where(longer, src, 0), SOURCES))
+
+
+def _own_evidence(frames, fp, n):
+    """Per PPDU: an A-MPDU (status present or > 1 MPDU), its last flag seen, the mean
+    padded subframe length."""
+    from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
+    ok = fp >= 0
+    cnt = np.bincount(fp[ok], minlength=n)
+    agg = (np.bincount(fp[ok], weights=_col(frames, "ampdu_ref", -1)[ok] >= 0, minlength=n) > 0) | (cnt > 1)
+    last_seen = np.bincount(fp[ok], weights=_col(frames, "ampdu_last", 0)[ok] > 0, minlength=n) > 0
+    sub = (mpdu_bytes(frames) + 4 + 3) // 4 * 4
+    mean_sub = np.bincount(fp[ok], weights=sub[ok], minlength=n) / np.maximum(cnt, 1)
+    return agg, last_seen, mean_sub
+
+
+def _col(frames, name, fill):
+    return frames[name].to_numpy(np.int64, na_value=fill) if name in frames else np.full(len(frames), fill, np.int64)
+
+
+def _sources(ctx: _Ctx, psdu, mean_sub, txtime):
+    """Candidate airtimes (-1 none) from each source, in the order of :data:`SOURCES`[1:]."""
+    yield _from_nav(ctx)
+    resp = _response(ctx)
+    by_resp = np.full(len(ctx.data), -1, np.int64)
+    has = (resp >= 0) & ~ctx.c.ends_here
+    by_resp[has] = ctx.start[resp[has]] - ctx.sifs[has] - ctx.start[has]
+    yield by_resp
+    group, union = _copies(ctx)
+    by_copies = np.full(len(ctx.data), -1, np.int64)
+    more = union > psdu
+    by_copies[more] = txtime(union)[more]
+    # the Block-Ack's evidence adds to the union of the copies
+    add = _missed_subframes(ctx, resp, group)
+    by_ba = np.full(len(ctx.data), -1, np.int64)
+    more = (add > 0) & (union > 0)
+    by_ba[more] = txtime(union + np.rint(add * mean_sub).astype(np.int64))[more]
+    yield by_ba
+    yield by_copies
+
+
+def _from_nav(ctx: _Ctx) -> np.ndarray:
+    """Airtime from the NAV an RTS (TA->RA) or CTS (RA = data TA) set before the data PPDU."""
+    c, start, end, sifs, ba_ns = ctx.c, ctx.start, ctx.end, ctx.sifs, ctx.ba_ns
+    dur = _col(ctx.frames, "duration_us", -1)
+    out = np.full(len(ctx.data), -1, np.int64)
+    d = np.flatnonzero(ctx.data)
+    ends = c.ends_here[d]
+    for kind in ("rts", "cts"):
+        r = np.flatnonzero(c.kind == ctx.kc[kind])
+        if not len(r) or not len(d):
+            continue
+        nav_us = dur[c.first_frame[r]]
+        nav_end = end[r] + nav_us * 1000
+        if kind == "rts":
+            key_r, key_d = _key(c.ta[r], c.ra[r], c.clock[r]), _key(c.ta[d], c.ra[d], c.clock[d])
+            cts_ns = ppdu_duration_ns("ofdm", np.full(len(r), CTS_BYTES), freq_mhz=c.freq_mhz[r],
+                                      rate_kbps=legacy_response_rate_kbps(c.rate_kbps[r]))
+            data_start = end[r] + 2 * sifs[r] + cts_ns
+        else:
+            key_r, key_d = _key(c.ra[r], 0, c.clock[r]), _key(c.ta[d], 0, c.clock[d])
+            data_start = end[r] + sifs[r]
+        key_r = np.where(nav_us > 0, key_r, -2)
+        # end stamps: the data's end meets the NAV's end less SIFS + BA; start stamps: its start
+        m_end = match_in_window(key_d, end[d] + sifs[d] + ba_ns[d], key_r, nav_end, -SLACK_NS, SLACK_NS)
+        m_start = match_in_window(key_d, start[d], key_r, data_start, -SLACK_NS, SLACK_NS)
+        m = np.where(ends, m_end, m_start)
+        mm = np.maximum(m, 0)
+        air = np.where(ends, end[d] - data_start[mm], nav_end[mm] - sifs[d] - ba_ns[d] - start[d])
+        hit = (m >= 0) & (out[d] < 0)
+        out[d[hit]] = air[hit]
+    return out
+
+
+def _key(a, b, clock) -> np.ndarray:
+    """Order-sensitive key of two 48-bit addresses on one clock (int64 wraparound on purpose)."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    with np.errstate(over="ignore"):
+        return (a * np.int64(-7046029254386353131) + b) * np.int64(31) + np.asarray(clock, np.int64)
+
+
+def _response(ctx: _Ctx) -> np.ndarray:
+    """PPDU id of the Block-Ack from RA to TA answering each data PPDU, or -1.
+
+    End stamps: it starts SIFS after the known end. Start stamps: the first one after
+    the captured part, within aPPDUMaxTime."""
+    c, out = ctx.c, np.full(len(ctx.data), -1, np.int64)
+    ba = np.flatnonzero(c.kind == ctx.kc["ba"])
+    d = np.flatnonzero(ctx.data)
+    if not len(ba) or not len(d):
+        return out
+    kd, kb = _key(c.ta[d], c.ra[d], c.clock[d]), _key(c.ra[ba], c.ta[ba], c.clock[ba])
+    t = ctx.end[d] + ctx.sifs[d]
+    m_end = match_in_window(kd, t, kb, ctx.start[ba], -SLACK_NS, SLACK_NS)
+    m_start = match_in_window(kd, t, kb, ctx.start[ba], -SLACK_NS, MAX_PPDU_NS)
+    m = np.where(c.ends_here[d], m_end, m_start)
+    out[d[m >= 0]] = ba[m[m >= 0]]
+    return out
+
+
+def _copies(ctx: _Ctx):
+    """(group, union PSDU bytes) per PPDU: copies of one PPDU on one clock (same TA/RA and
+    stamp convention, stamps within :data:`COPY_TOL_NS`) form a group; its PSDU is the
+    union of their subframes (by sequence number). A PPDU alone is its own group."""
+    from airtime.ppdu import mpdu_bytes
+    c, n = ctx.c, len(ctx.data)
+    d = np.flatnonzero(ctx.data)
+    key = _key(c.ta[d], c.ra[d], c.clock[d]) * 2 + c.ends_here[d]
+    o = np.lexsort((c.t_ns[d], key))
+    new = np.r_[True, (key[o][1:] != key[o][:-1]) | (np.diff(c.t_ns[d][o]) > COPY_TOL_NS)]
+    group = np.arange(n, dtype=np.int64) + n     # alone: ids above every shared one
+    group[d[o]] = np.cumsum(new) - 1
+    rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
+    rows = rows[ctx.data[ctx.fp[rows]]]
+    sub = mpdu_bytes(ctx.frames)[rows] + 4
+    padded = (sub + 3) // 4 * 4
+    # the last subframe (its flag) is not padded
+    pad_last = np.where(_col(ctx.frames, "ampdu_last", 0)[rows] > 0, padded - sub, 0)
+    u = pd.DataFrame({"g": group[ctx.fp[rows]], "s": ctx.seq[rows], "b": padded, "p": pad_last})
+    u = u.drop_duplicates(["g", "s"]).groupby("g")
+    total = u["b"].sum() - u["p"].max()
+    union = total.reindex(group).fillna(-1).to_numpy(np.int64)
+    return group, union
+
+
+def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
+    """Subframes of each data PPDU no copy captured, from Block-Ack evidence: sequence
+    numbers in the window, captured by no copy, not acknowledged by the pair's previous
+    Block-Ack nor captured since (an originator never resends those), and acknowledged by
+    this PPDU's Block-Ack, or between two captured subframes, or before the first captured
+    one and after every one known sent before (the oldest pending MPDUs go first)."""
+    frames, c, n = ctx.frames, ctx.c, len(ctx.data)
+    add = np.zeros(n, np.int64)
+    ba_now = np.where(ctx.data & (resp >= 0), c.first_frame[np.maximum(resp, 0)], -1)
+    ba_prev, prev_t = _previous_ba(ctx)
+    d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)))
+    if not len(d):
+        return add
+    ok = (ctx.fp >= 0) & (ctx.seq >= 0)
+    gf, sq = group[ctx.fp[ok]], ctx.seq[ok]
+    captured = np.unique(gf * 4096 + sq)
+    lo, hi = _seq_bounds(gf, sq, 2 * n)                      # per group
+    lo, hi = lo[group[d]], hi[group[d]]
+    ssn = frames["ba_ssn"].to_numpy(np.int64, na_value=-1)[np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d])]
+    # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it
+    base = np.where((ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH), ssn, (lo - BA_REACH // 2) % 4096)
+    k = np.tile(np.arange(BA_REACH), len(d))
+    rows = np.repeat(np.arange(len(d)), BA_REACH)
+    s = (base[rows] + k) % 4096
+    pid = d[rows]
+    now, prev = ba_now[pid], ba_prev[pid]
+    acked_now = np.zeros(len(s), bool)
+    acked_now[now >= 0] = acked_in_block_ack(frames, now[now >= 0], s[now >= 0])
+    known = np.zeros(len(s), bool)
+    known[prev >= 0] = acked_in_block_ack(frames, prev[prev >= 0], s[prev >= 0])
+    known |= _sent_since(ctx, pid, s, prev_t[pid])
+    last_known = np.full(len(d), -1, np.int64)
+    np.maximum.at(last_known, rows[known], k[known])
+    between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
+    before = (k > last_known[rows]) & (k < (lo[rows] - base[rows]) % 4096) & (prev >= 0)
+    missed = ~np.isin(group[pid] * 4096 + s, captured) & ~known & (acked_now | between | before)
+    np.add.at(add, pid[missed & (ssn[rows] >= 0)], 1)
+    return add
+
+
+def _seq_bounds(g, seq, n):
+    """First and last captured sequence number per group (mod 4096, around the group's
+    first row), -1 where none."""
+    first = np.full(n, -1, np.int64)
+    if not len(g):
+        return first, first.copy()
+    o = np.argsort(g, kind="stable")
+    heads = np.r_[True, g[o][1:] != g[o][:-1]]
+    first[g[o][heads]] = seq[o][heads]
+    off = (seq - first[g]) % 4096
+    off = np.where(off > 2048, off - 4096, off)              # before the first row's seq
+    lo_off = np.zeros(n, np.int64)
+    hi_off = np.zeros(n, np.int64)
+    np.minimum.at(lo_off, g, off)
+    np.maximum.at(hi_off, g, off)
+    has = first >= 0
+    return np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
+
+
+def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
+    """Whether seq ``s`` of PPDU ``pid``'s pair was captured in an earlier PPDU (stamp more
+    than :data:`COPY_TOL_NS` before, not a copy) stamped after ``since``: answered by an ACK
+    or by a Block-Ack the sniffer missed, or failed and resent in this PPDU -- which cannot
+    be told apart, so it is not counted (an estimate may stay one retransmission short)."""
+    c = ctx.c
+    key = _key(c.ta, c.ra, c.clock)
+    ok = (ctx.fp >= 0) & (ctx.seq >= 0)
+    cap = pd.DataFrame({"k": key[ctx.fp[ok]], "s": ctx.seq[ok], "t": c.t_ns[ctx.fp[ok]]})
+    cap["t_cap"] = cap["t"]
+    q = pd.DataFrame({"k": key[pid], "s": s, "t": c.t_ns[pid] - COPY_TOL_NS, "i": np.arange(len(pid))})
+    m = pd.merge_asof(q.sort_values("t"), cap.sort_values("t"), on="t", by=["k", "s"], allow_exact_matches=False)
+    out = np.zeros(len(pid), bool)
+    i = m["i"].to_numpy()
+    out[i] = m["t_cap"].fillna(np.iinfo(np.int64).min).to_numpy(np.int64) > since[i]
+    return out
+
+
+def _previous_ba(ctx: _Ctx):
+    """(first frame row, stamp) of the last Block-Ack from RA to TA stamped before each
+    data PPDU (same clock); -1 and the minimum int64 where none."""
+    c, n = ctx.c, len(ctx.data)
+    out = np.full(n, -1, np.int64)
+    t_out = np.full(n, np.iinfo(np.int64).min, np.int64)
+    ba = np.flatnonzero(c.kind == ctx.kc["ba"])
+    d = np.flatnonzero(ctx.data)
+    if not len(ba) or not len(d):
+        return out, t_out
+    q = pd.DataFrame({"k": _key(c.ta[d], c.ra[d], c.clock[d]), "t": ctx.start[d], "i": d})
+    b = pd.DataFrame({"k": _key(c.ra[ba], c.ta[ba], c.clock[ba]), "t": ctx.start[ba],
+                      "row": c.first_frame[ba], "t_ba": c.t_ns[ba]})
+    m = pd.merge_asof(q.sort_values("t"), b.sort_values("t"), on="t", by="k", allow_exact_matches=False)
+    i = m["i"].to_numpy()
+    out[i] = m["row"].fillna(-1).to_numpy(np.int64)
+    t_out[i] = m["t_ba"].fillna(np.iinfo(np.int64).min).to_numpy(np.int64)
+    return out, t_out
