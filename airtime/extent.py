@@ -138,15 +138,17 @@ def _sources(ctx: _Ctx, psdu, mean_sub, txtime):
     has = (resp >= 0) & ~ctx.c.ends_here
     by_resp[has] = ctx.start[resp[has]] - ctx.sifs[has] - ctx.start[has]
     yield by_resp
-    group, union = _copies(ctx)
+    group, union = _copies(ctx, psdu)
     by_copies = np.full(len(ctx.data), -1, np.int64)
     more = union > psdu
-    by_copies[more] = txtime(union)[more]
+    if more.any():
+        by_copies[more] = txtime(union)[more]
     # the Block-Ack's evidence adds to the union of the copies
     add = _missed_subframes(ctx, resp, group)
     by_ba = np.full(len(ctx.data), -1, np.int64)
     more = (add > 0) & (union > 0)
-    by_ba[more] = txtime(union + np.rint(add * mean_sub).astype(np.int64))[more]
+    if more.any():
+        by_ba[more] = txtime(union + np.rint(add * mean_sub).astype(np.int64))[more]
     yield by_ba
     yield by_copies
 
@@ -210,7 +212,7 @@ def _response(ctx: _Ctx) -> np.ndarray:
     return out
 
 
-def _copies(ctx: _Ctx):
+def _copies(ctx: _Ctx, psdu):
     """(group, union PSDU bytes) per PPDU: copies of one PPDU on one clock (same TA/RA and
     stamp convention, stamps within :data:`COPY_TOL_NS`) form a group; its PSDU is the
     union of their subframes (by sequence number). A PPDU alone is its own group."""
@@ -221,6 +223,8 @@ def _copies(ctx: _Ctx):
     o = np.lexsort((c.t_ns[d], key))
     new = np.r_[True, (key[o][1:] != key[o][:-1]) | (np.diff(c.t_ns[d][o]) > COPY_TOL_NS)]
     group = np.arange(n, dtype=np.int64) + n     # alone: ids above every shared one
+    if new.all():                                 # no copies (one sniffer per clock)
+        return group, np.where(ctx.data, psdu, -1)
     group[d[o]] = np.cumsum(new) - 1
     rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
     rows = rows[ctx.data[ctx.fp[rows]]]
@@ -246,19 +250,30 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     ba_now = np.where(ctx.data & (resp >= 0), c.first_frame[np.maximum(resp, 0)], -1)
     ba_prev, prev_t = _previous_ba(ctx)
     d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)))
-    if not len(d):
+    if not len(d) or "ba_ssn" not in frames:
         return add
     ok = (ctx.fp >= 0) & (ctx.seq >= 0)
     gf, sq = group[ctx.fp[ok]], ctx.seq[ok]
-    captured = np.unique(gf * 4096 + sq)
+    captured = np.sort(gf * 4096 + sq)
     lo, hi = _seq_bounds(gf, sq, 2 * n)                      # per group
     lo, hi = lo[group[d]], hi[group[d]]
-    ssn = frames["ba_ssn"].to_numpy(np.int64, na_value=-1)[np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d])]
-    # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it
-    base = np.where((ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH), ssn, (lo - BA_REACH // 2) % 4096)
-    k = np.tile(np.arange(BA_REACH), len(d))
-    rows = np.repeat(np.arange(len(d)), BA_REACH)
+    ssn = _col(frames, "ba_ssn", -1)[np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d])]
+    # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it;
+    # it ends at the last captured seq or the BA's highest set bit (first 64 bits)
+    in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH)
+    base = np.where(in_ba, ssn, (lo - BA_REACH // 2) % 4096)
+    bm = frames["ba_bitmap_lo"].to_numpy(np.uint64, na_value=0)[np.maximum(ba_now[d], 0)] \
+        if "ba_bitmap_lo" in frames else np.zeros(len(d), np.uint64)
+    top = np.where((ba_now[d] >= 0) & in_ba & (bm > 0),
+                   np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
+    width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
+    rows = np.repeat(np.arange(len(d)), width)
+    k = np.arange(len(rows)) - np.repeat(np.cumsum(width) - width, width)
     s = (base[rows] + k) % 4096
+    key = group[d][rows] * 4096 + s
+    at = np.minimum(np.searchsorted(captured, key), max(len(captured) - 1, 0))
+    cand = ((captured[at] != key) if len(captured) else np.ones(len(key), bool)) & (ssn[rows] >= 0)
+    k, rows, s = k[cand], rows[cand], s[cand]                  # not captured by any copy
     pid = d[rows]
     now, prev = ba_now[pid], ba_prev[pid]
     acked_now = np.zeros(len(s), bool)
@@ -270,8 +285,8 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     np.maximum.at(last_known, rows[known], k[known])
     between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
     before = (k > last_known[rows]) & (k < (lo[rows] - base[rows]) % 4096) & (prev >= 0)
-    missed = ~np.isin(group[pid] * 4096 + s, captured) & ~known & (acked_now | between | before)
-    np.add.at(add, pid[missed & (ssn[rows] >= 0)], 1)
+    missed = ~known & (acked_now | between | before)
+    np.add.at(add, pid[missed], 1)
     return add
 
 
@@ -300,16 +315,20 @@ def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
     or by a Block-Ack the sniffer missed, or failed and resent in this PPDU -- which cannot
     be told apart, so it is not counted (an estimate may stay one retransmission short)."""
     c = ctx.c
-    key = _key(c.ta, c.ra, c.clock)
+    code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
     ok = (ctx.fp >= 0) & (ctx.seq >= 0)
-    cap = pd.DataFrame({"k": key[ctx.fp[ok]], "s": ctx.seq[ok], "t": c.t_ns[ctx.fp[ok]]})
-    cap["t_cap"] = cap["t"]
-    q = pd.DataFrame({"k": key[pid], "s": s, "t": c.t_ns[pid] - COPY_TOL_NS, "i": np.arange(len(pid))})
-    m = pd.merge_asof(q.sort_values("t"), cap.sort_values("t"), on="t", by=["k", "s"], allow_exact_matches=False)
-    out = np.zeros(len(pid), bool)
-    i = m["i"].to_numpy()
-    out[i] = m["t_cap"].fillna(np.iinfo(np.int64).min).to_numpy(np.int64) > since[i]
-    return out
+    f = ctx.fp[ok]
+    ref, t_ref = code[f] * 4096 + ctx.seq[ok], c.t_ns[f]
+    q, t_q = code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS
+    # (key, time rank) as one int64: the last capture of the same key before each query
+    times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]))
+    m = len(times) + 1
+    rk = ref * m + np.searchsorted(times, t_ref)
+    o = np.argsort(rk, kind="stable")
+    rk, ref, t_ref = rk[o], ref[o], t_ref[o]
+    pos = np.searchsorted(rk, q * m + np.searchsorted(times, t_q), "left") - 1
+    pp = np.maximum(pos, 0)
+    return (pos >= 0) & (ref[pp] == q) & (t_ref[pp] > since) if len(rk) else np.zeros(len(q), bool)
 
 
 def _previous_ba(ctx: _Ctx):
