@@ -174,7 +174,7 @@ def _from_nav(ctx: _Ctx) -> np.ndarray:
         else:
             key_r, key_d = _key(c.ra[r], 0, c.clock[r]), _key(c.ta[d], 0, c.clock[d])
             data_start = end[r] + sifs[r]
-        key_r = np.where(nav_us > 0, key_r, -2)
+        key_r = np.where((nav_us > 0) & (nav_us < 0x8000), key_r, -2)     # bit 15 set: not a duration
         # end stamps: the data's end meets the NAV's end less SIFS + BA; start stamps: its start
         m_end = match_in_window(key_d, end[d] + sifs[d] + ba_ns[d], key_r, nav_end, -SLACK_NS, SLACK_NS)
         m_start = match_in_window(key_d, start[d], key_r, data_start, -SLACK_NS, SLACK_NS)

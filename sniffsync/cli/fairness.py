@@ -12,7 +12,7 @@ COLUMNS = [
     "tsft_us", "rt_flags", "fcs_bad", "short_preamble", "rate_kbps", "freq_mhz", "signal_dbm",
     "phy", "mcs", "nss", "bw_mhz", "gi_ns", "ldpc", "stbc", "ness", "ht_format", "he_format",
     "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype", "retry", "duration_us",
-    "ra", "ta", "seq", "ethertype", "ip_src", "ip_dst", "ip_proto", "ip_len", "sport", "dport",
+    "ra", "ta", "seq", "ba_ssn", "ba_bitmap_lo", "ba_bitmap", "ethertype", "ip_src", "ip_dst", "ip_proto", "ip_len", "sport", "dport",
     "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_mss", "tcp_payload_len",
     "tcp_tsval", "tcp_tsecr", "tcp_sack", "udp_len"]
 
