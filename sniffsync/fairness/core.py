@@ -157,12 +157,26 @@ def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int):
     live = np.flatnonzero(seg["is_data"] & ~seg["mac_dup"] & (lut[fd] >= 0))
     u = lut[fd[live]]
     nu = len(units["fd"])
-    # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), throughput by sending
-    good = window_sums(u, seg["deliver_ns"][live], seg["new_bytes"][live].astype(float), nu, starts, window_ns)
+    # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), bytes of a
+    # sniffer's hole by the ACK that covered them (tcp.holes), throughput by sending
+    g_u, g_ts, g_b = _goodput_events(seg, lut, live)
+    good = window_sums(g_u, g_ts, g_b, nu, starts, window_ns)
     thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
     active = ((starts[None, :] <= units["last_ns"][:, None]) &
               (starts[None, :] + window_ns > units["first_ns"][:, None]))
     return units, good, thr, active, jain(good, active)
+
+
+def _goodput_events(seg, lut: np.ndarray, live: np.ndarray):
+    """(unit, time, bytes) of every goodput event: captured new bytes at in-order
+    delivery, inferred bytes at their ACK (``seg.inferred``)."""
+    inf = getattr(seg, "inferred", None) or {"row": np.zeros(0, np.int64), "fd": np.zeros(0, np.int64),
+                                             "bytes": np.zeros(0, np.int64)}
+    keep = lut[np.minimum(inf["fd"], len(lut) - 1)] >= 0
+    keep &= inf["fd"] < len(lut)
+    unit = np.concatenate([lut[seg["fd"][live]], lut[inf["fd"][keep]]])
+    ts = np.concatenate([seg["deliver_ns"][live], seg["ts_ns"][inf["row"][keep]]])
+    return unit, ts, np.concatenate([seg["new_bytes"][live], inf["bytes"][keep]]).astype(float)
 
 
 def queue_delay(rtt: dict, horizon_ns: int) -> dict:
