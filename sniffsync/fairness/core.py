@@ -14,8 +14,8 @@ import numpy as np
 
 from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
-from sniffsync.fairness.windows import (cdf_arrays, jain, summarize, trailing_min, window_quantiles,
-                                        window_starts, window_sums)
+from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summarize, trailing_min,
+                                        window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays
 from sniffsync.tcp.columns import cat_codes, frame_getter, group_median
 from sniffsync.tcp.flows import flow_arrays
@@ -50,6 +50,7 @@ DEFINITIONS = {
 }
 PROTO_NAMES = {6: "tcp", 17: "udp"}
 STAMPS = ("capture", "end")      # what a table's ts_ns mark (see Capture)
+OUTLIER = "ts_outlier"           # the reader's mark of a wild timestamp: such frames are ignored
 
 
 class Capture:
@@ -62,10 +63,11 @@ class Capture:
     ``"end"``, the end of each frame's PPDU (a merged table: the merge moved them there).
     """
 
-    def __init__(self, get, ip_codes, to_frame, stamps: str = "capture"):
+    def __init__(self, get, ip_codes, to_frame, stamps: str = "capture", skip=None):
         if stamps not in STAMPS:
             raise UsageError(f"stamps must be capture or end, not {stamps!r}")
         self.get, self.ip_codes, self.to_frame, self.stamps = get, ip_codes, to_frame, stamps
+        self.skip = skip            # frames not analysed (bad == "ts_outlier"), or None
 
     @classmethod
     def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False,
@@ -81,14 +83,30 @@ class Capture:
             from sniffsync.decode.table import frame_table
             return frame_table(n, cols, list(marks), columns)
         return cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
-                   to_frame, stamps)
+                   to_frame, stamps, _outliers(n, cols.get("bad"), marks))
 
     @classmethod
     def from_frame(cls, frames, stamps: str = "capture") -> "Capture":
         """From a frame-table DataFrame."""
         from sniffsync.tcp.frames import frame_source
         get, ip_codes = frame_source(frames)
-        return cls(get, ip_codes, lambda: frames, stamps)
+        bad = frames["bad"] if "bad" in frames else None
+        skip = None if bad is None else (bad == OUTLIER).to_numpy(bool, na_value=False)
+        return cls(get, ip_codes, lambda: frames, stamps, skip if skip is not None and skip.any() else None)
+
+
+def _outliers(n: int, bad, marks) -> np.ndarray | None:
+    """Rows marked ``ts_outlier`` (in the marks or a decoded ``bad`` column), or None."""
+    skip = np.zeros(n, bool)
+    for rows, why in marks:
+        if why == OUTLIER:
+            skip[np.asarray(rows, np.int64)] = True
+    if bad is not None:
+        from sniffsync.decode.table import as_cat
+        cat = as_cat(*bad) if isinstance(bad, tuple) else as_cat(bad, None)
+        if OUTLIER in cat.categories:
+            skip |= np.asarray(cat.codes) == list(cat.categories).index(OUTLIER)
+    return skip if skip.any() else None
 
 
 # segment columns :func:`run_tables` reads after :func:`analyze_arrays`
@@ -108,7 +126,7 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     handshake statistics), RTT samples (ACK samples; TSecr samples only for directions
     without any).
     """
-    seg, names = segment_arrays(cap.get, cap.ip_codes, dedup)
+    seg, names = segment_arrays(cap.get, cap.ip_codes, dedup, skip=cap.skip)
     classify_arrays(seg)
     pairs = ack_arrays(seg, min_rto_ns)
     ft = flow_arrays(seg)
@@ -147,15 +165,22 @@ def _rtt_stats(ft: dict, rtt: dict, size: int) -> None:
     ft["rtt_min_ns"], ft["rtt_median_ns"] = lo[fds], med[fds]
 
 
-def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int):
-    """Per-window goodput/throughput matrices (units x windows), activity and Jain."""
-    keep = ft["goodput_bytes"] > 0                 # ACK-only directions are not flows
+def data_units(seg, ft: dict):
+    """``(units, lut, live)``: the flow directions with goodput (ACK-only directions are
+    not flows), fd -> unit index, and their live data rows (MAC duplicates removed)."""
+    keep = ft["goodput_bytes"] > 0
     units = {k: v[keep] for k, v in ft.items()}
     fd = seg["fd"]
     lut = np.full(int(fd.max()) + 1, -1, np.int64)
     lut[units["fd"]] = np.arange(len(units["fd"]))
     live = np.flatnonzero(seg["is_data"] & ~seg["mac_dup"] & (lut[fd] >= 0))
-    u = lut[fd[live]]
+    return units, lut, live
+
+
+def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None):
+    """Per-window goodput/throughput matrices (units x windows), activity and Jain."""
+    units, lut, live = prepared or data_units(seg, ft)
+    u = lut[seg["fd"][live]]
     nu = len(units["fd"])
     # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), bytes of a
     # sniffer's hole by the ACK that covered them (tcp.holes), throughput by sending
@@ -186,16 +211,18 @@ def queue_delay(rtt: dict, horizon_ns: int) -> dict:
     return {"min_rtt_ns": mins, "qdelay_ns": rtt["rtt_ns"] - mins}
 
 
-def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int) -> np.ndarray:
+def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int, step_ns: int) -> np.ndarray:
     """Adds ``min_rtt_ns``/``qdelay_ns`` to ``rtt``; p50/p95 queueing delay per window."""
     rtt.update(queue_delay(rtt, horizon_ns))
-    return window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns)
+    return window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
 
 
 def _airtime_frames(cap: Capture, ppdus):
     """802.11 captures: ``(cap, ppdus)`` with segments dated at their PPDU's end and the
     PPDU table of the cross-layer view (``ppdus`` when given, else grouped here)."""
     from airtime.ppdu import align_to_ppdu_end, group_ppdus    # (imports pandas: 802.11 only)
+    if cap.skip is not None:                  # wild stamps group into no PPDU
+        cap = Capture.from_frame(cap.to_frame()[~cap.skip].reset_index(drop=True), cap.stamps)
     if cap.stamps == "end":
         return cap, group_ppdus(cap.to_frame(), stamps="end").ppdus if ppdus is None else ppdus
     # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
@@ -225,19 +252,28 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     if not data.any():
         raise NoDataError("no TCP/UDP data segments in the capture")
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
-    starts = window_starts(t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
-    qd = _queueing(rtt, starts, window_ns, horizon_ns)
-    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
+    prepared = data_units(seg, ft)
+    # only the windows that hold a goodput or throughput event (bounded by the frames)
+    _, lut, live = prepared
+    events = np.concatenate([_goodput_events(seg, lut, live)[1], seg["ts_ns"][live]])
+    ks = data_windows(events, t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
+    del events
+    starts = t0 + step_ns * ks
+    qd = _queueing(rtt, starts, window_ns, horizon_ns, step_ns)
+    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
     st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
     jt["why"] = why_texts(j, st, units, names, good, active, below)
+    jt["window"] = ks                    # grid index: window k starts at t0 + k * step
+    if st is not None:
+        st["window"] = ks[st["window"]]
     ok = jt["n_active"] >= 2
     ja = jt["jain_airtime"]
     summ = summarize(j[ok], below)
     summ.update({"windows_total": len(starts), "bloat_windows": int(jt["bloat"].sum()),
                  "jain_airtime_median": (float(np.nanmedian(ja[ok])) if np.isfinite(ja[ok]).any() else None),
                  "cross_layer": st is not None})
-    return {"flows": ft, "windows": _window_table(units, starts, window_ns, good, thr, active),
+    return {"flows": ft, "windows": _window_table(units, ks, starts, window_ns, good, thr, active),
             "jain": jt, "cdf": cdf_arrays(j[ok]), "rtt": rtt, "stations": st or {}, "summary": summ,
             "names": names}
 
@@ -262,11 +298,11 @@ def _jain_table(starts, window_ns: int, good, thr, active, j, qd, st, busy_fract
     return jt
 
 
-def _window_table(units: dict, starts, window_ns: int, good, thr, active) -> dict:
+def _window_table(units: dict, ks, starts, window_ns: int, good, thr, active) -> dict:
     """The ``windows`` table: one row per (flow direction, window)."""
     W, nu = len(starts), len(units["fd"])
     gb, tb = good.ravel().astype(np.int64), thr.ravel().astype(np.int64)
-    return {"window": np.tile(np.arange(W), nu), "start_ns": np.tile(starts, nu),
+    return {"window": np.tile(ks, nu), "start_ns": np.tile(starts, nu),
             "fd": np.repeat(units["fd"], W), "flow": np.repeat(units["flow"], W),
             "dir": np.repeat(units["dir"], W), "active": active.ravel(), "goodput_bytes": gb,
             "throughput_bytes": tb, "goodput_bps": gb * 8 * 1_000_000_000 // window_ns,

@@ -90,12 +90,17 @@ def test_no_ack_or_implausible_ack_infers_nothing_beyond_bounds():
 
 
 def test_retransmission_after_last_new_data_keeps_flow_active():
-    # new data ends at 10 ms; a retransmission at 650 ms: active in every window to 650 ms
-    fr = _flow([(10, 0, 1000), (650, 0, 1000)], [(700, 1000)])
-    r = fairness(fr, 200 * MS, 200 * MS)
-    f = r.flows.set_index("dir")
-    assert f.loc[0, "last_ns"] == 650 * MS
-    assert r.windows[r.windows["dir"] == 0]["active"].tolist() == [True, True, True, True]
+    # flow 0: new data at 10 ms, then only a retransmission at 650 ms; flow 1 sends 1000 B
+    # every 100 ms. Flow 0 is active (idle) in windows 1 and 2: J = 0.5 there
+    xs = [{"t_ms": 0, "seq": 999, "flags": SYN}, {"t_ms": 10, "seq": 1000, "len": 1000, "ack": 1},
+          {"t_ms": 650, "seq": 1000, "len": 1000, "ack": 1},
+          {"t_ms": 700, "src": B, "dst": A, "sport": 5001, "dport": 40000, "seq": 1, "ack": 2000, "flags": ACK}]
+    ys = [{"t_ms": 15 + 100 * i, "sport": 40001, "seq": 1000 * i, "len": 1000} for i in range(7)]
+    r = fairness(make_frames(sorted(xs + ys, key=lambda r: r["t_ms"])), 200 * MS, 200 * MS)
+    f = r.flows.set_index(["flow", "dir"])
+    assert f.loc[(0, 0), "last_ns"] == 650 * MS and f.loc[(0, 0), "first_ns"] == 10 * MS
+    assert r.windows[r.windows["flow"] == 0]["active"].tolist() == [True, True, True, True]
+    assert r.jain["jain"].tolist()[1:3] == [0.5, 0.5]
 
 
 # ---------------------------------------------------------------- tshark oracle (ns-3)
