@@ -31,11 +31,15 @@ TABLES = ("flows", "windows", "jain", "cdf", "rtt", "stations")
 DEFINITIONS = {
     "goodput": "new payload bytes per flow direction, dated when delivered in order (the last "
                "transmission of each segment, running max in sequence order): bytes above the highest sequence number sent "
-               "before (unwrapped cumulative max); UDP: every datagram's payload. MAC duplicates removed.",
+               "before (unwrapped cumulative max), plus bytes no captured segment carried that the receiver's "
+               "cumulative ACK covers (inferred_bytes, dated at that ACK); UDP: every datagram's payload. "
+               "MAC duplicates removed.",
     "throughput": "all payload bytes incl. TCP retransmissions (MAC duplicates removed)",
-    "window": "[t0 + k*step, t0 + k*step + window), t0 = first data segment of the run",
-    "active": "a flow direction is active in a window that overlaps [its first, its last data "
-              "segment]; an idle or application-limited flow inside that span counts with its "
+    "window": "[t0 + k*step, t0 + k*step + window), t0 = first segment with payload of the run (or --origin); "
+              "only windows holding a goodput or throughput event are listed (k = 'window')",
+    "active": "a flow direction is active in a window that overlaps [its first segment with payload, its last "
+              "payload transmission (retransmissions and MAC retries included) or ACK of inferred bytes]; "
+              "an idle or application-limited flow inside that span counts with its "
               "(low) goodput and lowers J; before its start or after its end it is not counted",
     "jain": "J = (sum x)^2 / (n * sum x^2) over the n active flow directions, x = goodput bytes "
             "in the window; NaN when no active flow sent anything; CDF and summary use windows "
