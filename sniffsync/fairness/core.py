@@ -54,6 +54,9 @@ DEFINITIONS = {
 }
 PROTO_NAMES = {6: "tcp", 17: "udp"}
 STAMPS = ("capture", "end")      # what a table's ts_ns mark (see Capture)
+MAX_CELLS = 20_000_000          # (flow direction, window) cells of one run: ~1.6 GB of tables
+MAX_STEPS_PER_WINDOW = 1000     # window / step
+MAX_WINDOW_NS = 10**18          # window and step: at most ~31 years (int64 ns arithmetic)
 OUTLIER = "ts_outlier"           # the reader's mark of a wild timestamp: such frames are ignored
 
 
@@ -260,7 +263,8 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     # only the windows that hold a goodput or throughput event (bounded by the frames)
     _, lut, live = prepared
     events = np.concatenate([_goodput_events(seg, lut, live)[1], seg["ts_ns"][live]])
-    ks = data_windows(events, t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
+    ks = data_windows(events, t0, int(ft["last_ns"][data].max()), window_ns, step_ns,
+                      max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
     del events
     starts = t0 + step_ns * ks
     qd = _queueing(rtt, starts, window_ns, horizon_ns, step_ns)
@@ -319,6 +323,12 @@ def fairness_tables(captures, window_ns: int = 400_000_000, step_ns: int = 200_0
                     dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, t0_ns=None):
     """:func:`run_tables` of every capture (an iterable of :class:`Capture`, consumed one
     at a time) and the report summary; arguments as ``sniffsync.fairness.fairness``."""
+    for name, v in (("window", window_ns), ("step", step_ns)):
+        if not 0 < v <= MAX_WINDOW_NS:
+            raise UsageError(f"{name} must be positive and at most {MAX_WINDOW_NS / 1e9:g} s, not {v / 1e9:g} s")
+    if window_ns > MAX_STEPS_PER_WINDOW * step_ns:     # each sample would fall in that many windows
+        raise UsageError(f"window must be at most {MAX_STEPS_PER_WINDOW} steps long, not "
+                         f"{window_ns / 1e9:g} s every {step_ns / 1e9:g} s")
     pp_runs = ppdus if isinstance(ppdus, (list, tuple)) else itertools.repeat(ppdus)
     runs = []
     for cap, pp in zip(captures, pp_runs):

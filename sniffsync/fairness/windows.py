@@ -24,10 +24,12 @@ def window_starts(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> n
     return t0_ns + step_ns * np.arange(k, dtype=np.int64)
 
 
-def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> np.ndarray:
+def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int,
+                 max_windows: int | None = None) -> np.ndarray:
     """Grid indices ``k`` (ascending) of the windows that hold at least one of ``ts_ns``,
     on the grid of :func:`window_starts` (its last window the first that reaches past
-    ``t_last_ns``); at least window 0.
+    ``t_last_ns``); at least window 0. More than ``max_windows``: UsageError (a step far
+    below the window length makes every event open many windows).
 
     A window without any event has no goodput of any flow (Jain undefined), so it is not
     listed: the windows cost what the events cost (one frame stamped years late adds a
@@ -50,6 +52,9 @@ def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, 
     a = lo[new]
     b = hi[np.append(np.flatnonzero(new)[1:] - 1, len(hi) - 1)]
     n = b - a + 1
+    if max_windows is not None and int(n.sum()) > max_windows:
+        raise UsageError(f"{int(n.sum())} windows of {window_ns / 1e9:g} s every {step_ns / 1e9:g} s hold data: "
+                         f"more than {max_windows} (use a larger --step)")
     return np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()), dtype=np.int64)
 
 

@@ -77,3 +77,17 @@ def test_origin_is_exact_to_the_nanosecond(tmp_path):
     out = tmp_path / "r.json"
     assert main(["fairness", str(CRASHES / LATE[0]), "--origin", "1700000000.000000001", "-o", str(out)]) == 0
     assert json.loads(out.read_text())["jain"][0]["start_ns"] == T0 + 1
+
+
+@pytest.mark.parametrize("args,msg", [(["--step", "1e-9"], "steps long"), (["--window", "1e12"], "at most"),
+                                      (["--window", "0.01", "--step", "0.0001"], "more than")])
+def test_window_arguments_that_would_explode_give_one_line(args, msg, capsys, monkeypatch):
+    # 1e-9 s steps (each frame in 4e8 windows) and 1e12 s windows (past int64 ns) are
+    # refused; too many (flow, window) cells too (limit lowered to 1000 cells here:
+    # ~5000 windows of 10 ms every 0.1 ms hold data on sniffer B, two flow directions)
+    import sniffsync.fairness.core as core
+    monkeypatch.setattr(core, "MAX_CELLS", 1000)
+    cap = CRASHES / LATE[0] if msg != "more than" else DATA / "captures" / "ns3-11n-ht20-hidden-snifferB-nearSTA1.pcap"
+    code = main(["fairness", str(cap), *args])
+    err = capsys.readouterr().err
+    assert code != 0 and msg in err and "Traceback" not in err
