@@ -10,13 +10,13 @@ HELP = "per-flow goodput, retransmissions, RTT, Jain's fairness index per window
 
 # what flows, RTT and PPDU grouping read
 COLUMNS = [
-    "sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad", "rt_len", "mpdu_len",
+    "sniffer", "frame", "ts_ns", "wirelen", "linktype", "bad", "rt_len", "mpdu_len",
     "tsft_us", "rt_flags", "fcs_bad", "short_preamble", "rate_kbps", "freq_mhz", "signal_dbm",
     "phy", "mcs", "nss", "bw_mhz", "gi_ns", "ldpc", "stbc", "ness", "ht_format", "he_format",
-    "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype", "retry", "duration_us",
-    "ra", "ta", "seq", "ethertype", "ip_src", "ip_dst", "ip_proto", "ip_len", "sport", "dport",
-    "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_mss", "tcp_payload_len",
-    "tcp_tsval", "tcp_tsecr", "tcp_sack", "udp_len"]
+    "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype", "retry",
+    "ra", "ta", "seq", "ip_src", "ip_dst", "ip_proto", "sport", "dport",
+    "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len",
+    "tcp_tsval", "tcp_tsecr", "udp_len"]
 
 # what flows and RTT read of a wired (Ethernet, cooked, raw IP) capture: no 802.11 and
 # no columns the analysis never reads, so less to decode and to hold

@@ -75,6 +75,7 @@ class Capture:
             raise UsageError(f"stamps must be capture or end, not {stamps!r}")
         self.get, self.ip_codes, self.to_frame, self.stamps = get, ip_codes, to_frame, stamps
         self.skip = skip            # frames not analysed (bad == "ts_outlier"), or None
+        self.columns = None         # (n, cols, marks) of from_columns: the analysis may free them
 
     @classmethod
     def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False,
@@ -89,8 +90,10 @@ class Capture:
                 raise ValueError("the columns of a consumed capture are gone")
             from sniffsync.decode.table import frame_table
             return frame_table(n, cols, list(marks), columns)
-        return cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
-                   to_frame, stamps, _outliers(n, cols.get("bad"), marks))
+        cap = cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
+                  to_frame, stamps, _outliers(n, cols.get("bad"), marks))
+        cap.columns = None if consume else (n, cols, list(marks))
+        return cap
 
     @classmethod
     def from_frame(cls, frames, stamps: str = "capture") -> "Capture":
@@ -228,6 +231,8 @@ def _airtime_frames(cap: Capture, ppdus):
     """802.11 captures: ``(cap, ppdus)`` with segments dated at their PPDU's end and the
     PPDU table of the cross-layer view (``ppdus`` when given, else grouped here)."""
     from airtime.ppdu import align_to_ppdu_end, group_ppdus    # (imports pandas: 802.11 only)
+    if cap.columns is not None and cap.stamps == "capture":
+        return _airtime_columns(cap, ppdus)
     if cap.skip is not None:                  # wild stamps group into no PPDU
         cap = Capture.from_frame(cap.to_frame()[~cap.skip].reset_index(drop=True), cap.stamps)
     if cap.stamps == "end":
@@ -238,6 +243,40 @@ def _airtime_frames(cap: Capture, ppdus):
     grouped = group_ppdus(frames)
     frames, _ = align_to_ppdu_end(frames, grouped=grouped)
     return Capture.from_frame(frames, "end"), grouped.ppdus if ppdus is None else ppdus
+
+
+# frame columns of the TCP analysis; the PPDU grouping reads the rest (and some of these)
+TCP_COLUMNS = {"sniffer", "frame", "ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "dport",
+               "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
+               "tcp_tsecr", "udp_len", "ta", "seq", "retry", "mcs"}
+
+
+def _airtime_columns(cap: Capture, ppdus):
+    """:func:`_airtime_frames` of decoded columns, with a lower memory peak: the PPDUs are
+    grouped on a frame table of the radio columns only (no TCP/IP ones), then the columns
+    only the grouping read are freed and the TCP analysis consumes the rest as it reads them."""
+    from airtime.ppdu import align_to_ppdu_end, group_ppdus
+    from sniffsync.decode.table import frame_table
+    n, cols, marks = cap.columns
+    keep = np.ones(n, bool) if cap.skip is None else ~cap.skip     # wild stamps group into no PPDU
+    radio = [c for c in cols if c not in TCP_COLUMNS or c in _PPDU_READS]
+    frames = frame_table(n, cols, marks, radio + ["bad"])
+    if cap.skip is not None:
+        frames = frames[keep].reset_index(drop=True)
+    grouped = group_ppdus(frames)
+    end_ns = np.array(cols["ts_ns"][0], np.int64)
+    end_ns[keep] = align_to_ppdu_end(frames, grouped=grouped)[0]["ts_ns"].to_numpy(np.int64)
+    ppdus = grouped.ppdus if ppdus is None else ppdus
+    del frames, grouped
+    for c in [c for c in cols if c not in TCP_COLUMNS]:
+        del cols[c]
+    cols["ts_ns"] = (end_ns, None)
+    out = Capture.from_columns(n, cols, marks, consume=True, stamps="end")
+    out.skip = cap.skip
+    return out, ppdus
+
+
+_PPDU_READS = {"sniffer", "frame", "ts_ns", "ta", "retry", "mcs", "linktype"}
 
 
 def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
