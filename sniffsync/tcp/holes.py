@@ -10,7 +10,8 @@ of its live TCP rows (pure ACKs mark a point: their sequence number was sent). A
 a gap of that union after its first row, plus the tail above the highest end (segments
 missed at the end, at most :data:`TAIL_MAX` bytes: an ACK further above is not
 plausible). ``U(x)`` = hole bytes below ``x``; an advancing ACK from ``a`` to ``b``
-infers ``U(b) - U(a)`` bytes. Columnar: one sort of the rows by (fd, seq), one
+infers ``U(b) - U(a)`` bytes, counted only for a direction with captured payload
+(a missed FIN would otherwise make an ACK-only direction a flow). Columnar: one sort of the rows by (fd, seq), one
 ``searchsorted`` per ACK.
 """
 from __future__ import annotations
@@ -86,5 +87,10 @@ def inferred_arrays(seg, live: np.ndarray, ai: np.ndarray, afd: np.ndarray, acm:
     first = group_starts(afd)
     got = np.diff(u, prepend=0)
     got[first] = u[first]
-    k = np.flatnonzero(got > 0)
+    # only into directions that carried captured payload: a missed SYN or FIN of an
+    # ACK-only direction would make it a 1-byte "flow" (and halve Jain's index)
+    fd = seg["fd"][li]
+    pay = np.unique(fd[seg["payload_len"][li] > 0])
+    p = np.minimum(np.searchsorted(pay, df), max(len(pay) - 1, 0))
+    k = np.flatnonzero((got > 0) & (pay[p] == df if len(pay) else False))
     return {"row": ai[k], "fd": df[k], "bytes": got[k]}

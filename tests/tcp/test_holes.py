@@ -89,6 +89,20 @@ def test_no_ack_or_implausible_ack_infers_nothing_beyond_bounds():
     assert r.loc[0, "inferred_bytes"] == TAIL_MAX
 
 
+def test_missed_fin_of_an_ack_only_direction_makes_no_flow():
+    # the receiver's FIN (its sequence number 2) was not captured, the sender's ACK 3
+    # covers it: no byte is inferred for the ACK-only direction, which stays no flow
+    rows = [{"t_ms": 0, "seq": 999, "flags": SYN},
+            {"t_ms": 1, "src": B, "dst": A, "sport": 5001, "dport": 40000, "seq": 1, "ack": 1000,
+             "flags": SYN | ACK},
+            {"t_ms": 10, "seq": 1000, "len": 1000, "ack": 2},
+            {"t_ms": 20, "src": B, "dst": A, "sport": 5001, "dport": 40000, "seq": 2, "ack": 2000, "flags": ACK},
+            {"t_ms": 30, "seq": 2000, "len": 0, "ack": 3, "flags": ACK}]
+    r = fairness(make_frames(rows))
+    assert r.flows["inferred_bytes"].tolist() == [0, 0]
+    assert r.flows[r.flows["goodput_bytes"] > 0]["dir"].tolist() == [0]
+
+
 def test_retransmission_after_last_new_data_keeps_flow_active():
     # flow 0: new data at 10 ms, then only a retransmission at 650 ms; flow 1 sends 1000 B
     # every 100 ms. Flow 0 is active (idle) in windows 1 and 2: J = 0.5 there
