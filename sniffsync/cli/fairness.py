@@ -81,7 +81,7 @@ def _captures(paths):
             _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
         # a wired capture is analysed once, without the frame table: its columns are freed as read
         yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS,
-                                    stamps="capture")
+                                    stamps="capture", release=True)
 
 
 def run(args) -> int:

@@ -79,11 +79,13 @@ class Capture:
 
     @classmethod
     def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False,
-                     stamps: str = "capture") -> "Capture":
+                     stamps: str = "capture", release: bool = False) -> "Capture":
         """From :func:`sniffsync.decode.frames.decode_columns` output (no pandas).
 
         ``consume``: the analysis frees each column of ``cols`` once it has read it (a
         lower memory peak for a capture analysed once; ``to_frame`` is then unavailable).
+        ``release``: the analysis may free columns of ``cols`` (802.11: the radio columns
+        once the PPDUs are grouped, the rest as read).
         """
         def to_frame():
             if consume:
@@ -92,7 +94,7 @@ class Capture:
             return frame_table(n, cols, list(marks), columns)
         cap = cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
                   to_frame, stamps, _outliers(n, cols.get("bad"), marks))
-        cap.columns = None if consume else (n, cols, list(marks))
+        cap.columns = (n, cols, list(marks)) if release and not consume else None
         return cap
 
     @classmethod

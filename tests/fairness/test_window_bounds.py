@@ -57,8 +57,8 @@ def test_reproducer_gives_a_result_over_few_windows(name, tmp_path):
         assert [j["goodput_bytes"] for j in rep["jain"]] == [20000, 1000]
 
 
-@pytest.mark.parametrize("name", LATE)
-def test_flagged_outlier_is_ignored_pandas_and_numpy(name):
+@pytest.mark.parametrize("name,release", [(LATE[0], False), (LATE[1], True), (LATE[2], False)])
+def test_flagged_outlier_is_ignored_pandas_and_numpy(name, release):
     # the reader may flag the late frame (bad == "ts_outlier"): then it is not analysed
     fr = read_capture(str(CRASHES / name))
     bad = ["ts_outlier" if i == len(fr) - 1 else None for i in range(len(fr))]
@@ -66,7 +66,7 @@ def test_flagged_outlier_is_ignored_pandas_and_numpy(name):
     r = fairness(fr)
     assert r.flows["goodput_bytes"].tolist() == [20000] and r.summary["runs"][0]["windows_total"] == 1
     _, n, cols, marks = read_columns(str(CRASHES / name), 0, None, records=False)
-    cap = Capture.from_columns(n, cols, marks + [(np.array([n - 1]), "ts_outlier")])
+    cap = Capture.from_columns(n, cols, marks + [(np.array([n - 1]), "ts_outlier")], release=release)
     runs, summary = fairness_tables([cap])
     assert runs[0]["flows"]["goodput_bytes"].tolist() == [20000]
     assert summary["runs"][0]["windows_total"] == 1
