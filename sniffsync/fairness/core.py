@@ -126,6 +126,19 @@ _WINDOW_COLUMNS = {"fd", "is_data", "mac_dup", "deliver_ns", "new_bytes", "ts_ns
                    "ta", "retry", "mcs"}
 
 
+def _skipping(get, skip):
+    """``get`` whose frames in ``skip`` have no transport port: segment_arrays leaves them out."""
+    if skip is None:
+        return get
+
+    def masked(name, fill, dtype, rows=None):
+        v = get(name, fill, dtype, rows)
+        if name != "sport":
+            return v
+        return np.where(skip if rows is None else skip[rows], np.asarray(-1, v.dtype), v)
+    return masked
+
+
 def _per_fd(fd: np.ndarray, mask: np.ndarray, fds: np.ndarray, size: int) -> np.ndarray:
     return np.bincount(fd[mask], minlength=size)[fds].astype(np.int64)
 
@@ -138,7 +151,7 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     handshake statistics), RTT samples (ACK samples; TSecr samples only for directions
     without any).
     """
-    seg, names = segment_arrays(cap.get, cap.ip_codes, dedup, skip=cap.skip)
+    seg, names = segment_arrays(_skipping(cap.get, cap.skip), cap.ip_codes, dedup)
     classify_arrays(seg)
     pairs = ack_arrays(seg, min_rto_ns)
     ft = flow_arrays(seg)

@@ -135,7 +135,7 @@ def _per_fd_values(o: np.ndarray, counts: np.ndarray, cols: dict) -> dict:
     return out
 
 
-def segment_arrays(get, ip_codes, dedup: bool = True, skip=None) -> tuple[Lazy, list]:
+def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     """TCP and UDP rows of a frame table: flow ids, direction, MAC duplicates.
 
     Parameters
@@ -146,8 +146,6 @@ def segment_arrays(get, ip_codes, dedup: bool = True, skip=None) -> tuple[Lazy, 
         ``ip_codes(rows)`` -> ``(src_codes, dst_codes, names)`` of the rows' IP addresses.
     dedup : bool
         Mark MAC duplicates (``mac_dup``).
-    skip : bool array, optional
-        Frames left out (e.g. the reader flagged their timestamp as wild).
 
     Returns
     -------
@@ -158,7 +156,7 @@ def segment_arrays(get, ip_codes, dedup: bool = True, skip=None) -> tuple[Lazy, 
     """
     proto = get("ip_proto", 0, np.int16)
     sport = get("sport", -1, np.int32)
-    rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0) & (True if skip is None else ~skip))
+    rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0))
     m = len(rows)
     s_code, d_code, names = ip_codes(rows)
     every = m == len(proto)                   # usually: every frame is TCP/UDP
