@@ -4,17 +4,19 @@ The command runs on the reader's numpy columns and the pandas-free fairness core
 is imported only for 802.11 captures with radiotap (PPDU grouping) and for ``--csv``.
 """
 
+import re
+
 HELP = "per-flow goodput, retransmissions, RTT, Jain's fairness index per window (one CDF per capture)"
 
 # what flows, RTT and PPDU grouping read
 COLUMNS = [
-    "sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad", "rt_len", "mpdu_len",
+    "sniffer", "frame", "ts_ns", "wirelen", "linktype", "bad", "rt_len", "mpdu_len",
     "tsft_us", "rt_flags", "fcs_bad", "short_preamble", "rate_kbps", "freq_mhz", "signal_dbm",
     "phy", "mcs", "nss", "bw_mhz", "gi_ns", "ldpc", "stbc", "ness", "ht_format", "he_format",
     "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype", "retry", "duration_us",
-    "ra", "ta", "seq", "ba_ssn", "ba_bitmap_lo", "ba_bitmap", "ethertype", "ip_src", "ip_dst", "ip_proto", "ip_len", "sport", "dport",
-    "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_mss", "tcp_payload_len",
-    "tcp_tsval", "tcp_tsecr", "tcp_sack", "udp_len"]
+    "ra", "ta", "seq", "ba_ssn", "ba_bitmap_lo", "ba_bitmap", "ip_src", "ip_dst", "ip_proto",
+    "sport", "dport", "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len",
+    "tcp_tsval", "tcp_tsecr", "udp_len"]
 
 # what flows and RTT read of a wired (Ethernet, cooked, raw IP) capture: no 802.11 and
 # no columns the analysis never reads, so less to decode and to hold
@@ -30,19 +32,33 @@ CSV_FILES = tuple(f"{name}.csv" for name in CSV_TABLES)
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import RUNS, add_inputs, add_output, nonnegative_float, positive_float
+    from sniffsync.cli.common import RUNS, add_inputs, add_output, positive_float
     add_inputs(p, RUNS)
     p.add_argument("--window", type=positive_float, default=0.4, metavar="S", help="window length, seconds (0.4)")
     p.add_argument("--step", type=positive_float, default=0.2, metavar="S", help="window step, seconds (0.2)")
     p.add_argument("--bloat-ms", type=positive_float, default=50.0, metavar="MS",
                    help="queueing delay p95 that flags a busy window (50)")
-    p.add_argument("--origin", type=nonnegative_float, metavar="EPOCH_S",
-                   help="start of the window grid (Unix seconds; default: each run's first data segment)")
+    p.add_argument("--origin", type=epoch_ns, metavar="EPOCH_S",
+                   help="start of the window grid (Unix seconds, decimal, to the ns; default: each "
+                        "run's first segment with payload)")
     p.add_argument("--no-dedup", action="store_true",
                    help="keep 802.11 MAC retries of one MPDU as separate segments (as Wireshark does)")
     add_output(p, "-o", "--output", metavar="report.json", help="write the JSON report")
     add_output(p, "--csv", metavar="DIR", folder_files=CSV_FILES,
                help="write " + ", ".join(CSV_FILES) + " into DIR")
+
+
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\Z", re.ASCII)
+
+
+def epoch_ns(text: str) -> int:
+    """``--origin``: non-negative decimal seconds, parsed exactly into integer ns
+    (a float would round an epoch to 256 ns); digits past the ns are rounded."""
+    import argparse
+    from decimal import ROUND_HALF_EVEN, Decimal
+    if not _DECIMAL.match(text):
+        raise argparse.ArgumentTypeError(f"must be non-negative decimal seconds (e.g. 1700000000.5), not {text!r}")
+    return int((Decimal(text) * 1_000_000_000).to_integral_value(ROUND_HALF_EVEN))
 
 
 def _ns(seconds: float) -> int:
@@ -65,7 +81,7 @@ def _captures(paths):
             _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
         # a wired capture is analysed once, without the frame table: its columns are freed as read
         yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS,
-                                    stamps="capture")
+                                    stamps="capture", release=True)
 
 
 def run(args) -> int:
@@ -77,7 +93,7 @@ def run(args) -> int:
 
     runs, summary = fairness_tables(
         _captures(args.captures), _ns(args.window), _ns(args.step),
-        t0_ns=None if args.origin is None else int(round(args.origin * 1e9)),
+        t0_ns=args.origin,
         qdelay_threshold_ns=_ns(args.bloat_ms / 1000), dedup=not args.no_dedup)
     print("\n".join(flow_lines(runs)))
     below = summary["unfair_below"]

@@ -1,7 +1,7 @@
 """Fairness: goodput per window, Jain's index and its CDF, queueing delay, the air behind them.
 
-In data-flow order: ``windows`` (window arithmetic), ``core`` (one run's analysis, numpy
-tables), ``crosslayer`` (the 802.11 view), ``report`` (JSON/CSV writers) and ``frames``
+In data-flow order: ``capture`` (a run's frames, their 802.11 preparation), ``windows``
+(window arithmetic), ``core`` (one run's analysis, numpy tables), ``crosslayer`` (the 802.11 view), ``report`` (JSON/CSV writers) and ``frames``
 (the DataFrame API: :func:`fairness`, :class:`FairnessResult`).
 """
 

@@ -13,11 +13,12 @@ import itertools
 import numpy as np
 
 from sniffsync.errors import NoDataError, UsageError
+from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, skipping
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
-from sniffsync.fairness.windows import (cdf_arrays, jain, summarize, trailing_min, window_quantiles,
-                                        window_starts, window_sums)
+from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summarize, trailing_min,
+                                        window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays
-from sniffsync.tcp.columns import cat_codes, frame_getter, group_median
+from sniffsync.tcp.columns import group_median
 from sniffsync.tcp.flows import flow_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, handshake_arrays, rtt_arrays
 from sniffsync.tcp.segments import segment_arrays
@@ -31,11 +32,15 @@ TABLES = ("flows", "windows", "jain", "cdf", "rtt", "stations")
 DEFINITIONS = {
     "goodput": "new payload bytes per flow direction, dated when delivered in order (the last "
                "transmission of each segment, running max in sequence order): bytes above the highest sequence number sent "
-               "before (unwrapped cumulative max); UDP: every datagram's payload. MAC duplicates removed.",
+               "before (unwrapped cumulative max), plus bytes no captured segment carried that the receiver's "
+               "cumulative ACK covers (inferred_bytes, dated at that ACK); UDP: every datagram's payload. "
+               "MAC duplicates removed.",
     "throughput": "all payload bytes incl. TCP retransmissions (MAC duplicates removed)",
-    "window": "[t0 + k*step, t0 + k*step + window), t0 = first data segment of the run",
-    "active": "a flow direction is active in a window that overlaps [its first, its last data "
-              "segment]; an idle or application-limited flow inside that span counts with its "
+    "window": "[t0 + k*step, t0 + k*step + window), t0 = first segment with payload of the run (or --origin); "
+              "only windows holding a goodput or throughput event are listed (k = 'window')",
+    "active": "a flow direction is active in a window that overlaps [its first segment with payload, its last "
+              "payload transmission (retransmissions and MAC retries included) or ACK of inferred bytes]; "
+              "an idle or application-limited flow inside that span counts with its "
               "(low) goodput and lowers J; before its start or after its end it is not counted",
     "jain": "J = (sum x)^2 / (n * sum x^2) over the n active flow directions, x = goodput bytes "
             "in the window; NaN when no active flow sent anything; CDF and summary use windows "
@@ -49,46 +54,9 @@ DEFINITIONS = {
     "bloat": "busy window whose p95 queueing delay exceeds the threshold",
 }
 PROTO_NAMES = {6: "tcp", 17: "udp"}
-STAMPS = ("capture", "end")      # what a table's ts_ns mark (see Capture)
-
-
-class Capture:
-    """One run's frames as the analysis reads them.
-
-    ``get`` and ``ip_codes`` as :func:`sniffsync.tcp.segments.segment_arrays` takes them;
-    ``to_frame()`` gives the frame-table DataFrame (built only when the ``airtime``
-    package needs one: 802.11 captures with radiotap). ``stamps`` says what the frames'
-    ``ts_ns`` mark: ``"capture"``, each sniffer's own stamps (a capture file as read), or
-    ``"end"``, the end of each frame's PPDU (a merged table: the merge moved them there).
-    """
-
-    def __init__(self, get, ip_codes, to_frame, stamps: str = "capture"):
-        if stamps not in STAMPS:
-            raise UsageError(f"stamps must be capture or end, not {stamps!r}")
-        self.get, self.ip_codes, self.to_frame, self.stamps = get, ip_codes, to_frame, stamps
-
-    @classmethod
-    def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False,
-                     stamps: str = "capture") -> "Capture":
-        """From :func:`sniffsync.decode.frames.decode_columns` output (no pandas).
-
-        ``consume``: the analysis frees each column of ``cols`` once it has read it (a
-        lower memory peak for a capture analysed once; ``to_frame`` is then unavailable).
-        """
-        def to_frame():
-            if consume:
-                raise ValueError("the columns of a consumed capture are gone")
-            from sniffsync.decode.table import frame_table
-            return frame_table(n, cols, list(marks), columns)
-        return cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
-                   to_frame, stamps)
-
-    @classmethod
-    def from_frame(cls, frames, stamps: str = "capture") -> "Capture":
-        """From a frame-table DataFrame."""
-        from sniffsync.tcp.frames import frame_source
-        get, ip_codes = frame_source(frames)
-        return cls(get, ip_codes, lambda: frames, stamps)
+MAX_CELLS = 20_000_000          # (flow direction, window) cells of one run: ~1.6 GB of tables
+MAX_STEPS_PER_WINDOW = 1000     # window / step
+MAX_WINDOW_NS = 10**18          # window and step: at most ~31 years (int64 ns arithmetic)
 
 
 # segment columns :func:`run_tables` reads after :func:`analyze_arrays`
@@ -108,7 +76,7 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     handshake statistics), RTT samples (ACK samples; TSecr samples only for directions
     without any).
     """
-    seg, names = segment_arrays(cap.get, cap.ip_codes, dedup)
+    seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
     classify_arrays(seg)
     pairs = ack_arrays(seg, min_rto_ns)
     ft = flow_arrays(seg)
@@ -147,22 +115,43 @@ def _rtt_stats(ft: dict, rtt: dict, size: int) -> None:
     ft["rtt_min_ns"], ft["rtt_median_ns"] = lo[fds], med[fds]
 
 
-def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int):
-    """Per-window goodput/throughput matrices (units x windows), activity and Jain."""
-    keep = ft["goodput_bytes"] > 0                 # ACK-only directions are not flows
+def data_units(seg, ft: dict):
+    """``(units, lut, live)``: the flow directions with goodput (ACK-only directions are
+    not flows), fd -> unit index, and their live data rows (MAC duplicates removed)."""
+    keep = ft["goodput_bytes"] > 0
     units = {k: v[keep] for k, v in ft.items()}
     fd = seg["fd"]
     lut = np.full(int(fd.max()) + 1, -1, np.int64)
     lut[units["fd"]] = np.arange(len(units["fd"]))
     live = np.flatnonzero(seg["is_data"] & ~seg["mac_dup"] & (lut[fd] >= 0))
-    u = lut[fd[live]]
+    return units, lut, live
+
+
+def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None):
+    """Per-window goodput/throughput matrices (units x windows), activity and Jain."""
+    units, lut, live = prepared or data_units(seg, ft)
+    u = lut[seg["fd"][live]]
     nu = len(units["fd"])
-    # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), throughput by sending
-    good = window_sums(u, seg["deliver_ns"][live], seg["new_bytes"][live].astype(float), nu, starts, window_ns)
+    # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), bytes of a
+    # sniffer's hole by the ACK that covered them (tcp.holes), throughput by sending
+    g_u, g_ts, g_b = _goodput_events(seg, lut, live)
+    good = window_sums(g_u, g_ts, g_b, nu, starts, window_ns)
     thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
     active = ((starts[None, :] <= units["last_ns"][:, None]) &
               (starts[None, :] + window_ns > units["first_ns"][:, None]))
     return units, good, thr, active, jain(good, active)
+
+
+def _goodput_events(seg, lut: np.ndarray, live: np.ndarray):
+    """(unit, time, bytes) of every goodput event: captured new bytes at in-order
+    delivery, inferred bytes at their ACK (``seg.inferred``)."""
+    inf = getattr(seg, "inferred", None) or {"row": np.zeros(0, np.int64), "fd": np.zeros(0, np.int64),
+                                             "bytes": np.zeros(0, np.int64)}
+    keep = lut[np.minimum(inf["fd"], len(lut) - 1)] >= 0
+    keep &= inf["fd"] < len(lut)
+    unit = np.concatenate([lut[seg["fd"][live]], lut[inf["fd"][keep]]])
+    ts = np.concatenate([seg["deliver_ns"][live], seg["ts_ns"][inf["row"][keep]]])
+    return unit, ts, np.concatenate([seg["new_bytes"][live], inf["bytes"][keep]]).astype(float)
 
 
 def queue_delay(rtt: dict, horizon_ns: int) -> dict:
@@ -172,24 +161,10 @@ def queue_delay(rtt: dict, horizon_ns: int) -> dict:
     return {"min_rtt_ns": mins, "qdelay_ns": rtt["rtt_ns"] - mins}
 
 
-def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int) -> np.ndarray:
+def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int, step_ns: int) -> np.ndarray:
     """Adds ``min_rtt_ns``/``qdelay_ns`` to ``rtt``; p50/p95 queueing delay per window."""
     rtt.update(queue_delay(rtt, horizon_ns))
-    return window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns)
-
-
-def _airtime_frames(cap: Capture, ppdus):
-    """802.11 captures: ``(cap, ppdus)`` with segments dated at their PPDU's end and the
-    PPDU table of the cross-layer view (``ppdus`` when given, else grouped here)."""
-    from airtime.ppdu import align_to_ppdu_end, group_ppdus    # (imports pandas: 802.11 only)
-    if cap.stamps == "end":
-        return cap, group_ppdus(cap.to_frame(), stamps="end").ppdus if ppdus is None else ppdus
-    # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
-    # sniffer's TSFT convention (an A-MPDU can last 5 ms); one grouping serves both
-    frames = cap.to_frame()
-    grouped = group_ppdus(frames)
-    frames, _ = align_to_ppdu_end(frames, grouped=grouped)
-    return Capture.from_frame(frames, "end"), grouped.ppdus if ppdus is None else ppdus
+    return window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
 
 
 def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
@@ -202,7 +177,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     ``rtt`` ``source`` (into :data:`sniffsync.tcp.rtt.SOURCES`); ``jain`` ``why`` is str.
     """
     if (cap.get("linktype", 0, np.int64) == 127).any():
-        cap, ppdus = _airtime_frames(cap, ppdus)
+        cap, ppdus = airtime_frames(cap, ppdus)
     seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns)
     # the windows and the cross-layer view read only these: free the rest (a lower peak)
     for name in [c for c in seg if c not in _WINDOW_COLUMNS]:
@@ -211,19 +186,29 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     if not data.any():
         raise NoDataError("no TCP/UDP data segments in the capture")
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
-    starts = window_starts(t0, int(ft["last_ns"][data].max()), window_ns, step_ns)
-    qd = _queueing(rtt, starts, window_ns, horizon_ns)
-    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns)
+    prepared = data_units(seg, ft)
+    # only the windows that hold a goodput or throughput event (bounded by the frames)
+    _, lut, live = prepared
+    events = np.concatenate([_goodput_events(seg, lut, live)[1], seg["ts_ns"][live]])
+    ks = data_windows(events, t0, int(ft["last_ns"][data].max()), window_ns, step_ns,
+                      max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
+    del events
+    starts = t0 + step_ns * ks
+    qd = _queueing(rtt, starts, window_ns, horizon_ns, step_ns)
+    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
     st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
     jt["why"] = why_texts(j, st, units, names, good, active, below)
+    jt["window"] = ks                    # grid index: window k starts at t0 + k * step
+    if st is not None:
+        st["window"] = ks[st["window"]]
     ok = jt["n_active"] >= 2
     ja = jt["jain_airtime"]
     summ = summarize(j[ok], below)
     summ.update({"windows_total": len(starts), "bloat_windows": int(jt["bloat"].sum()),
                  "jain_airtime_median": (float(np.nanmedian(ja[ok])) if np.isfinite(ja[ok]).any() else None),
                  "cross_layer": st is not None})
-    return {"flows": ft, "windows": _window_table(units, starts, window_ns, good, thr, active),
+    return {"flows": ft, "windows": _window_table(units, ks, starts, window_ns, good, thr, active),
             "jain": jt, "cdf": cdf_arrays(j[ok]), "rtt": rtt, "stations": st or {}, "summary": summ,
             "names": names}
 
@@ -248,11 +233,11 @@ def _jain_table(starts, window_ns: int, good, thr, active, j, qd, st, busy_fract
     return jt
 
 
-def _window_table(units: dict, starts, window_ns: int, good, thr, active) -> dict:
+def _window_table(units: dict, ks, starts, window_ns: int, good, thr, active) -> dict:
     """The ``windows`` table: one row per (flow direction, window)."""
     W, nu = len(starts), len(units["fd"])
     gb, tb = good.ravel().astype(np.int64), thr.ravel().astype(np.int64)
-    return {"window": np.tile(np.arange(W), nu), "start_ns": np.tile(starts, nu),
+    return {"window": np.tile(ks, nu), "start_ns": np.tile(starts, nu),
             "fd": np.repeat(units["fd"], W), "flow": np.repeat(units["flow"], W),
             "dir": np.repeat(units["dir"], W), "active": active.ravel(), "goodput_bytes": gb,
             "throughput_bytes": tb, "goodput_bps": gb * 8 * 1_000_000_000 // window_ns,
@@ -265,6 +250,12 @@ def fairness_tables(captures, window_ns: int = 400_000_000, step_ns: int = 200_0
                     dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, t0_ns=None):
     """:func:`run_tables` of every capture (an iterable of :class:`Capture`, consumed one
     at a time) and the report summary; arguments as ``sniffsync.fairness.fairness``."""
+    for name, v in (("window", window_ns), ("step", step_ns)):
+        if not 0 < v <= MAX_WINDOW_NS:
+            raise UsageError(f"{name} must be positive and at most {MAX_WINDOW_NS / 1e9:g} s, not {v / 1e9:g} s")
+    if window_ns > MAX_STEPS_PER_WINDOW * step_ns:     # each sample would fall in that many windows
+        raise UsageError(f"window must be at most {MAX_STEPS_PER_WINDOW} steps long, not "
+                         f"{window_ns / 1e9:g} s every {step_ns / 1e9:g} s")
     pp_runs = ppdus if isinstance(ppdus, (list, tuple)) else itertools.repeat(ppdus)
     runs = []
     for cap, pp in zip(captures, pp_runs):

@@ -20,6 +20,7 @@ from sniffsync.io.atomic import atomic_output
 __all__ = ["REPORT_TABLES", "report_columns", "write_json", "flow_lines", "write_csv"]
 
 REPORT_TABLES = ("flows", "windows", "jain", "cdf", "stations")
+MIN_RATE_SPAN_NS = 1_000_000    # a flow's rate over a shorter span is not printed (n/a)
 
 
 def _texts(codes: np.ndarray, names) -> np.ndarray:
@@ -79,22 +80,28 @@ def write_json(fh, runs: list, summary: dict) -> None:
     fh.write("\n}")
 
 
+def _rate(c: dict) -> str:
+    """Goodput rate of a flow direction over its active span, Mb/s; n/a when the span is
+    shorter than :data:`MIN_RATE_SPAN_NS` (one datagram would give any number)."""
+    dur = c["last_ns"] - c["first_ns"]
+    return "n/a" if c["first_ns"] < 0 or dur < MIN_RATE_SPAN_NS else f"{c['goodput_bytes'] * 8e3 / dur:.2f}"
+
+
 def flow_lines(runs: list) -> list[str]:
-    """The text table of flow directions that sent payload."""
+    """The text table of flow directions that sent payload (or had bytes inferred)."""
     head = (f"{'run':>3} {'flow':>4} {'dir':>3} {'proto':5} {'source':>21} {'destination':>21} "
-            f"{'goodput Mb/s':>12} {'bytes':>10} {'retx':>5} {'fast':>4} {'rto':>4} {'ooo':>4} "
+            f"{'goodput Mb/s':>12} {'bytes':>10} {'inferred':>9} {'retx':>5} {'fast':>4} {'rto':>4} {'ooo':>4} "
             f"{'MACdup':>6} {'RTT p50 ms':>10}")
     lines = [head]
     for r, run in enumerate(runs):
         t = report_columns(run, "flows")
-        for i in np.flatnonzero(t["bytes"] > 0):
+        for i in np.flatnonzero((t["bytes"] > 0) | (t["goodput_bytes"] > 0)):
             c = {k: v[i].item() if hasattr(v[i], "item") else v[i] for k, v in t.items()}
-            dur = max(c["last_ns"] - c["first_ns"], 1)
             rtt_ms = c["rtt_median_ns"] / 1e6 if c["rtt_median_ns"] >= 0 else float("nan")
             src, dst = (f"{'nan' if c[a] is None else c[a]}:{c[p]}" for a, p in (("src", "sport"), ("dst", "dport")))
             lines.append(
                 f"{r:>3} {c['flow']:>4} {c['dir']:>3} {c['proto']:5} {src:>21} "
-                f"{dst:>21} {c['goodput_bytes'] * 8e3 / dur:>12.2f} {c['bytes']:>10} "
+                f"{dst:>21} {_rate(c):>12} {c['bytes']:>10} {c['inferred_bytes']:>9} "
                 f"{c['retransmissions']:>5} {c['retx_fast']:>4} {c['retx_timeout']:>4} {c['out_of_order']:>4} "
                 f"{c['mac_duplicates']:>6} {rtt_ms:>10.2f}")
     return lines

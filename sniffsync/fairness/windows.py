@@ -12,7 +12,7 @@ import numpy as np
 
 from sniffsync.errors import UsageError
 
-__all__ = ["window_starts", "window_sums", "jain", "summarize", "cdf_arrays", "window_quantiles",
+__all__ = ["window_starts", "data_windows", "window_sums", "jain", "summarize", "cdf_arrays", "window_quantiles",
            "trailing_min"]
 
 
@@ -22,6 +22,40 @@ def window_starts(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> n
         raise UsageError("window and step must be positive")
     k = max(1, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns) + 1)
     return t0_ns + step_ns * np.arange(k, dtype=np.int64)
+
+
+def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int,
+                 max_windows: int | None = None) -> np.ndarray:
+    """Grid indices ``k`` (ascending) of the windows that hold at least one of ``ts_ns``,
+    on the grid of :func:`window_starts` (its last window the first that reaches past
+    ``t_last_ns``); at least window 0. More than ``max_windows``: UsageError (a step far
+    below the window length makes every event open many windows).
+
+    A window without any event has no goodput of any flow (Jain undefined), so it is not
+    listed: the windows cost what the events cost (one frame stamped years late adds a
+    window or two, not a grid over years). Each event opens at most ``window/step + 1``.
+    """
+    if window_ns <= 0 or step_ns <= 0:
+        raise UsageError("window and step must be positive")
+    k_max = max(0, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns))
+    ts = np.unique(np.asarray(ts_ns, np.int64))
+    ts = ts[(ts >= t0_ns) & (ts < t0_ns + k_max * step_ns + window_ns)]
+    d = ts - t0_ns
+    hi = np.minimum(d // step_ns, k_max)
+    lo = np.maximum(-(-(d - window_ns + 1) // step_ns), 0)
+    ok = lo <= hi
+    lo, hi = lo[ok], hi[ok]
+    if not len(lo):
+        return np.zeros(1, np.int64)
+    # lo and hi rise with ts: merge touching ranges into runs, then list each run's indices
+    new = np.r_[True, lo[1:] > hi[:-1] + 1]
+    a = lo[new]
+    b = hi[np.append(np.flatnonzero(new)[1:] - 1, len(hi) - 1)]
+    n = b - a + 1
+    if max_windows is not None and int(n.sum()) > max_windows:
+        raise UsageError(f"{int(n.sum())} windows of {window_ns / 1e9:g} s every {step_ns / 1e9:g} s hold data: "
+                         f"more than {max_windows} (use a larger --step)")
+    return np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()), dtype=np.int64)
 
 
 def window_sums(unit: np.ndarray, ts_ns: np.ndarray, weight: np.ndarray, n_units: int,
@@ -74,17 +108,21 @@ def _sort_by_window(win: np.ndarray, n_windows: int) -> np.ndarray:
 
 
 def window_quantiles(ts_ns: np.ndarray, values: np.ndarray, starts: np.ndarray,
-                     window_ns: int, qs=(0.5, 0.95)) -> np.ndarray:
+                     window_ns: int, qs=(0.5, 0.95), step_ns: int | None = None) -> np.ndarray:
     """Quantiles of ``values`` per window (rows: windows, cols: qs); NaN for empty windows.
 
+    ``starts`` lie on a grid of ``step_ns`` (default: the contiguous grid
+    ``starts[1] - starts[0]``); windows of the grid not in ``starts`` are skipped.
     Linear interpolation between order statistics, as pandas' ``groupby().quantile``:
     ``i = int(q * (n - 1))``, ``v[i] + (v[i + 1] - v[i]) * frac``.
     """
     ts_ns = np.asarray(ts_ns, np.int64)
     vals = np.asarray(values, float)
     out = np.full((len(starts), len(qs)), np.nan)
-    t0, step = starts[0], (starts[1] - starts[0]) if len(starts) > 1 else window_ns
-    k_hi = np.minimum((ts_ns - t0) // step, len(starts) - 1)
+    t0 = starts[0]
+    step = step_ns or ((starts[1] - starts[0]) if len(starts) > 1 else window_ns)
+    grid = (starts - t0) // step                     # grid index of each listed window
+    k_hi = np.minimum((ts_ns - t0) // step, grid[-1])
     k_lo = np.maximum(-(-(ts_ns - t0 - window_ns + 1) // step), 0)
     cnt = np.maximum(k_hi - k_lo + 1, 0)
     if not cnt.sum():
@@ -95,6 +133,12 @@ def window_quantiles(ts_ns: np.ndarray, values: np.ndarray, starts: np.ndarray,
     c = cnt[ov]
     rep = np.repeat(ov, c)
     win = k_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(c) - c, c))
+    if len(grid) != grid[-1] + 1:                    # a sparse grid: keep the listed windows
+        pos = np.minimum(np.searchsorted(grid, win), len(grid) - 1)
+        listed = grid[pos] == win
+        rep, win = rep[listed], pos[listed]
+        if not len(win):
+            return out
     o = _sort_by_window(win, len(starts))
     w, v = win[o], vals[rep[o]]
     head = np.flatnonzero(np.r_[True, w[1:] != w[:-1]])

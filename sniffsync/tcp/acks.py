@@ -15,6 +15,7 @@ import numpy as np
 
 from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, restart_cumsum,
                                    unwrap32, wrap32)
+from sniffsync.tcp.holes import inferred_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, ack_sample_rows, advancing_rows, rto_arrays
 from sniffsync.tcp.segments import TH_ACK, TH_FIN, TH_RST, TH_SYN, live_tcp
 from sniffsync.tcp.sequence import KIND
@@ -125,7 +126,8 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     ``dup_ack``, ``dup_ack_num``, ``acked`` and ``bytes_in_flight`` are computed when
     first read (the fairness report needs them only at retransmissions). Returns the
     rows (ACK, data) of the Karn ACK samples and of all advancing ACKs (``ack_pairs``
-    of :func:`sniffsync.tcp.rtt.rtt_arrays`).
+    of :func:`sniffsync.tcp.rtt.rtt_arrays`); sets ``seg.inferred``
+    (:func:`sniffsync.tcp.holes.inferred_arrays`).
     """
     n = len(seg["fd"])
     seg["tr"] = seg["tr"] if "tr" in seg else time_rank(seg["row"], seg["ts_ns"])
@@ -133,6 +135,8 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     flags = seg["flags"]
     a = _AckRows(seg, live)
     seg["ack_rel"] = a.ack if a.every else _scatter(n, a.ai, a.ack, -1, np.int64)
+    # bytes the sniffer missed that the receiver acknowledged (goodput across holes)
+    seg.inferred = inferred_arrays(seg, live, a.ai, a.afd, a.acm)
 
     def in_flight():
         # like Wireshark's tcp.analysis.bytes_in_flight: highest end sent - highest ACK seen,

@@ -49,23 +49,45 @@ def flow_arrays(seg) -> dict:
     out["segments"] = gsum(keep)
     out["data_segments"] = gsum(data)
     out["bytes"] = gsum(np.where(keep, col("payload_len"), 0))
-    out["goodput_bytes"] = gsum(col("new_bytes"))
+    inf = _inferred(seg, fds)
+    out["goodput_bytes"] = gsum(col("new_bytes")) + inf["bytes"]
+    out["inferred_bytes"] = inf["bytes"]
     out["retransmissions"] = gsum(kind == KIND["retransmission"])
     out["out_of_order"] = gsum(kind == KIND["out_of_order"])
     out["zero_windows"] = gsum(keep & (tcp if o is None else tcp[o]) & (col("win") == 0) &
                                ((col("flags") & (TH_RST | TH_SYN)) == 0))
     out["mac_retries"] = gsum(col("retry"))
     out["mac_duplicates"] = gsum(dup)
+    # activity: first to last transmission of payload (retransmissions and MAC retries
+    # included: the flow is still trying), or an ACK that delivered bytes of a hole
     big = np.iinfo(np.int64).max
-    data &= ts >= 0
+    pay = (col("payload_len") > 0) & (ts >= 0)
     if len(st):
-        first = np.minimum.reduceat(np.where(data, ts, big), st)
-        last = np.maximum.reduceat(np.where(data, ts, -1), st)
+        first = np.minimum(np.minimum.reduceat(np.where(pay, ts, big), st), inf["first_ns"])
+        last = np.maximum(np.maximum.reduceat(np.where(pay, ts, -1), st), inf["last_ns"])
     else:
         first = last = np.zeros(0, np.int64)
     out["first_ns"] = np.where(first == big, -1, first)
     out["last_ns"] = last
     out["ta"] = _main_ta(fd, seg["ta"], fds)
+    return out
+
+
+def _inferred(seg, fds: np.ndarray) -> dict:
+    """Per fd of ``fds``: bytes inferred from ACKs (``seg.inferred``, set by the ACK
+    analysis; none without it) and the first/last ACK that inferred any."""
+    big = np.iinfo(np.int64).max
+    out = {"bytes": np.zeros(len(fds), np.int64), "first_ns": np.full(len(fds), big, np.int64),
+           "last_ns": np.full(len(fds), -1, np.int64)}
+    inf = getattr(seg, "inferred", None)
+    if inf is None or not len(inf["fd"]) or not len(fds):
+        return out
+    k = np.searchsorted(fds, inf["fd"])
+    ok = (k < len(fds)) & (fds[np.minimum(k, len(fds) - 1)] == inf["fd"])
+    k, ts = k[ok], seg["ts_ns"][inf["row"][ok]]
+    np.add.at(out["bytes"], k, inf["bytes"][ok])
+    np.minimum.at(out["first_ns"], k, ts)
+    np.maximum.at(out["last_ns"], k, ts)
     return out
 
 

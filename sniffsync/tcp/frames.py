@@ -134,9 +134,12 @@ def flow_table(seg: pd.DataFrame) -> pd.DataFrame:
 
     Returns one row per fd that sent anything: endpoints, ``segments`` (non-duplicate
     rows), ``data_segments``, ``bytes`` (payload incl. retransmissions = throughput),
-    ``goodput_bytes`` (new bytes), ``retransmissions``, ``out_of_order``, ``zero_windows``,
+    ``goodput_bytes`` (new bytes + ``inferred_bytes``: bytes never captured that the
+    receiver acknowledged, :mod:`sniffsync.tcp.holes`; 0 unless the ACK analysis ran on
+    the same table), ``retransmissions``, ``out_of_order``, ``zero_windows``,
     ``mac_retries`` (frames with the retry bit), ``mac_duplicates`` (copies removed),
-    ``first_ns``/``last_ns`` of data, ``ta`` (most frequent transmitter, -1 when wired).
+    ``first_ns``/``last_ns`` of payload transmissions (retransmissions and MAC retries
+    included) or of ACKs that inferred bytes, ``ta`` (most frequent transmitter, -1 when wired).
     """
     return flow_frame(flow_arrays(seg_view(seg)), seg["src"].dtype)
 

@@ -18,7 +18,7 @@ VALUES = {
     "--window": (["fairness", CAP], ["nan", "inf", "-inf", "0", "-0.4", "x"], {"0.25": 0.25}),
     "--step": (["fairness", CAP], ["nan", "inf", "0", "-1"], {"1e-3": 0.001}),
     "--bloat-ms": (["fairness", CAP], ["nan", "inf", "0", "-50"], {"10": 10.0}),
-    "--origin": (["fairness", CAP], ["nan", "inf", "-1"], {"0": 0.0, "1700000000.5": 1700000000.5}),
+    "--origin": (["fairness", CAP], ["nan", "inf", "-1", "1e9"], {"0": 0, "1700000000.5": 1_700_000_000_500_000_000}),
     "--knot-s": (["merge", CAP, CAP], ["nan", "inf", "0", "-1"], {"0.5": 0.5}),
     "--slack-us": (["detect", CAP], ["nan", "inf", "-0.5"], {"0": 0.0, "6.5": 6.5}),
     "--seconds": (["simulate", "clean", "-o", "x"], ["nan", "inf", "0", "-2"], {"0.1": 0.1}),

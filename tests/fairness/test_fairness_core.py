@@ -69,3 +69,15 @@ def test_window_quantiles_match_pandas(window_ms, step_ms):
     expect = _quantiles_pandas(ts, values, starts, window_ms * MS, (0.1, 0.5, 0.95, 1.0))
     np.testing.assert_array_equal(got, expect)
     assert np.isnan(window_quantiles(ts[:0], values[:0], starts, window_ms * MS)).all()
+
+
+@pytest.mark.parametrize("window_ms,step_ms", [(400, 200), (100, 250), (1000, 300)])
+def test_window_quantiles_on_a_sparse_grid_are_the_full_grid_rows(window_ms, step_ms):
+    # windows listed only where data is (fairness.windows.data_windows): the quantiles of
+    # a listed window are those of the same window on the full grid
+    ts = np.sort(np.concatenate([RNG.integers(0, 900 * MS, 300), RNG.integers(9000 * MS, 9500 * MS, 200)]))
+    values = RNG.integers(0, 10**8, len(ts))
+    full = window_starts(0, int(ts[-1]), window_ms * MS, step_ms * MS)
+    k = np.sort(RNG.choice(len(full), len(full) // 3, replace=False))
+    got = window_quantiles(ts, values, full[k], window_ms * MS, step_ns=step_ms * MS)
+    np.testing.assert_array_equal(got, window_quantiles(ts, values, full, window_ms * MS)[k])

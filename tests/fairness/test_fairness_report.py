@@ -19,7 +19,7 @@ import pytest
 from sniffsync.fairness.frames import fairness, result_frames
 from sniffsync.fairness.report import flow_lines, write_json
 from sniffsync.decode.frames import read_capture
-from frame_rows import CAPS
+from frame_rows import CAPS, make_frames
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS3 = [os.path.join(CAPS, f"ns3-11n-ht20-hidden-sniffer{s}.pcap") for s in ("A-nearAP", "B-nearSTA1")]
@@ -180,3 +180,16 @@ def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch
     monkeypatch.setattr(frames, "read_columns", spy)
     caps = list(cmd._captures([ethernet_pcap, NS3[0]]))
     assert asked == [cmd.WIRED_COLUMNS, cmd.COLUMNS] and len(caps) == 2
+
+
+def test_rate_of_a_one_datagram_flow_is_not_printed():
+    # one 30-byte UDP datagram: span 0 (was printed as 240000.00 Mb/s); two 1 s apart: 0.00 Mb/s
+    from sniffsync.fairness.core import Capture, fairness_tables
+    rows = [{"t_ms": 0, "proto": 17, "len": 30},
+            {"t_ms": 0, "proto": 17, "len": 30, "sport": 40001},
+            {"t_ms": 1000, "proto": 17, "len": 30, "sport": 40001}]
+    runs, _ = fairness_tables([Capture.from_frame(make_frames(rows))])
+    lines = flow_lines(runs)
+    assert "inferred" in lines[0]
+    rates = [ln.split()[6] for ln in lines[1:]]
+    assert rates == ["n/a", "0.00"]

@@ -18,3 +18,13 @@ for s in A-nearAP B-nearSTA1 C-nearSTA2; do
     -e tcp.analysis.initial_rtt -e tcp.stream \
     > ns3-hidden-sniffer$s.tsv 2>/dev/null
 done
+# Delivered bytes oracle (issue 13 item 6): every TCP frame's stream, direction, relative
+# sequence/ACK numbers, payload length and flags; the receiver's cumulative ACK progress
+# per direction is what reached the application (see tests/tcp/test_holes.py).
+for s in A-nearAP B-nearSTA1; do   # C hears none of the receiver's ACKs
+  tshark -r ../captures/ns3-11n-ht20-hidden-sniffer$s.pcap -Y tcp \
+    -o tcp.relative_sequence_numbers:TRUE -T fields -E header=y -E separator=/t \
+    -e frame.time_epoch -e tcp.stream -e ip.src -e tcp.srcport -e ip.dst -e tcp.dstport \
+    -e tcp.seq -e tcp.len -e tcp.ack -e tcp.flags -e wlan.fc.retry \
+    > ns3-hidden-acks-sniffer$s.tsv 2>/dev/null
+done

@@ -1,0 +1,137 @@
+"""One run's frames as the fairness analysis reads them (:class:`Capture`), and their 802.11
+preparation: frames the reader flagged ``ts_outlier`` left out, segments dated at the end of
+their PPDU, the PPDU table of the cross-layer view.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sniffsync.errors import UsageError
+from sniffsync.tcp.columns import cat_codes, frame_getter
+
+__all__ = ["STAMPS", "OUTLIER", "TCP_COLUMNS", "Capture", "skipping", "airtime_frames"]
+
+STAMPS = ("capture", "end")      # what a table's ts_ns mark (see Capture)
+OUTLIER = "ts_outlier"           # the reader's mark of a wild timestamp: such frames are ignored
+# frame columns of the TCP analysis; the PPDU grouping reads the rest (and some of these)
+TCP_COLUMNS = {"sniffer", "frame", "ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "dport",
+               "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
+               "tcp_tsecr", "udp_len", "ta", "seq", "retry", "mcs"}
+_PPDU_READS = {"sniffer", "frame", "ts_ns", "ta", "retry", "mcs", "linktype"}
+
+
+class Capture:
+    """One run's frames as the analysis reads them.
+
+    ``get`` and ``ip_codes`` as :func:`sniffsync.tcp.segments.segment_arrays` takes them;
+    ``to_frame()`` gives the frame-table DataFrame (built only when the ``airtime``
+    package needs one: 802.11 captures with radiotap). ``stamps`` says what the frames'
+    ``ts_ns`` mark: ``"capture"``, each sniffer's own stamps (a capture file as read), or
+    ``"end"``, the end of each frame's PPDU (a merged table: the merge moved them there).
+    """
+
+    def __init__(self, get, ip_codes, to_frame, stamps: str = "capture", skip=None):
+        if stamps not in STAMPS:
+            raise UsageError(f"stamps must be capture or end, not {stamps!r}")
+        self.get, self.ip_codes, self.to_frame, self.stamps = get, ip_codes, to_frame, stamps
+        self.skip = skip            # frames not analysed (bad == "ts_outlier"), or None
+        self.columns = None         # (n, cols, marks) of from_columns: the analysis may free them
+
+    @classmethod
+    def from_columns(cls, n: int, cols: dict, marks=(), columns=None, consume: bool = False,
+                     stamps: str = "capture", release: bool = False) -> "Capture":
+        """From :func:`sniffsync.decode.frames.decode_columns` output (no pandas).
+
+        ``consume``: the analysis frees each column of ``cols`` once it has read it (a
+        lower memory peak for a capture analysed once; ``to_frame`` is then unavailable).
+        ``release``: the analysis may free columns of ``cols`` (802.11: the radio columns
+        once the PPDUs are grouped, the rest as read).
+        """
+        def to_frame():
+            if consume:
+                raise ValueError("the columns of a consumed capture are gone")
+            from sniffsync.decode.table import frame_table
+            return frame_table(n, cols, list(marks), columns)
+        cap = cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
+                  to_frame, stamps, _outliers(n, cols.get("bad"), marks))
+        cap.columns = (n, cols, list(marks)) if release and not consume else None
+        return cap
+
+    @classmethod
+    def from_frame(cls, frames, stamps: str = "capture") -> "Capture":
+        """From a frame-table DataFrame."""
+        from sniffsync.tcp.frames import frame_source
+        get, ip_codes = frame_source(frames)
+        bad = frames["bad"] if "bad" in frames else None
+        skip = None if bad is None else (bad == OUTLIER).to_numpy(bool, na_value=False)
+        return cls(get, ip_codes, lambda: frames, stamps, skip if skip is not None and skip.any() else None)
+
+
+def _outliers(n: int, bad, marks) -> np.ndarray | None:
+    """Rows marked ``ts_outlier`` (in the marks or a decoded ``bad`` column), or None."""
+    skip = np.zeros(n, bool)
+    for rows, why in marks:
+        if why == OUTLIER:
+            skip[np.asarray(rows, np.int64)] = True
+    if bad is not None:
+        from sniffsync.decode.table import as_cat
+        cat = as_cat(*bad) if isinstance(bad, tuple) else as_cat(bad, None)
+        if OUTLIER in cat.categories:
+            skip |= np.asarray(cat.codes) == list(cat.categories).index(OUTLIER)
+    return skip if skip.any() else None
+
+
+def skipping(get, skip):
+    """``get`` whose frames in ``skip`` have no transport port: segment_arrays leaves them out."""
+    if skip is None:
+        return get
+
+    def masked(name, fill, dtype, rows=None):
+        v = get(name, fill, dtype, rows)
+        if name != "sport":
+            return v
+        return np.where(skip if rows is None else skip[rows], np.asarray(-1, v.dtype), v)
+    return masked
+
+
+def airtime_frames(cap: Capture, ppdus):
+    """802.11 captures: ``(cap, ppdus)`` with segments dated at their PPDU's end and the
+    PPDU table of the cross-layer view (``ppdus`` when given, else grouped here)."""
+    from airtime.ppdu import align_to_ppdu_end, group_ppdus    # (imports pandas: 802.11 only)
+    if cap.columns is not None and cap.stamps == "capture":
+        return _airtime_columns(cap, ppdus)
+    if cap.skip is not None:                  # wild stamps group into no PPDU
+        cap = Capture.from_frame(cap.to_frame()[~cap.skip].reset_index(drop=True), cap.stamps)
+    if cap.stamps == "end":
+        return cap, group_ppdus(cap.to_frame(), stamps="end").ppdus if ppdus is None else ppdus
+    # an MPDU reaches the receiver when its PPDU ends: date segments there, whatever the
+    # sniffer's TSFT convention (an A-MPDU can last 5 ms); one grouping serves both
+    frames = cap.to_frame()
+    grouped = group_ppdus(frames)
+    frames, _ = align_to_ppdu_end(frames, grouped=grouped)
+    return Capture.from_frame(frames, "end"), grouped.ppdus if ppdus is None else ppdus
+
+
+def _airtime_columns(cap: Capture, ppdus):
+    """:func:`airtime_frames` of decoded columns, with a lower memory peak: the PPDUs are
+    grouped on a frame table of the radio columns only (no TCP/IP ones), then the columns
+    only the grouping read are freed and the TCP analysis consumes the rest as it reads them."""
+    from airtime.ppdu import align_to_ppdu_end, group_ppdus
+    from sniffsync.decode.table import frame_table
+    n, cols, marks = cap.columns
+    keep = np.ones(n, bool) if cap.skip is None else ~cap.skip     # wild stamps group into no PPDU
+    radio = [c for c in cols if c not in TCP_COLUMNS or c in _PPDU_READS]
+    frames = frame_table(n, cols, marks, radio + ["bad"])
+    if cap.skip is not None:
+        frames = frames[keep].reset_index(drop=True)
+    grouped = group_ppdus(frames)
+    end_ns = np.array(cols["ts_ns"][0], np.int64)
+    end_ns[keep] = align_to_ppdu_end(frames, grouped=grouped)[0]["ts_ns"].to_numpy(np.int64)
+    ppdus = grouped.ppdus if ppdus is None else ppdus
+    del frames, grouped
+    for c in [c for c in cols if c not in TCP_COLUMNS]:
+        del cols[c]
+    cols["ts_ns"] = (end_ns, None)
+    out = Capture.from_columns(n, cols, marks, consume=True, stamps="end")
+    out.skip = cap.skip
+    return out, ppdus
