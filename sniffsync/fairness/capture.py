@@ -17,7 +17,7 @@ OUTLIER = "ts_outlier"           # the reader's mark of a wild timestamp: such f
 TCP_COLUMNS = {"sniffer", "frame", "ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "dport",
                "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
                "tcp_tsecr", "udp_len", "ta", "seq", "retry", "mcs"}
-_PPDU_READS = {"sniffer", "frame", "ts_ns", "ta", "retry", "mcs", "linktype"}
+_PPDU_READS = {"sniffer", "frame", "ts_ns", "ta", "seq", "retry", "mcs", "linktype"}
 
 
 class Capture:
