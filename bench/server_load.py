@@ -115,7 +115,12 @@ def _serve(captures, conn):
     import logging
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     run = analyse([str(p) for p in captures])
-    view = RunView(run.ppdus, run.events, lambda t0, t1: analysis_data(run, t0, t1), run.names, "bench")
+    try:
+        from viz.analysis_index import AnalysisIndex
+        analysis = AnalysisIndex(run)
+    except ImportError:                                   # before viz/analysis_index.py existed
+        analysis = lambda t0, t1: analysis_data(run, t0, t1)                    # noqa: E731
+    view = RunView(run.ppdus, run.events, analysis, run.names, "bench")
     srv = srv_of(create_app(view))
     conn.send(srv.server_port)
     srv.serve_forever()

@@ -20,7 +20,7 @@ def build_view(args):
     """Analyse (through the cache) and wrap the run for the UI."""
     from pathlib import Path
 
-    from viz.analysis import analysis_data
+    from viz.analysis_index import AnalysisIndex
     from viz.runview import RunView
 
     from sniffsync.pipeline.cache import analyse_cached
@@ -30,7 +30,7 @@ def build_view(args):
                                  allow_unsynced=args.allow_unsynced, tsft_at=args.tsft_at,
                                  progress=progress_printer(args.quiet))
     title = " + ".join(Path(p).name for p in args.captures)
-    view = RunView(run.ppdus, run.events, lambda t0, t1: analysis_data(run, t0, t1), run.names, title)
+    view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, title)
     return run, view, cached
 
 
