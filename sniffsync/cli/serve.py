@@ -34,10 +34,8 @@ def build_view(args):
     return run, view, cached
 
 
-def serve_view(view, host, port, allow_hosts=()):
-    """Serve ``view`` until Ctrl-C: Host names checked, a token when beyond loopback, no banner."""
-    import sys
-
+def start_server(view, host, port, allow_hosts=()):
+    """(server bound but not serving, URL to print, token or None) for ``view`` on ``host:port``."""
     from web import create_app
     from web.server import access, make_server, url_host
 
@@ -45,7 +43,15 @@ def serve_view(view, host, port, allow_hosts=()):
     app = create_app(view, {"ALLOWED_HOSTS": sorted(hosts), "TOKEN": token,
                             "TOKEN_COOKIE": f"sniffsync_token_{port}"})
     srv = make_server(app, host, port)
-    url = f"http://{url_host(host)}:{port}/" + (f"?token={token}" if token else "")
+    url = f"http://{url_host(host)}:{srv.server_port}/" + (f"?token={token}" if token else "")
+    return srv, url, token
+
+
+def serve_view(view, host, port, allow_hosts=()):
+    """Serve ``view`` until Ctrl-C: Host names checked, a token when beyond loopback, no banner."""
+    import sys
+
+    srv, url, token = start_server(view, host, port, allow_hosts)
     if token:
         print(f"sniffsync: warning: serving on {host}: anyone who can reach it and has the URL below "
               "sees the run", file=sys.stderr)

@@ -203,3 +203,48 @@ def test_ppdu_id_plain(client):
 def test_path_traversal_still_refused(client, path):
     r = _get(client, path, "127.0.0.1:8050", follow_redirects=True)     # '//' -> '/' is a 308 first
     assert r.status_code == 404 and b"[metadata]" not in r.data and b"root:" not in r.data
+
+
+# ---- what `serve` starts -----------------------------------------------------------------------
+
+def _serve_in_thread(srv):
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    return th
+
+
+def test_serve_on_loopback_prints_a_plain_url(run):
+    from sniffsync.cli.serve import start_server
+    srv, url, token = start_server(run, "127.0.0.1", 0)
+    _serve_in_thread(srv)
+    try:
+        assert token is None and url == f"http://127.0.0.1:{srv.server_port}/"
+        assert _wire(srv.server_port, "/api/meta")[0] == 200
+        assert _wire(srv.server_port, "/api/meta", "evil.com")[0] == 421
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_serve_beyond_loopback_url_carries_the_token(run, monkeypatch):
+    """As for --host 10.x (bound here on loopback, told it is not: tests stay off the network)."""
+    import web.server
+    from sniffsync.cli.serve import start_server
+    monkeypatch.setattr(web.server, "_is_loopback_bind", lambda host: False)
+    srv, url, token = start_server(run, "127.0.0.1", 0, allow_hosts=["lab.example"])
+    _serve_in_thread(srv)
+    try:
+        port = srv.server_port
+        assert url == f"http://127.0.0.1:{port}/?token={token}" and len(token) >= 32
+        assert _wire(port, "/api/meta")[0] == 403
+        status, headers, _ = _wire(port, url.split(str(port), 1)[1], f"lab.example:{port}")
+        assert status == 303
+        cookie = dict((k.lower(), v) for k, v in headers)["set-cookie"].split(";")[0]
+        assert cookie == f"sniffsync_token_0={token}"
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/api/meta", headers={"Cookie": cookie})
+        assert c.getresponse().status == 200
+        c.close()
+    finally:
+        srv.shutdown()
+        srv.server_close()
