@@ -18,8 +18,9 @@ import hmac
 import ipaddress
 import json
 import re
-from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, quote, urlencode
+
+from werkzeug.http import parse_cookie
 
 __all__ = ["Guard", "host_name", "is_loopback"]
 
@@ -81,13 +82,8 @@ class Guard:
         """(token from the query, token from header or cookie)."""
         q = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)).get(TOKEN_PARAM)
         other = environ.get(TOKEN_HEADER)
-        if other is None:
-            jar = SimpleCookie()
-            try:
-                jar.load(environ.get("HTTP_COOKIE", ""))
-            except Exception:        # a malformed Cookie header is no token
-                jar = {}
-            other = jar[self.cookie].value if self.cookie in jar else None
+        if other is None:            # lenient parser: other local apps' odd cookies must not hide ours
+            other = parse_cookie(environ.get("HTTP_COOKIE", "")).get(self.cookie)
         return q, other
 
     def _match(self, given: str | None) -> bool:

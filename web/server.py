@@ -25,6 +25,7 @@ class _Handler(WSGIRequestHandler):
     (http.server sends one; Werkzeug's conditional and file responses add their own)."""
 
     _date_sent = False
+    timeout = 60          # s per socket read/write: an idle or trickling client does not hold a thread forever
 
     def send_response(self, code, message=None):
         self._date_sent = False

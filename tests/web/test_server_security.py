@@ -138,6 +138,24 @@ def test_no_server_banner_on_the_wire(run):
         assert b"\r\nserver:" not in raw and b"werkzeug" not in raw
 
 
+def test_idle_connection_is_dropped(run, monkeypatch):
+    from web import server
+    monkeypatch.setattr(server._Handler, "timeout", 0.5)
+    with live(create_app(run)) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /api/meta HTTP/1.1\r\n")          # ... and never the rest
+            assert s.recv(100) == b""                           # closed by the server, not by our 10 s
+
+
+def test_token_cookie_found_among_other_apps_cookies(run):
+    tclient = create_app(run, {"TOKEN": TOKEN}).test_client(use_cookies=False)   # send our Cookie as is
+    jar = f'_xsrf=2|ab|cd|"x y"; a=b c; sniffsync_token={TOKEN}; z="'
+    r = tclient.get("/api/meta", environ_overrides={"HTTP_HOST": "localhost", "HTTP_COOKIE": jar})
+    assert r.status_code == 200
+    r = tclient.get("/api/meta", environ_overrides={"HTTP_HOST": "localhost", "HTTP_COOKIE": jar[:-40]})
+    assert r.status_code == 403
+
+
 def test_busy_port_is_one_clear_error(run):
     with live(create_app(run)) as port:
         with pytest.raises(UsageError, match=f"port {port} .*busy"):
