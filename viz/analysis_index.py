@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
-from viz.analysis import _f, _thin, analysis_data
+from viz.analysis import _f, _thin, analysis_data, failed_bin_ns
 from airtime.summary import histogram
 
 __all__ = ["AnalysisIndex"]
@@ -128,7 +128,7 @@ class AnalysisIndex:
     def _histograms(self, sl: slice, es: slice) -> dict:
         n = sl.stop - sl.start
         span = int(self.end[sl].max()) - int(self.start[sl.start]) if n else 0
-        bin_ns = 10_000_000_000 if span > 30_000_000_000 else 1_000_000_000
+        bin_ns = failed_bin_ns(span)
         first = int(self.start[sl.start]) if n else self.base
         nb = max(1, -(-span // bin_ns))
         failed = self.ev_start[es][self.ev_kind[es] == self._ev_code("mpdu_failed")]
