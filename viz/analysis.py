@@ -11,9 +11,23 @@ import pandas as pd
 from airtime.summary import histogram, station_airtime
 from sniffsync.decode.macs import mac_text
 
-__all__ = ["analysis_data", "MAX_POINTS"]
+__all__ = ["analysis_data", "failed_bin_ns", "MAX_POINTS", "MAX_BINS"]
 
 MAX_POINTS = 2000
+MAX_BINS = 120                      # bars of the failed-MPDU histogram, whatever the time span
+_BINS_S = (10, 60, 600, 3600, 21_600, 86_400, 604_800)
+
+
+def failed_bin_ns(span_ns: int) -> int:
+    """Bin of the failed-MPDU histogram: 1 s up to 30 s of PPDUs, then the first of 10 s, 1 min,
+    10 min, 1 h, 6 h, 1 d, 1 week giving at most :data:`MAX_BINS` bins (a run whose clock
+    jumps by days must not cost a bar per 10 s), else whole seconds for exactly that many."""
+    if span_ns <= 30_000_000_000:
+        return 1_000_000_000
+    for b in _BINS_S:
+        if -(-span_ns // (b * 1_000_000_000)) <= MAX_BINS:
+            return b * 1_000_000_000
+    return -(-span_ns // (MAX_BINS * 1_000_000_000)) * 1_000_000_000
 
 
 def _thin(idx: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
@@ -98,9 +112,9 @@ def _fairness_series(fair, labels: dict, lo: int, hi: int, base: int) -> dict:
 
 
 def _histograms(in_p: pd.DataFrame, in_ev: pd.DataFrame, base: int) -> dict:
-    """Failed MPDUs per 1 s (10 s beyond 30 s of PPDUs), MPDUs per A-MPDU and MCS of data PPDUs."""
+    """Failed MPDUs per bin (:func:`failed_bin_ns`), MPDUs per A-MPDU and MCS of data PPDUs."""
     span = (int(in_p["end_ns"].max()) - int(in_p["start_ns"].min())) if len(in_p) else 0
-    bin_ns = 10_000_000_000 if span > 30_000_000_000 else 1_000_000_000
+    bin_ns = failed_bin_ns(span)
     failed = in_ev[in_ev["kind"] == "mpdu_failed"]["start_ns"].to_numpy(np.int64) if len(in_ev) else np.zeros(0)
     first = int(in_p["start_ns"].min()) if len(in_p) else base
     nb = max(1, -(-span // bin_ns))

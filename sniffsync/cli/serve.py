@@ -7,7 +7,12 @@ def add_arguments(p):
     from sniffsync.cli.common import add_analysis_inputs, port
     add_analysis_inputs(p)
     p.add_argument("--port", type=port, default=8050, help="TCP port, 1-65535 (default 8050)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: this machine only)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="bind address (default 127.0.0.1: this machine only); any other address adds a "
+                        "per-start token to the URL printed")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer to this Host name (e.g. the LAN address the server is reached by); "
+                        "repeatable. Loopback names and --host are always accepted")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of using the Parquet cache")
 
 
@@ -15,7 +20,7 @@ def build_view(args):
     """Analyse (through the cache) and wrap the run for the UI."""
     from pathlib import Path
 
-    from viz.analysis import analysis_data
+    from viz.analysis_index import AnalysisIndex
     from viz.runview import RunView
 
     from sniffsync.pipeline.cache import analyse_cached
@@ -25,21 +30,38 @@ def build_view(args):
                                  allow_unsynced=args.allow_unsynced, tsft_at=args.tsft_at,
                                  progress=progress_printer(args.quiet))
     title = " + ".join(Path(p).name for p in args.captures)
-    view = RunView(run.ppdus, run.events, lambda t0, t1: analysis_data(run, t0, t1), run.names, title)
+    view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, title)
     return run, view, cached
 
 
-def serve_view(view, host, port):
+def start_server(view, host, port, allow_hosts=()):
+    """(server bound but not serving, URL to print, token or None) for ``view`` on ``host:port``."""
+    from web import create_app
+    from web.server import access, make_server, url_host
+
+    hosts, token = access(host, tuple(allow_hosts))
+    app = create_app(view, {"ALLOWED_HOSTS": sorted(hosts), "TOKEN": token,
+                            "TOKEN_COOKIE": f"sniffsync_token_{port}"})
+    srv = make_server(app, host, port)
+    url = f"http://{url_host(host)}:{srv.server_port}/" + (f"?token={token}" if token else "")
+    return srv, url, token
+
+
+def serve_view(view, host, port, allow_hosts=()):
+    """Serve ``view`` until Ctrl-C: Host names checked, a token when beyond loopback, no banner."""
     import sys
 
-    from web import create_app
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"sniffsync: warning: serving on {host}: anyone who can reach this address sees the run",
-              file=sys.stderr)
-    app = create_app(view)
-    print(f"sniffsync: serving on http://{host}:{port}/  (Ctrl-C to stop)", flush=True)
-    from werkzeug.serving import run_simple
-    run_simple(host, port, app, threaded=True, use_reloader=False, use_debugger=False)
+    srv, url, token = start_server(view, host, port, allow_hosts)
+    if token:
+        print(f"sniffsync: warning: serving on {host}: anyone who can reach it and has the URL below "
+              "sees the run", file=sys.stderr)
+    print(f"sniffsync: serving on {url}  (Ctrl-C to stop)", flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.server_close()
 
 
 def run(args) -> int:
@@ -47,5 +69,5 @@ def run(args) -> int:
     if not args.quiet:
         print(f"{view.meta()['n_ppdus']} PPDUs, {view.meta()['n_events']} events"
               f"{' (from cache)' if cached else ''}")
-    serve_view(view, args.host, args.port)
+    serve_view(view, args.host, args.port, args.allow_host)
     return 0

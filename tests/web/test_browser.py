@@ -42,11 +42,10 @@ def run():
 @pytest.fixture(scope="module")
 def ui(run):
     """(base url, page, console errors) — one server and one browser for the module."""
-    from viz.analysis import analysis_data
+    from viz.analysis_index import AnalysisIndex
     from viz.runview import RunView
     from web import create_app
-    view = RunView(run.ppdus, run.events, lambda t0, t1: analysis_data(run, t0, t1), run.names,
-                   "hidden-node A+B+C")
+    view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, "hidden-node A+B+C")
     ARTIFACTS.mkdir(exist_ok=True)
     with serve(create_app(view)) as url, browser_page() as (page, errors):
         yield url, page, errors
@@ -230,3 +229,30 @@ def test_shift_brush_requests_range_and_rerenders(page):
     titles = page.eval_on_selector_all("#airtime svg rect.bar title", "els => els.map(e => e.textContent)")
     assert titles == [f"{s['station']}: {_js_number(round(s['share_pct'], 1))}" for s in a["airtime_share"]]
     page.screenshot(path=str(ARTIFACTS / "ui-brushed.png"), full_page=True)
+
+
+def test_token_url_loads_the_ui_then_leaves_the_address_bar(ui, run):
+    """Served beyond loopback: the printed URL (with the token) opens the full UI; the token
+    moves to a cookie, every fetch of the page carries it; without it, no data."""
+    from viz.analysis_index import AnalysisIndex
+    from viz.runview import RunView
+    from web import create_app
+    _, page, errors = ui
+    view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, "token")
+    app = create_app(view, {"TOKEN": "tok-" + "s" * 30, "TOKEN_COOKIE": "sniffsync_token_b"})
+    with serve(app) as url:
+        page.context.clear_cookies()
+        r = page.goto(f"{url}/?lanes=x")
+        assert r.status == 403 and "n_ppdus" not in page.content()
+        errors.clear()
+        statuses = []
+        page.on("response", lambda resp: statuses.append(resp.status) if "/api/" in resp.url else None)
+        page.goto(f"{url}/?token=tok-{'s' * 30}")
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        page.wait_for_function("() => window.__sniffsync.analysis && window.__sniffsync.analysis.rendered")
+        assert "token" not in page.url
+        assert statuses and set(statuses) == {200}
+        assert page.evaluate(HOOK)["tiles"] > 0
+        page.screenshot(path=str(ARTIFACTS / "ui-token.png"))
+        assert errors == []
+        page.context.clear_cookies()

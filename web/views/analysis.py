@@ -1,6 +1,7 @@
-from flask import Blueprint, abort, jsonify, request
+from flask import Blueprint, abort, request
 
 from web.views import int_arg, run
+from web.views.cached import cached_json
 
 bp = Blueprint("analysis", __name__, url_prefix="/api")
 
@@ -13,5 +14,5 @@ def analysis():
         t0, t1 = int_arg("t0", lo=0, hi=span), int_arg("t1", lo=0, hi=span + 1)
         if t1 <= t0:
             abort(400, description="t1 must be greater than t0")
-        return jsonify(r.analysis(t0, t1))
-    return jsonify(r.analysis())
+        return cached_json(("analysis", t0, t1), lambda: r.analysis(t0, t1))
+    return cached_json(("analysis",), r.analysis)

@@ -1,13 +1,14 @@
 from flask import Blueprint, abort, current_app, jsonify, request
 
 from web.views import int_arg, run
+from web.views.cached import cached_json
 
 bp = Blueprint("timeline", __name__, url_prefix="/api")
 
 
 @bp.get("/meta")
 def meta():
-    return jsonify(run().meta())
+    return cached_json("meta", lambda: run().meta())
 
 
 @bp.get("/tile")
@@ -25,7 +26,7 @@ def tile():
     return jsonify(r.tile(t0, t1, px, lanes))
 
 
-@bp.get("/ppdu/<int:ppdu_id>")
+@bp.get("/ppdu/<uint:ppdu_id>")
 def ppdu(ppdu_id: int):
     d = run().ppdu_detail(ppdu_id)
     if d is None:

@@ -1,0 +1,36 @@
+"""Bounded load test over real loopback HTTP: 8 clients, a fixed request count and a time
+limit. Every answer must be 200 and equal to what the app answers one request at a time
+(Flask test client, no threads); timing is measured by bench/server_load.py, not asserted."""
+import importlib.util
+import threading
+from pathlib import Path
+
+from unit_run import run  # noqa: F401  (the fixture)
+from web import create_app
+from web.server import make_server
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "server_load.py"
+spec = importlib.util.spec_from_file_location("server_load", BENCH)
+server_load = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(server_load)
+
+
+def test_eight_clients_fixed_count_all_correct(run):
+    paths = server_load.session_paths(run.meta(), 240, seed=3)
+    assert {server_load.endpoint(p) for p in paths} == {"meta", "tile", "ppdu", "analysis (whole run)",
+                                                       "analysis (range)"}
+    expect = {p: create_app(run).test_client().get(p) for p in set(paths)}
+    srv = make_server(create_app(run), "127.0.0.1", 0)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        res = server_load.hammer(("127.0.0.1", srv.server_port), paths, clients=8, timeout=60)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert len(res) == len(paths) and all(expect[p].status_code == 200 for p in paths)
+    errors = [(p, st, body[:100]) for p, st, _, body, _ in res if st != expect[p].status_code]
+    assert errors == []
+    for path, status, headers, body, _ in res:
+        assert body == expect[path].data, path
+        assert "server" not in headers

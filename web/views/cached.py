@@ -1,0 +1,74 @@
+"""Encoded JSON answers computed once per server start and served as bytes with an ETag.
+
+The run never changes while the server runs, so an answer for a key (the whole-run analysis,
+the meta, a brushed range) is computed once: the whole-run ones are kept for the server's
+life, ranges in a small LRU. Concurrent first requests for one key wait for one computation
+instead of each doing it (eight tabs opening at once cost one analysis, not eight).
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+from flask import Response, current_app, request
+
+__all__ = ["JsonCache", "cached_json"]
+
+
+class JsonCache:
+    """``key -> (body bytes, etag)``; keys of one element are permanent, longer ones LRU."""
+
+    def __init__(self, max_ranges: int = 64):
+        self.max_ranges = max_ranges
+        self._lock = threading.Lock()
+        self._fixed: dict = {}
+        self._lru: OrderedDict = OrderedDict()
+        self._pending: dict = {}
+        self.computed = 0                     # how many answers were computed (tests read it)
+
+    def _lookup(self, key):
+        if key in self._fixed:
+            return self._fixed[key]
+        hit = self._lru.get(key)
+        if hit is not None:
+            self._lru.move_to_end(key)
+        return hit
+
+    def _store(self, key, value):
+        if len(key) == 1:
+            self._fixed[key] = value
+            return
+        self._lru[key] = value
+        while len(self._lru) > self.max_ranges:
+            self._lru.popitem(last=False)
+
+    def get(self, key: tuple, compute, dumps) -> tuple[bytes, str]:
+        with self._lock:
+            hit = self._lookup(key)
+            if hit is not None:
+                return hit
+            pending = self._pending.setdefault(key, threading.Lock())
+        with pending:
+            with self._lock:
+                hit = self._lookup(key)
+            if hit is not None:
+                return hit
+            body = dumps(compute()).encode()
+            value = (body, hashlib.blake2b(body, digest_size=12).hexdigest())
+            with self._lock:
+                self._store(key, value)
+                self._pending.pop(key, None)
+                self.computed += 1
+            return value
+
+
+def cached_json(key, compute) -> Response:
+    """Response for ``key`` (a str or tuple): 200 with the cached body, or 304 on a matching ETag."""
+    key = key if isinstance(key, tuple) else (key,)
+    dumps = lambda obj: current_app.json.dumps(obj, separators=(",", ":"))    # as jsonify does
+    body, etag = current_app.extensions["sniffsync.cache"].get(key, compute, dumps)
+    resp = Response(body, mimetype="application/json")
+    resp.set_etag(etag)
+    resp.headers["Cache-Control"] = "no-cache"        # revalidate: a 304 costs no analysis
+    return resp.make_conditional(request)
