@@ -1,0 +1,64 @@
+"""Where the per-run analyses run: in this process, or on a Dask distributed cluster.
+
+Runs are independent, so a campaign is a bag of tasks: each task analyses one run and
+writes its Parquet tables into the run's cache folder (the workers must see the same
+file system as the caller: one machine, or a shared mount). ``scheduler``:
+
+- ``"none"``: one after another in this process;
+- ``None`` (default): a ``distributed.LocalCluster`` of :func:`sniffsync.runtime.workers`
+  single-threaded worker processes, or in-process when there is one run or one core;
+- an address (``tcp://host:8786``, or a ``LocalCluster``'s ``scheduler_address``): that cluster.
+
+Results do not depend on the scheduler: a task is the same function on the same inputs.
+"""
+from __future__ import annotations
+
+from sniffsync.errors import UsageError
+
+__all__ = ["analyse_all"]
+
+
+def _in_process(specs, options, frames, force, progress):
+    from sniffsync.campaign.store import analyse_run
+    out = []
+    for spec in specs:
+        out.append(analyse_run(spec, options, frames, force))
+        if progress:
+            progress(out[-1])
+    return out
+
+
+def _on_cluster(client, specs, options, frames, force, progress):
+    from distributed import as_completed
+
+    from sniffsync.campaign.store import analyse_run
+    futures = [client.submit(analyse_run, s, options, frames, force, key=f"sniffsync-run-{i}-{s.name}",
+                             pure=False) for i, s in enumerate(specs)]
+    order = {f.key: i for i, f in enumerate(futures)}
+    out = [None] * len(specs)
+    for fut in as_completed(futures):
+        out[order[fut.key]] = fut.result()          # a worker's exception is raised here
+        if progress:
+            progress(out[order[fut.key]])
+    return out
+
+
+def analyse_all(specs, scheduler: str | None = None, options: dict | None = None, frames: bool = False,
+                force: bool = False, progress=None) -> list:
+    """:func:`~sniffsync.campaign.store.analyse_run` for every run; results in ``specs`` order."""
+    from sniffsync.runtime import workers
+    specs = list(specs)
+    n = workers(len(specs))
+    if scheduler == "none" or (scheduler is None and n < 2):
+        return _in_process(specs, options, frames, force, progress)
+    from distributed import Client, LocalCluster
+    if scheduler is None:
+        with LocalCluster(n_workers=n, threads_per_worker=1, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            return _on_cluster(client, specs, options, frames, force, progress)
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
+    with client:
+        return _on_cluster(client, specs, options, frames, force, progress)
