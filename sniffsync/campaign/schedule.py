@@ -46,19 +46,34 @@ def _on_cluster(client, specs, options, frames, force, progress):
 def analyse_all(specs, scheduler: str | None = None, options: dict | None = None, frames: bool = False,
                 force: bool = False, progress=None) -> list:
     """:func:`~sniffsync.campaign.store.analyse_run` for every run; results in ``specs`` order."""
+    from sniffsync.campaign.store import cached
     from sniffsync.runtime import workers
     specs = list(specs)
-    n = workers(len(specs))
-    if scheduler == "none" or (scheduler is None and n < 2):
-        return _in_process(specs, options, frames, force, progress)
-    from distributed import Client, LocalCluster
-    if scheduler is None:
+    done = [None if force else cached(s, options, frames) for s in specs]   # no cluster for these
+    for r in filter(None, done):
+        if progress:
+            progress(r)
+    todo = [s for s, d in zip(specs, done) if d is None]
+    n = workers(len(todo))
+    if not todo:
+        new = []
+    elif scheduler == "none" or (scheduler is None and n < 2):
+        new = _in_process(todo, options, frames, force, progress)
+    elif scheduler is None:
+        from distributed import Client, LocalCluster
         with LocalCluster(n_workers=n, threads_per_worker=1, dashboard_address=None) as cluster, \
                 Client(cluster) as client:
-            return _on_cluster(client, specs, options, frames, force, progress)
+            new = _on_cluster(client, todo, options, frames, force, progress)
+    else:
+        with _client(scheduler) as client:
+            new = _on_cluster(client, todo, options, frames, force, progress)
+    it = iter(new)
+    return [d if d is not None else next(it) for d in done]
+
+
+def _client(address: str):
+    from distributed import Client
     try:
-        client = Client(scheduler, timeout="10s")
+        return Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError) as exc:
-        raise UsageError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
-    with client:
-        return _on_cluster(client, specs, options, frames, force, progress)
+        raise UsageError(f"--scheduler {address}: cannot reach a Dask scheduler there ({exc})") from None

@@ -16,7 +16,7 @@ import pandas as pd
 
 from sniffsync import __version__
 
-__all__ = ["TABLES", "analyse_run", "load_table", "manifest", "OPTIONS"]
+__all__ = ["TABLES", "analyse_run", "cached", "load_table", "manifest", "OPTIONS"]
 
 # SQL/view name -> file in the cache folder
 TABLES = {
@@ -52,6 +52,15 @@ def _fresh(cache: Path, key: str, frames: bool) -> bool:
     m = manifest(cache)
     return (m is not None and m.get("key") == key and (cache / "complete").exists()
             and (not frames or (cache / TABLES["frames"]).exists()))
+
+
+def cached(spec, options: dict | None = None, frames: bool = False) -> dict | None:
+    """``analyse_run``'s answer when ``spec``'s cache is fresh, else None (no analysis)."""
+    options = {**OPTIONS, **(options or {})}
+    key = _key(spec.captures, options)
+    if _fresh(Path(spec.cache), key, frames):
+        return {"run": spec.name, "cache": str(spec.cache), "key": key, "cached": True}
+    return None
 
 
 def _clear(cache: Path) -> None:
