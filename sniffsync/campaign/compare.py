@@ -24,7 +24,7 @@ def compare(specs, out_dir, by=(), baseline: str | None = None, title: str = "sn
             (" (its group)" if by else "")
     for name, df in tables.items():
         with atomic_output(out / f"{name}.csv", "w") as fh:
-            df.to_csv(fh, index=False, float_format="%.6g")
+            df.to_csv(fh, index=False, float_format="%.10g")
     figures = write_figures(samples(specs, by), out)
     page = build_page(tables, captions, figures, title, {s.name: s.notes for s in specs})
     with atomic_output(out / "campaign.html", "w", encoding="utf-8") as fh:
