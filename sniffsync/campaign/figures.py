@@ -53,7 +53,8 @@ def _box(ax, series: dict, ylabel: str) -> None:
     data = [v[np.isfinite(v)] for v in series.values()]
     ax.boxplot(data, tick_labels=labels, widths=0.5, patch_artist=True,
                boxprops={"facecolor": "0.9", "edgecolor": "0"}, medianprops={"color": "0", "linewidth": 1.6},
-               flierprops={"marker": ".", "markersize": 3, "markerfacecolor": "0.4", "markeredgecolor": "0.4"})
+               flierprops={"marker": ".", "markersize": 3, "markerfacecolor": "0.4",
+                           "markeredgecolor": "0.4"})
     ax.set_ylabel(ylabel)
     ax.tick_params(axis="x", labelrotation=30 if len(labels) > 3 else 0)
     for t in ax.get_xticklabels():

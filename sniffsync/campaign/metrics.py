@@ -52,7 +52,8 @@ def _per_run(spec) -> dict:
            "flow_goodput_mbps_min": g.min(), "flow_goodput_mbps_max": g.max(),
            "flow_goodput_mbps_std": g.std(ddof=0),
            "max_min_ratio": g.max() / g.min() if len(g) and g.min() > 0 else np.nan}
-    jw = jt.loc[jt["n_active"] >= 2, "jain"].dropna().astype(np.float64) if len(jt) else pd.Series([], dtype=float)
+    jw = (jt.loc[jt["n_active"] >= 2, "jain"].dropna().astype(np.float64) if len(jt)
+          else pd.Series([], dtype=np.float64))
     ja = {"jain_run": jain(g), "windows": len(jw),
           "jain_window_median": jw.median() if len(jw) else np.nan,
           "jain_window_p10": jw.quantile(0.1) if len(jw) else np.nan}
@@ -139,7 +140,8 @@ def baseline_ratios(tables: dict, specs, baseline: str, by: list) -> pd.DataFram
     for name, cols in BASELINE_METRICS.items():
         df = tables[name].set_index(keys)
         base = df.loc[[base_key] if len(keys) > 1 else [base_key[0]], cols].iloc[0]
-        ratio = (df[cols].astype(np.float64) / base.astype(np.float64).replace(0, np.nan)).add_suffix("_ratio")
+        base = base.astype(np.float64).replace(0, np.nan)            # a ratio against 0 is empty
+        ratio = (df[cols].astype(np.float64) / base).add_suffix("_ratio")
         out = ratio if out is None else out.join(ratio)
     return out.reset_index()
 

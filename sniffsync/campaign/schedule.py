@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from sniffsync.errors import UsageError
 
-__all__ = ["analyse_all"]
+__all__ = ["analyse_all", "CONNECT_TIMEOUT"]
+
+CONNECT_TIMEOUT = "10s"        # how long to try a --scheduler address before giving up
 
 
 def _in_process(specs, options, frames, force, progress):
@@ -74,6 +76,6 @@ def analyse_all(specs, scheduler: str | None = None, options: dict | None = None
 def _client(address: str):
     from distributed import Client
     try:
-        return Client(address, timeout="10s")
+        return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(f"--scheduler {address}: cannot reach a Dask scheduler there ({exc})") from None

@@ -11,10 +11,8 @@ from pathlib import Path
 
 __all__ = ["connect", "query"]
 
-_MAC = ("CREATE MACRO mac(x) AS CASE WHEN x IS NULL THEN NULL ELSE "
-        "concat_ws(':', substr(lpad(lower(hex(x)), 12, '0'), 1, 2), substr(lpad(lower(hex(x)), 12, '0'), 3, 2), "
-        "substr(lpad(lower(hex(x)), 12, '0'), 5, 2), substr(lpad(lower(hex(x)), 12, '0'), 7, 2), "
-        "substr(lpad(lower(hex(x)), 12, '0'), 9, 2), substr(lpad(lower(hex(x)), 12, '0'), 11, 2)) END")
+_MAC = ("CREATE MACRO mac(x) AS regexp_replace(lpad(lower(hex(x)), 12, '0'), "
+        "'(..)(..)(..)(..)(..)(..)', '\\1:\\2:\\3:\\4:\\5:\\6')")
 
 
 def _ident(name: str) -> str:

@@ -66,6 +66,11 @@ def flow_summary(fair) -> pd.DataFrame:
     return f[FLOW_COLUMNS].reset_index(drop=True)
 
 
+def _mode(s: pd.Series) -> float:
+    """Most frequent value (the smallest on a tie); NaN when none."""
+    return float(s.mode().min()) if s.notna().any() else np.nan
+
+
 def station_summary(ppdus: pd.DataFrame, stations: pd.DataFrame) -> pd.DataFrame:
     """Per transmitter (``stations``: detect's per-station counters)."""
     p = ppdus[ppdus["ta"].notna()]
@@ -83,7 +88,7 @@ def station_summary(ppdus: pd.DataFrame, stations: pd.DataFrame) -> pd.DataFrame
     out = out.join(pd.DataFrame({"data_ppdus": n.size(), "mpdus_per_ampdu_mean": n.mean(),
                                  "mpdus_per_ampdu_p50": n.median(), "mpdus_per_ampdu_max": n.max(),
                                  "mcs_median": mcs.median(),
-                                 "mcs_mode": mcs.agg(lambda s: s.mode().min() if s.notna().any() else np.nan)}))
+                                 "mcs_mode": mcs.agg(_mode)}))
     if len(stations):
         s = stations.set_index(stations["ta"].astype("UInt64")).drop(columns="ta")
         s = s.rename(columns={"rts": "rts_sent"})

@@ -19,7 +19,8 @@ def add_campaign_inputs(p) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler that analyses the runs (tcp://host:8786); 'none': in this "
                         "process; default: a local cluster with one worker per core")
-    p.add_argument("--window", type=positive_float, default=0.4, metavar="S", help="window length, seconds (0.4)")
+    p.add_argument("--window", type=positive_float, default=0.4, metavar="S",
+                   help="window length, seconds (0.4)")
     p.add_argument("--step", type=positive_float, default=0.2, metavar="S", help="window step, seconds (0.2)")
     add_tsft_at(p)
     p.add_argument("--force", action="store_true", help="re-analyse even runs whose cache is fresh")

@@ -29,6 +29,8 @@ select tx.run, tx.ip_src || ':' || tx.sport as src, sum(tx.len) as bytes,
 from tx join span s using (run, ip_src, sport) group by all order by all
 """
 
+pytestmark = pytest.mark.slow      # the session's six simulated runs, analysed
+
 
 @pytest.fixture(scope="module")
 def compared(campaign, tmp_path_factory):

@@ -7,6 +7,8 @@ from sniffsync.campaign.store import load_table
 from sniffsync.cli.main import main
 from sniffsync.errors import UsageError
 
+pytestmark = pytest.mark.slow      # the session's six simulated runs, analysed
+
 
 def test_runs_and_labels(campaign):
     specs, _ = campaign
@@ -47,9 +49,8 @@ def test_bad_query_is_a_usage_error(campaign):
 def test_cli_analyse_compare_sql(campaign, tmp_path, capsys):
     specs, _ = campaign
     camp = specs[0].folder.rsplit("/", 1)[0]
-    cache = str(tmp_path / "cache")
-    # the session's tables are not reused here (other cache root): analysed once, then cached
-    assert main(["analyse", camp, "--cache", cache, "--scheduler", "none", "-q"]) == 0
+    cache = specs[0].cache.rsplit("/", 1)[0]          # the session's tables: every run cached
+    assert main(["analyse", camp, "--cache", cache, "--frames", "--scheduler", "none", "-q"]) == 0
     assert main(["compare", camp, "--cache", cache, "--by", "rts", "--baseline", "rts-on-udp5",
                  "-o", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
