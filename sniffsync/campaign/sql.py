@@ -27,6 +27,10 @@ def _runs_table(con, specs, labels: list) -> None:
     import pandas as pd
     df = pd.DataFrame([{"run": s.name, **{k: s.labels.get(k) for k in labels}, "notes": s.notes,
                         "captures": ", ".join(s.captures)} for s in specs])
+    for k in labels:       # one label with text in one run and a number in another: text in all
+        kinds = {type(v) for v in df[k] if v is not None}
+        if len(kinds) > 1:
+            df[k] = [None if v is None else str(v) for v in df[k]]
     con.register("_runs_df", df)
     con.execute("CREATE TABLE runs AS SELECT * FROM _runs_df")
     con.unregister("_runs_df")

@@ -65,3 +65,12 @@ def test_cli_analyse_compare_sql(campaign, tmp_path, capsys):
     assert capsys.readouterr().err.startswith("sniffsync: error: SQL: ")
     assert main(["compare", str(tmp_path / "nothing-here"), "-o", str(tmp_path / "o2")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_label_text_in_one_run_and_number_in_another(campaign):
+    import dataclasses
+    specs, _ = campaign
+    mixed = [dataclasses.replace(s, labels={**s.labels, "cw_min": 15 if i % 2 else "auto"})
+             for i, s in enumerate(specs)]
+    df = query(mixed, "select run, cw_min from runs order by run")
+    assert list(df["cw_min"]) == ["15" if i % 2 else "auto" for i in range(len(specs))]

@@ -2,6 +2,7 @@
 (fixtures in tests/data/tshark*/, made by the make_fixtures.sh there)."""
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,7 +12,10 @@ from sniffsync.campaign.compare import compare
 from sniffsync.campaign.runs import discover
 from sniffsync.campaign.schedule import analyse_all
 
-from conftest_paths import CAPTURE, TSHARK_FRAMES, TSHARK_TCP
+DATA = Path(__file__).resolve().parents[1] / "data"
+CAPTURE = DATA / "captures" / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
+TSHARK_FRAMES = DATA / "tshark" / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap.tsv.gz"
+TSHARK_TCP = DATA / "tshark_tcp" / "ns3-hidden-snifferA-nearAP.tsv"
 
 
 @pytest.fixture(scope="module")
