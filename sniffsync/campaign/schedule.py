@@ -38,10 +38,14 @@ def _on_cluster(client, specs, options, frames, force, progress):
                              pure=False) for i, s in enumerate(specs)]
     order = {f.key: i for i, f in enumerate(futures)}
     out = [None] * len(specs)
-    for fut in as_completed(futures):
-        out[order[fut.key]] = fut.result()          # a worker's exception is raised here
-        if progress:
-            progress(out[order[fut.key]])
+    try:
+        for fut in as_completed(futures):
+            out[order[fut.key]] = fut.result()      # a worker's exception is raised here
+            if progress:
+                progress(out[order[fut.key]])
+    except BaseException:
+        client.cancel(futures)                      # the other runs stop with the first error
+        raise
     return out
 
 
@@ -63,7 +67,10 @@ def analyse_all(specs, scheduler: str | None = None, options: dict | None = None
         new = _in_process(todo, options, frames, force, progress)
     elif scheduler is None:
         from distributed import Client, LocalCluster
-        with LocalCluster(n_workers=n, threads_per_worker=1, dashboard_address=None) as cluster, \
+        import logging
+        # the cluster's own log lines (a task cancelled after another failed) are not ours to show
+        with LocalCluster(n_workers=n, threads_per_worker=1, dashboard_address=None,
+                          silence_logs=logging.CRITICAL) as cluster, \
                 Client(cluster) as client:
             new = _on_cluster(client, todo, options, frames, force, progress)
     else:

@@ -103,3 +103,12 @@ def test_discover_refusals(campaign_dir, tmp_path):
     cap = sorted((campaign_dir / "rts-on-udp5").glob("*.pcap"))
     spec = discover(cap[:2], tmp_path)[0]
     assert spec.captures == tuple(map(str, cap[:2])) and spec.labels == {}
+
+
+def test_bad_capture_in_a_run_is_one_line_naming_it(tmp_path, capsys):
+    from sniffsync.cli.main import main
+    (tmp_path / "c" / "r1").mkdir(parents=True)
+    (tmp_path / "c" / "r1" / "bad.pcap").write_bytes(b"x")
+    assert main(["compare", str(tmp_path / "c"), "--scheduler", "none", "-q", "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sniffsync: error: ") and "bad.pcap" in err[0]
