@@ -14,7 +14,7 @@ RANK = {
     "sniffsync.sync": 4, "sniffsync.tcp": 4, "sniffsync.sim": 4,
     "sniffsync.fairness": 5,
     "sniffsync.pipeline": 6, "viz": 6,
-    "web": 7,
+    "web": 7, "sniffsync.campaign": 7,
     "sniffsync.cli": 8, "sniffsync": 9,
 }
 

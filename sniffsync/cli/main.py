@@ -16,7 +16,8 @@ import sys
 from sniffsync.errors import SniffsyncError
 
 # name -> module; order is the order of --help
-COMMANDS = ["frames", "merge", "airtime", "detect", "fairness", "simulate", "serve", "report", "demo"]
+COMMANDS = ["frames", "merge", "airtime", "detect", "fairness", "simulate", "serve", "report", "demo",
+            "analyse", "compare", "sql"]
 
 
 def build_parser() -> argparse.ArgumentParser:

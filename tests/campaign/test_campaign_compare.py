@@ -1,0 +1,139 @@
+"""compare's numbers against an independent route: DuckDB SQL straight over each run's
+exported frame table (no tcp/fairness/detect code), and grouping/baseline arithmetic."""
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sniffsync.campaign import FIGURE_NAMES, METRIC_TABLES, output_files
+from sniffsync.campaign.compare import compare
+from sniffsync.campaign.figures import FIGURES
+from sniffsync.campaign.metrics import METRICS
+from sniffsync.campaign.sql import query
+from sniffsync.errors import UsageError
+
+# per flow direction, from the merged frames only: payload bytes of distinct transmissions
+# (an 802.11 retry copy has the same TA + 802.11 sequence number), goodput = bytes of
+# distinct TCP sequence numbers (UDP: every datagram), span = first to last segment
+ORACLE = """
+with seg as (select run, ip_src, sport, ip_dst, dport, ip_proto, ts_ns, ta, seq, tcp_seq,
+                    coalesce(tcp_payload_len, udp_len - 8) as len
+             from frames where ip_proto in (6, 17) and not coalesce(fcs_bad, false)),
+     tx as (select distinct run, ip_src, sport, ip_proto, ta, seq, tcp_seq, len from seg where len > 0),
+     good as (select distinct run, ip_src, sport, ip_proto, coalesce(tcp_seq, seq) k, len from tx),
+     span as (select run, ip_src, sport, min(ts_ns) t0, max(ts_ns) t1 from seg group by all)
+select tx.run, tx.ip_src || ':' || tx.sport as src, sum(tx.len) as bytes,
+       (select sum(len) from good g where g.run = tx.run and g.ip_src = tx.ip_src and g.sport = tx.sport) as goodput,
+       any_value(s.t1 - s.t0) as span_ns
+from tx join span s using (run, ip_src, sport) group by all order by all
+"""
+
+pytestmark = pytest.mark.slow      # the session's six simulated runs, analysed
+
+
+@pytest.fixture(scope="module")
+def compared(campaign, tmp_path_factory):
+    specs, _ = campaign
+    out = tmp_path_factory.mktemp("compare")
+    tables = compare(specs, out, baseline="rts-off-udp5")
+    return specs, out, tables
+
+
+def test_flow_bytes_and_goodput_match_sql_over_frames(compared):
+    specs, out, _ = compared
+    want = query(specs, ORACLE)
+    got = pd.read_csv(out / "flows.csv")
+    got["src"] = got["flow"].str.extract(r"^\w+ ([\d.]+:\d+)")[0]
+    m = want.merge(got, on=["run", "src"], how="outer", validate="1:1", indicator=True)
+    assert (m["_merge"] == "both").all() and len(m) == 12
+    assert (m["bytes_x"] == m["bytes_y"]).all()
+    assert (m["goodput"] == m["goodput_bytes"]).all()
+    np.testing.assert_allclose(m["goodput_mbps"], m["goodput"] * 8e3 / m["span_ns"], rtol=1e-5)
+    # the run's throughput table: mean/min/max/std/total over its flows
+    thr = pd.read_csv(out / "throughput.csv").set_index("run")
+    rate = (m["goodput"] * 8e3 / m["span_ns"]).groupby(m["run"])
+    np.testing.assert_allclose(thr.loc[rate.mean().index, "flow_goodput_mbps_mean"], rate.mean(), rtol=1e-5)
+    np.testing.assert_allclose(thr.loc[rate.max().index, "flow_goodput_mbps_max"], rate.max(), rtol=1e-5)
+    np.testing.assert_allclose(thr.loc[rate.min().index, "flow_goodput_mbps_min"], rate.min(), rtol=1e-5)
+    np.testing.assert_allclose(thr.loc[rate.sum().index, "total_goodput_mbps"], rate.sum(), rtol=1e-5)
+    np.testing.assert_allclose(thr.loc[rate.std().index, "flow_goodput_mbps_std"], rate.std(ddof=0), rtol=1e-5)
+    # Jain over the run, by hand from the same rates
+    jain = pd.read_csv(out / "jain.csv").set_index("run")
+    hand = rate.sum() ** 2 / (rate.count() * (rate.apply(lambda s: (s * s).sum())))
+    np.testing.assert_allclose(jain.loc[hand.index, "jain_run"], hand, rtol=1e-5)
+
+
+def test_rts_and_cts_per_station_match_sql_over_frames(compared):
+    specs, out, _ = compared
+    rts = query(specs, "select run, mac(ta) as station, count(*) as n from frames where type_subtype = 27 "
+                       "group by all")
+    cts = query(specs, "select run, mac(ra) as station, count(*) as n from frames where type_subtype = 28 "
+                       "group by all")
+    st = pd.read_csv(out / "stations.csv")
+    m = st.merge(rts, on=["run", "station"], how="left").merge(cts, on=["run", "station"], how="left",
+                                                              suffixes=("_rts", "_cts"))
+    m = m.fillna({"n_rts": 0, "n_cts": 0})
+    assert (m["rts_sent"] == m["n_rts"]).all() and m["rts_sent"].sum() > 500
+    # a CTS every sniffer missed is implied by the data that followed it: at least the
+    # captured CTS, at most one per RTS
+    assert (m["cts_received"] >= m["n_cts"]).all() and (m["cts_received"] <= m["rts_sent"]).all()
+    assert (m["cts_received"] - m["n_cts"]).sum() <= 0.02 * m["n_cts"].sum()
+    on = st[st["rts"] == "on"].groupby("run")["rts_sent"].apply(lambda s: (s > 0).sum())
+    off = st[st["rts"] == "off"].groupby("run")["rts_sent"].apply(lambda s: (s > 0).sum())
+    assert (on == 2).all() and (off == 1).all()          # STA1 always, STA2 only with rts=on
+
+
+def test_grouping_by_label_is_the_mean_of_its_runs(compared, tmp_path):
+    specs, out, _ = compared
+    tables = compare(specs, tmp_path, by=["rts"])
+    per_run = pd.read_csv(out / "throughput.csv")
+    g = pd.read_csv(tmp_path / "throughput.csv").set_index("rts")
+    assert list(g.index) == ["off", "on"] and (g["runs"] == 3).all()
+    for rts in ("on", "off"):
+        np.testing.assert_allclose(g.loc[rts, "total_goodput_mbps"],
+                                   per_run.loc[per_run["rts"] == rts, "total_goodput_mbps"].mean(), rtol=1e-5)
+    st = tables["stations"]
+    assert set(zip(st["rts"], st["station"])) == {(r, f"02:00:00:00:00:0{k}") for r in ("on", "off") for k in (1, 2, 3)}
+    two = compare(specs, tmp_path / "two", by=["rts", "udp_mbps"])
+    assert len(two["jain"]) == 6 and (two["jain"]["runs"] == 1).all()
+    with pytest.raises(UsageError, match="no label 'cca'"):
+        compare(specs, tmp_path / "bad", by=["cca"])
+
+
+def test_baseline_ratios(compared, tmp_path):
+    specs, out, tables = compared
+    b = pd.read_csv(out / "baseline.csv").set_index("run")
+    thr = pd.read_csv(out / "throughput.csv").set_index("run")
+    np.testing.assert_allclose(b["total_goodput_mbps_ratio"],
+                               thr["total_goodput_mbps"] / thr.loc["rts-off-udp5", "total_goodput_mbps"], rtol=1e-5)
+    assert b.loc["rts-off-udp5"].dropna().eq(1).all()
+    with pytest.raises(UsageError, match="--baseline nope"):
+        compare(specs, tmp_path, baseline="nope")
+
+
+def test_figures_svg_pdf_greyscale_and_deterministic(compared, tmp_path):
+    specs, out, _ = compared
+    assert tuple(FIGURES) == FIGURE_NAMES and tuple(METRICS) == METRIC_TABLES
+    for name in FIGURE_NAMES:
+        svg = (out / f"{name}.svg").read_text()
+        assert (out / f"{name}.pdf").read_bytes().startswith(b"%PDF")
+        colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg))
+        assert colours and all(c[0:2] == c[2:4] == c[4:6] for c in colours), (name, colours)
+    compare(specs, tmp_path, baseline="rts-off-udp5")
+    for name in FIGURE_NAMES:
+        assert (tmp_path / f"{name}.svg").read_bytes() == (out / f"{name}.svg").read_bytes()
+    for f in output_files(True):
+        assert (out / f).exists(), f
+
+
+def test_html_page_is_self_contained(compared):
+    _, out, tables = compared
+    page = (out / "campaign.html").read_text()
+    # nothing fetched: no script, no stylesheet link, no external src/href (SVG namespaces are names)
+    assert "<script" not in page and "<link" not in page
+    assert not re.search(r"""(src|href)\s*=\s*["'](https?:|//)""", page)
+    assert page.count("<svg") == len(FIGURE_NAMES)
+    for name in tables:
+        assert f"<h2>{name}</h2>" in page
+    assert "STA2 with RTS" in page                          # run notes

@@ -1,0 +1,78 @@
+"""compare on a real (ns-3) single-sniffer run against tshark's fields of the same capture
+(fixtures in tests/data/tshark*/, made by the make_fixtures.sh there)."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sniffsync.campaign.compare import compare
+from sniffsync.campaign.runs import discover
+from sniffsync.campaign.schedule import analyse_all
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CAPTURE = DATA / "captures" / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
+TSHARK_FRAMES = DATA / "tshark" / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap.tsv.gz"
+TSHARK_TCP = DATA / "tshark_tcp" / "ns3-hidden-snifferA-nearAP.tsv"
+
+
+@pytest.fixture(scope="module")
+def ns3(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ns3")
+    (root / "ns3A").mkdir()
+    shutil.copy(CAPTURE, root / "ns3A" / CAPTURE.name)
+    (root / "ns3A" / "run.json").write_text('{"phy": "ht20"}')
+    specs = discover([root / "ns3A"])
+    analyse_all(specs, "none")
+    out = root / "out"
+    compare(specs, out)
+    return out
+
+
+def _tcp_fields() -> pd.DataFrame:
+    ws = pd.read_csv(TSHARK_TCP, sep="\t", dtype=str)
+    ws["len"] = pd.to_numeric(ws["tcp.len"]).fillna(pd.to_numeric(ws["udp.length"]) - 8)
+    ws["src"] = ws["ip.src"] + ":" + ws["tcp.srcport"].fillna(ws["udp.srcport"])
+    return ws
+
+
+def test_flow_bytes_match_tshark(ns3):
+    ws = _tcp_fields()
+    once = ws.drop_duplicates(["wlan.ta", "wlan.seq"])        # 802.11 retry copies counted once
+    want = once.groupby("src")["len"].sum()
+    want = want[want > 0]
+    got = pd.read_csv(ns3 / "flows.csv")
+    got.index = got["flow"].str.extract(r"^\w+ ([\d.]+:\d+)")[0]
+    assert sorted(got.index) == sorted(want.index) and len(want) == 3
+    assert (got.loc[want.index, "bytes"] == want).all()
+    # no TCP retransmission in this capture: goodput = bytes, and Wireshark flags none either
+    assert (got["retransmissions"] == 0).all() and (got["goodput_bytes"] == got["bytes"]).all()
+    assert once["tcp.analysis.retransmission"].isna().all()
+
+
+def test_rts_cts_ampdu_mcs_per_station_match_tshark(ns3):
+    fr = pd.read_csv(TSHARK_FRAMES, sep="\t", dtype=str)
+    st = pd.read_csv(ns3 / "stations.csv").set_index("station")
+    rts = fr[fr["wlan.fc.type_subtype"] == "0x001b"].groupby("wlan.ta").size()
+    cts = fr[fr["wlan.fc.type_subtype"] == "0x001c"].groupby("wlan.ra").size()
+    assert (st["rts_sent"] == rts.reindex(st.index).fillna(0)).all() and rts.sum() == 42
+    assert (st["cts_received"] == cts.reindex(st.index).fillna(0)).all()
+    data = fr[fr["wlan.fc.type_subtype"] == "0x0028"]
+    ampdu = data.groupby(["wlan.ta", data["radiotap.ampdu.reference"].fillna("f" + data["frame.number"])]).size()
+    per = ampdu.groupby(level=0).agg(["max", "size", "mean"])
+    assert (st.loc[per.index, "mpdus_per_ampdu_max"] == per["max"]).all()
+    assert (st.loc[per.index, "data_ppdus"] == per["size"]).all()
+    np.testing.assert_allclose(st.loc[per.index, "mpdus_per_ampdu_mean"], per["mean"], rtol=1e-8)
+    mcs = data.groupby("wlan.ta")["radiotap.mcs.index"].agg(lambda s: pd.to_numeric(s).median())
+    assert (st.loc[mcs.index, "mcs_median"] == mcs).all()
+    assert st.loc[per.index, "phy"].eq("ht20").all()
+
+
+@pytest.mark.tshark
+def test_tshark_still_counts_what_the_fixture_says():
+    out = subprocess.run(["tshark", "-n", "-r", str(CAPTURE), "-Y", "wlan.fc.type_subtype == 0x001b",
+                          "-T", "fields", "-e", "wlan.ta"], capture_output=True, text=True, check=True).stdout
+    fr = pd.read_csv(TSHARK_FRAMES, sep="\t", dtype=str)
+    assert sorted(out.split()) == sorted(fr.loc[fr["wlan.fc.type_subtype"] == "0x001b", "wlan.ta"])
