@@ -24,7 +24,7 @@ from sniffsync.runtime import pool
 __all__ = ["MAC_COLUMNS", "mac_strings", "for_export", "write_table", "write_columns",
            "arrow_columns", "FORMATS"]
 
-MAC_COLUMNS = ("ra", "ta", "bssid", "sa", "da")
+MAC_COLUMNS = ("ra", "ta", "bssid", "sa", "da", "other_ta")
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}
 
 
