@@ -151,3 +151,31 @@ def test_tshark_counts_the_same_bad_frames(tables):
     rows = [int(x) for x in out.stdout.split()]
     assert len(rows) == copies
     assert rows == mixed.loc[mixed["fcs_bad"].to_numpy(bool), "frame"].tolist()
+
+
+def test_cli_detect_counts_and_keeps(tables, tmp_path, capsys):
+    from sniffsync.cli.main import main
+    import json
+    _, _, copies, plausible, path = tables
+    assert main(["detect", str(path), "-q", "--summary", str(tmp_path / "s.json")]) == 0
+    out = capsys.readouterr().out
+    assert f"bad FCS (not analysed): sniffer 0 {copies} of " in out
+    rec = json.loads((tmp_path / "s.json").read_text())["summary"]["reception"]
+    assert [(r["fcs_bad"], r["fcs_bad_known_ta"]) for r in rec] == [(copies, plausible)]
+    st = json.loads((tmp_path / "s.json").read_text())["stations"]
+    assert sum(s["fcs_bad"] for s in st) == plausible
+    assert main(["detect", str(path), "-q", "--keep-bad-fcs", "--summary", str(tmp_path / "k.json")]) == 0
+    assert "bad FCS (analysed: --keep-bad-fcs)" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "k.json").read_text())["stations"]) > len(st)
+
+
+# ---------------------------------------------------------------- MAC columns as text (item 7)
+def test_other_ta_and_flow_ta_are_colon_hex(tables, tmp_path):
+    from sniffsync.export.tables import write_table
+    good = tables[0]
+    ev = pd.DataFrame({"ta": pd.array([1], dtype="UInt64"),
+                       "other_ta": pd.array([0x0A0B0C0D0E0F], dtype="UInt64")})
+    write_table(ev, str(tmp_path / "ev.csv"))
+    assert (tmp_path / "ev.csv").read_text().splitlines()[1] == '"00:00:00:00:00:01","0a:0b:0c:0d:0e:0f"'
+    ta = flows(good)["ta"].tolist()
+    assert set(ta) == {"00:00:00:00:00:01", "00:00:00:00:00:02", "00:00:00:00:00:03"}
