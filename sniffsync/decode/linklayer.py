@@ -168,7 +168,7 @@ def decode_radio(buf, off, end, linktype, columns=None, truncated=None):
     n = off.size
     lt = np.broadcast_to(np.asarray(linktype, np.int64), (n,))
     truncated = np.zeros(n, bool) if truncated is None else np.asarray(truncated, bool)
-    kinds = np.unique(lt)
+    kinds = lt[:1] if n and lt[0] == lt[-1] and (lt == lt[0]).all() else np.unique(lt)   # usually one
     hdr_len = np.zeros(n, np.int64)
     fcs = np.zeros(n, bool)
     parts, marks = [], []
