@@ -158,3 +158,24 @@ def test_fixtures_are_tsharks_output(tmp_path):
     subprocess.run(["sh", str(tmp_path / "t" / "make_fixtures.sh")], check=True, capture_output=True)
     for name in NAMES:
         assert (tmp_path / "t" / f"{name}.tsv").read_text() == (FIXTURES / f"{name}.tsv").read_text()
+
+
+def test_radiotap_and_ppi_interfaces_in_one_pcapng(tmp_path):
+    """Two radio link types in one file: each decoded by its own header, columns merged."""
+    from sniffsync.io.writers import write_pcapng
+    f = radio_bytes.qos_data(5)
+    # radiotap: version 0, length 11, present bits 1 (Flags) and 2 (Rate); Flags 0x10 FCS, Rate 12 = 6 Mb/s
+    rt = bytes.fromhex("00 00 0b 00 06 00 00 00 10 0c 00".replace(" ", "")) + f + radio_bytes.fcs(f)
+    recs = [rt] + radio_bytes.ppi_records()[:2]
+    data = np.frombuffer(b"".join(recs), np.uint8)
+    off = np.concatenate([[0], np.cumsum([len(r) for r in recs])])
+    path = tmp_path / "mixed.pcapng"
+    write_pcapng(str(path), [{"name": "rt", "linktype": 127}, {"name": "ppi", "linktype": 192}],
+                 np.array([0, 1, 1]), np.array([1, 2, 3]) * 10**9, data, off)
+    t = read_capture(path)
+    assert t["rt_len"].tolist() == [11, 32, 84]
+    assert ours(t, "rate_kbps") == [6000, 24000, None]
+    assert ours(t, "freq_mhz") == [None, 5180, 5180]
+    assert ours(t, "mcs") == [None, None, 15]
+    assert ours(t, "phy") == ["ofdm", "ofdm", "ht"]
+    assert ours(t, "seq") == [5, 1, 2] and t["bad"].isna().all()
