@@ -22,6 +22,7 @@ from airtime.blockack import acked_in_block_ack
 from airtime.match import match_in_window, overlapping_pairs
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import ACK_BYTES, BA_BYTES, CTS_BYTES
+from sniffsync.decode.quality import with_fcs_bad
 
 __all__ = ["detect", "DetectResult", "EVENT_KINDS"]
 
@@ -117,7 +118,8 @@ def detect(frames: pd.DataFrame, ppdus: pd.DataFrame, frame_ppdu, *, sifs_ns: in
                 detail=failed["fate"].to_numpy() if len(failed) else ""),
     ])
     return DetectResult(events=events, mpdus=mpdus,
-                        stations=station_stats(tx, kind, unanswered, coll_rts, mpdus, ba_missing))
+                        stations=with_fcs_bad(station_stats(tx, kind, unanswered, coll_rts, mpdus, ba_missing),
+                                              frames))
 
 
 def _air(ppdus: pd.DataFrame, sifs: int, slack: int) -> _Air:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from airtime.extent import PpduCols, estimate_extent
 from airtime.phy import ppdu_duration_ns, sifs_ns
+from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
 
 __all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "KIND_NAMES", "kind_codes", "mpdu_bytes",
@@ -197,6 +198,14 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
         raise UsageError(f"stamps must be capture or end, not {stamps!r}")
     if stamps == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
+    good = good_fcs_mask(frames)
+    if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
+        sub = group_ppdus(frames[good], tsft_at, stamps=stamps)
+        rows = np.flatnonzero(good)
+        frame_ppdu = np.full(len(frames), -1, np.int64)
+        frame_ppdu[rows] = sub.frame_ppdu
+        return PpduGrouping(sub.ppdus.assign(first_frame=rows[sub.ppdus["first_frame"].to_numpy(np.int64)]),
+                            frame_ppdu, sub.tsft_at)
     sniffer = _np(frames, "sniffer", 0)
     g = _groups(frames, sniffer)
     phy = _cat(frames, "phy", "unknown")

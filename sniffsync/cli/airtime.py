@@ -22,7 +22,8 @@ def run(args) -> int:
     from sniffsync.cli.common import mac, print_table, progress_printer
 
     m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
+                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at,
+                    keep_bad_fcs=args.keep_bad_fcs)
     frames = m.frames
     ppdus, _, tsft_at = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps)
     if args.output:

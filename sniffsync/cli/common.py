@@ -96,11 +96,17 @@ def add_tsft_at(p) -> None:
                    help="what radiotap TSFT marks (default: detected from response gaps)")
 
 
+def add_keep_bad_fcs(p) -> None:
+    p.add_argument("--keep-bad-fcs", action="store_true",
+                   help="analyse frames that failed their FCS too (default: counted, not analysed)")
+
+
 def add_analysis_inputs(p) -> None:
     """What every command reading one run's sniffers (merged first) takes."""
     add_inputs(p, SNIFFERS)
     add_sync(p)
     add_tsft_at(p)
+    add_keep_bad_fcs(p)
     add_quiet(p)
 
 

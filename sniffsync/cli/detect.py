@@ -20,17 +20,20 @@ def run(args) -> int:
     from airtime.ppdu import group_ppdus
     from airtime.summary import detect_summary
 
+    from sniffsync.decode.quality import kept, reception_rows
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_merged
     from sniffsync.cli.common import mac, print_table, progress_printer
     from sniffsync.io.atomic import atomic_output
 
     m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
+                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at,
+                    keep_bad_fcs=args.keep_bad_fcs)
     frames = m.frames
     ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps)
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
+    summ["reception"] = reception_rows(frames)          # bad-FCS frames per sniffer
     if args.output:
         write_table(res.events, args.output)
     if args.mpdus:
@@ -41,9 +44,12 @@ def run(args) -> int:
                 res.stations.assign(ta=[mac(v) for v in res.stations.ta]).to_json(orient="records"))},
                 fh, indent=1)
     print("events: " + ", ".join(f"{k} {v}" for k, v in summ["counts"].items()))
+    print(("bad FCS (analysed: --keep-bad-fcs): " if kept(frames) else "bad FCS (not analysed): ") + ", ".join(
+        f"sniffer {r['sniffer']} {r['fcs_bad']} of {r['fcs_checked']} checked "
+        f"({r['fcs_bad_known_ta']} from known stations)" for r in summ["reception"]))
     st = res.stations.copy()
     st["ta"] = [mac(v) for v in st["ta"]]
     cols = [c for c in ("ta", "ppdus", "rts", "cts_received", "cts_per_rts", "rts_cts_collisions", "mpdus",
-                        "mpdu_retries", "mpdus_failed", "mpdus_lost", "ba_missing") if c in st]
+                        "mpdu_retries", "mpdus_failed", "mpdus_lost", "ba_missing", "fcs_bad") if c in st]
     print_table(st[cols])
     return 0

@@ -32,8 +32,9 @@ CSV_FILES = tuple(f"{name}.csv" for name in CSV_TABLES)
 
 
 def add_arguments(p):
-    from sniffsync.cli.common import RUNS, add_inputs, add_output, positive_float
+    from sniffsync.cli.common import RUNS, add_inputs, add_keep_bad_fcs, add_output, positive_float
     add_inputs(p, RUNS)
+    add_keep_bad_fcs(p)
     p.add_argument("--window", type=positive_float, default=0.4, metavar="S", help="window length, seconds (0.4)")
     p.add_argument("--step", type=positive_float, default=0.2, metavar="S", help="window step, seconds (0.2)")
     p.add_argument("--bloat-ms", type=positive_float, default=50.0, metavar="MS",
@@ -65,7 +66,7 @@ def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
 
-def _captures(paths):
+def _captures(paths, keep_bad_fcs=False):
     """One :class:`Capture` per path, read when the analysis reaches it."""
     import numpy as np
 
@@ -79,6 +80,8 @@ def _captures(paths):
         if columns is WIRED_COLUMNS and not np.isin(cols["linktype"][0], WIRED_LINKTYPES).all():
             # a pcapng interface described after the first packet is not wired: read it all
             _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
+        if keep_bad_fcs:          # no fcs_bad column: every frame is analysed (decode.quality)
+            cols.pop("fcs_bad", None)
         # a wired capture is analysed once, without the frame table: its columns are freed as read
         yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS,
                                     stamps="capture", release=True)
@@ -92,7 +95,7 @@ def run(args) -> int:
     from sniffsync.io.atomic import atomic_output
 
     runs, summary = fairness_tables(
-        _captures(args.captures), _ns(args.window), _ns(args.step),
+        _captures(args.captures, args.keep_bad_fcs), _ns(args.window), _ns(args.step),
         t0_ns=args.origin,
         qdelay_threshold_ns=_ns(args.bloat_ms / 1000), dedup=not args.no_dedup)
     print("\n".join(flow_lines(runs)))

@@ -28,6 +28,7 @@ def build_view(args):
 
     run, cached = analyse_cached(args.captures, use_cache=not args.no_cache, reference=args.reference,
                                  allow_unsynced=args.allow_unsynced, tsft_at=args.tsft_at,
+                                 keep_bad_fcs=getattr(args, "keep_bad_fcs", False),
                                  progress=progress_printer(args.quiet))
     title = " + ".join(Path(p).name for p in args.captures)
     view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, title)

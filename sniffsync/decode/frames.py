@@ -18,7 +18,7 @@ import numpy as np
 
 from sniffsync.io.capture import WINDOW_BYTES, concat_records, iter_records, release
 from sniffsync.runtime import Inline, pool
-from sniffsync.decode.linklayer import decode_link
+from sniffsync.decode.linklayer import RADIO_LINKTYPES, decode_link, decode_radio
 from sniffsync.decode.payload import decode_l3, decode_llc
 from sniffsync.decode.schema import COLUMNS
 from sniffsync.decode.table import ColumnSink, concat_cols, frame_table, scatter
@@ -257,7 +257,7 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
         _dot11_stage(c, need_payload)
     if need_payload:
         _wired_stage(c)
-    unknown = ~np.isin(c.lt, (LINK_RADIOTAP, LINK_DOT11) + WIRED_LINKTYPES)
+    unknown = ~np.isin(c.lt, RADIO_LINKTYPES + (LINK_DOT11,) + WIRED_LINKTYPES)
     if unknown.any():
         c.marks.append((np.flatnonzero(unknown), "unsupported link type"))
     rows = np.flatnonzero(c.l3_off >= 0)
@@ -268,13 +268,13 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
 
 
 def _radiotap_stage(c: _Chunk) -> None:
-    """Radiotap headers; where the 802.11 frame starts (also of raw 802.11 records);
-    ``rt_len`` and ``mpdu_len``."""
+    """Radio headers (radiotap, PPI, Prism, AVS); where the 802.11 frame starts (also of
+    raw 802.11 records); ``rt_len`` (the radio header's length) and ``mpdu_len``."""
     rt_len = np.zeros(c.n, np.int64)
-    rows = np.flatnonzero(c.lt == LINK_RADIOTAP)
+    rows = np.flatnonzero(np.isin(c.lt, RADIO_LINKTYPES))
     if rows.size:
-        from sniffsync.decode.radiotap import decode_radiotap  # (802.11 decoders load when needed)
-        rt_cols, hdr_len, fcs, rt_marks = decode_radiotap(c.buf, c.off[rows], c.end[rows], c.with_bad())
+        rt_cols, hdr_len, fcs, rt_marks = decode_radio(c.buf, c.off[rows], c.end[rows], c.lt[rows],
+                                                       c.with_bad(), c.truncated[rows])
         c.stage(rows, (rt_cols, rt_marks))
         ok = hdr_len > 0
         c.dot11_off[rows[ok]] = c.off[rows[ok]] + hdr_len[ok]

@@ -1,7 +1,10 @@
-"""Wired link layers: Ethernet (with 802.1Q / QinQ tags), Linux cooked SLL/SLL2, raw IP.
+"""Link layers: wired (Ethernet with 802.1Q / QinQ tags, Linux cooked SLL/SLL2, raw IP)
+and the radio headers in front of 802.11 (radiotap, PPI, Prism, AVS).
 
 Vectorised over records: each link type's header is read at every record's offset
 in one numpy operation, with a declarative table of where the protocol field sits.
+:func:`decode_radio` dispatches the radio link types through ``RADIO_DECODERS``; every
+radio decoder maps its header onto the same frame-table columns (docs/radio-headers.md).
 """
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import numpy as np
 
 from sniffsync.io.bytecols import u8, u16be
 
-__all__ = ["decode_link", "COOKED", "RAW_IP", "VLAN_TPIDS", "WLAN_LINKTYPES", "IP_ETHERTYPES"]
+__all__ = ["decode_link", "decode_radio", "RADIO_LINKTYPES", "COOKED", "RAW_IP", "VLAN_TPIDS", "WLAN_LINKTYPES", "IP_ETHERTYPES"]
 
 # link type -> (header length, offset of the big-endian protocol field)
 COOKED = {113: (16, 14),       # Linux cooked SLL: protocol at 14
@@ -123,3 +126,62 @@ def decode_link(buf, off, end, linktype):
     is_ip = valid & np.isin(etype, IP_ETHERTYPES) & (off + hlen < end)
     l3_off = np.where(is_ip, off + hlen, -1)
     return {"ethertype": (etype, valid)}, l3_off, marks
+
+
+# Radio headers in front of an 802.11 frame: link type -> "module:function", each with
+# the contract of sniffsync.decode.radiotap.decode_radiotap (imported when first needed)
+RADIO_DECODERS = {127: "radiotap:decode_radiotap", 192: "ppi:decode_ppi",
+                  119: "prism:decode_prism", 163: "prism:decode_avs"}
+RADIO_LINKTYPES = tuple(RADIO_DECODERS)
+_NO_TRUNCATED = ("radiotap:decode_radiotap", "ppi:decode_ppi")   # need no caplen < wirelen
+
+
+def _radio_decoder(lt: int):
+    import importlib
+    mod, fn = RADIO_DECODERS[lt].split(":")
+    return getattr(importlib.import_module(f"sniffsync.decode.{mod}"), fn)
+
+
+def decode_radio(buf, off, end, linktype, columns=None, truncated=None):
+    """Decode the radio header (radiotap, PPI, Prism or AVS) of 802.11 records.
+
+    Parameters
+    ----------
+    buf, off, end
+        As :func:`decode_link`.
+    linktype : numpy.ndarray of int
+        LINKTYPE of every record, each one of ``RADIO_LINKTYPES``.
+    columns : iterable of str, optional
+        Columns wanted (default: all).
+    truncated : numpy.ndarray of bool, optional
+        Records cut short by the snap length (their FCS cannot be checked).
+
+    Returns
+    -------
+    cols, hdr_len, fcs_at_end, marks
+        As :func:`sniffsync.decode.radiotap.decode_radiotap`, for every record.
+    """
+    from sniffsync.decode.radio_fields import merge_cols
+
+    off = np.asarray(off, np.int64)
+    end = np.asarray(end, np.int64)
+    n = off.size
+    lt = np.broadcast_to(np.asarray(linktype, np.int64), (n,))
+    truncated = np.zeros(n, bool) if truncated is None else np.asarray(truncated, bool)
+    kinds = lt[:1] if n and lt[0] == lt[-1] and (lt == lt[0]).all() else np.unique(lt)   # usually one
+    hdr_len = np.zeros(n, np.int64)
+    fcs = np.zeros(n, bool)
+    parts, marks = [], []
+    for code in kinds:
+        rows = np.arange(n) if len(kinds) == 1 else np.flatnonzero(lt == code)
+        name = RADIO_DECODERS[int(code)]
+        args = (buf, off[rows], end[rows], columns)
+        out = _radio_decoder(int(code))(*args) if name in _NO_TRUNCATED else \
+            _radio_decoder(int(code))(*args, truncated[rows])
+        cols, h, f, m = out
+        if len(kinds) == 1:
+            return cols, h, f, m
+        hdr_len[rows], fcs[rows] = h, f
+        parts.append((rows, cols))
+        marks.extend((rows[np.asarray(r, np.int64)], why) for r, why in m)
+    return merge_cols(n, parts), hdr_len, fcs, marks

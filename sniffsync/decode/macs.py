@@ -7,7 +7,7 @@ imported where needed: the command-line parser imports this module.
 """
 from __future__ import annotations
 
-__all__ = ["mac_ints", "mac_text", "mac_codes", "mac_texts", "as_mac_ints"]
+__all__ = ["mac_ints", "mac_text", "mac_codes", "mac_texts", "as_mac_ints", "int_mac_texts"]
 
 
 def mac_ints(w, at: int):
@@ -57,3 +57,13 @@ def mac_texts(values) -> list:
     codes, names = mac_codes(*as_mac_ints(values))
     lut = names + [None]
     return [lut[c] for c in codes.tolist()]
+
+
+def int_mac_texts(values):
+    """Colon-hex text (object array, None where negative) of an int64 address column whose
+    -1 means "no address" (the numpy tables of tcp / fairness)."""
+    import numpy as np
+    v = np.asarray(values, np.int64)
+    null = v < 0
+    codes, names = mac_codes(np.where(null, 0, v).astype(np.uint64), null if null.any() else None)
+    return np.array(names + [None], dtype=object)[codes]

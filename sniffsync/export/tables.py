@@ -24,7 +24,7 @@ from sniffsync.runtime import pool
 __all__ = ["MAC_COLUMNS", "mac_strings", "for_export", "write_table", "write_columns",
            "arrow_columns", "FORMATS"]
 
-MAC_COLUMNS = ("ra", "ta", "bssid", "sa", "da")
+MAC_COLUMNS = ("ra", "ta", "bssid", "sa", "da", "other_ta")
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}
 
 
@@ -35,11 +35,17 @@ def mac_strings(values):
     return pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
 
 
+def _is_text(col) -> bool:
+    """True when a column already holds text (its first non-null value is a str)."""
+    v = col.dropna()
+    return len(v) > 0 and isinstance(v.iloc[0], str)
+
+
 def for_export(df):
     """Copy of ``df`` with MAC columns as colon-hex (other columns untouched)."""
     out = df.copy(deep=False)
-    for name in MAC_COLUMNS:
-        if name in out.columns:
+    for name in MAC_COLUMNS:                  # (a column already text, e.g. flows' ta, stays)
+        if name in out.columns and not _is_text(out[name]):
             out[name] = mac_strings(out[name])
     return out
 

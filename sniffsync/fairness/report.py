@@ -31,6 +31,9 @@ def _texts(codes: np.ndarray, names) -> np.ndarray:
 def report_columns(run: dict, name: str) -> dict:
     """One run's table with its text columns as str (object arrays)."""
     t = dict(run[name])
+    if name == "flows" and "ta" in t:     # MAC text, as every MAC column
+        from sniffsync.decode.macs import int_mac_texts
+        t["ta"] = int_mac_texts(t["ta"])
     if name == "flows":
         t["proto"] = np.array([PROTO_NAMES.get(int(p)) for p in t["proto"]], dtype=object)
         for c in ("src", "dst"):

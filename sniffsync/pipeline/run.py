@@ -31,15 +31,21 @@ class Run:
     merged: object | None = None         # sniffsync.sync.merge.Merged of several sniffers (not cached)
 
 
-def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):
-    """:class:`~sniffsync.sync.merge.Merged` of ``paths`` (one path: read as it is, not merged)."""
+def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto",
+                keep_bad_fcs=False):
+    """:class:`~sniffsync.sync.merge.Merged` of ``paths`` (one path: read as it is, not merged).
+    ``keep_bad_fcs``: the stages analyse frames that failed their FCS too (decode.quality)."""
+    from sniffsync.decode.quality import keep_bad_fcs as keep
     from sniffsync.sync.merge import Merged, merge
     paths = [str(p) for p in paths]
     if len(paths) == 1:
         from sniffsync.decode.frames import read_capture
-        return Merged(read_capture(paths[0]), {}, None, [Path(paths[0]).stem], "capture")
-    return merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
-                 tsft_at=tsft_at)
+        m = Merged(read_capture(paths[0]), {}, None, [Path(paths[0]).stem], "capture")
+    else:
+        m = merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
+                  tsft_at=tsft_at)
+    keep(m.frames, keep_bad_fcs)
+    return m
 
 
 def _heard_mask(frames: pd.DataFrame, frame_ppdu: np.ndarray, n_ppdus: int) -> np.ndarray:
@@ -83,15 +89,16 @@ def to_capture_clock(frames: pd.DataFrame, ppdus: pd.DataFrame, merged: bool = F
 
 
 def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
-            window_ns=400_000_000, step_ns=200_000_000, progress=None) -> Run:
+            window_ns=400_000_000, step_ns=200_000_000, progress=None, keep_bad_fcs=False) -> Run:
     """Run every stage on ``paths``; see :class:`Run`."""
     from airtime.detect import detect
     from airtime.ppdu import group_ppdus
     from airtime.summary import detect_summary
+    from sniffsync.decode.quality import reception_rows
     from sniffsync.fairness.frames import fairness
 
     merged = load_merged(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
-                         tsft_at=tsft_at)
+                         tsft_at=tsft_at, keep_bad_fcs=keep_bad_fcs)
     frames, stamps = merged.frames, merged.stamps
     sync_report = merged.report if len(paths) > 1 else None
     ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=tsft_at, stamps=stamps)
@@ -103,7 +110,9 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     except NoDataError:
         fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
     names = [Path(p).stem for p in paths]
+    summary = detect_summary(ppdus, det)
+    summary["reception"] = reception_rows(frames)        # bad-FCS counts per sniffer
     return Run([str(p) for p in paths], names, frames, ppdus, det.events, det.mpdus,
-               det.stations, fair, sync_report, detect_summary(ppdus, det),
+               det.stations, fair, sync_report, summary,
                merged if len(paths) > 1 else None)
 

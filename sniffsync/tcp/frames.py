@@ -16,6 +16,7 @@ from sniffsync.tcp.acks import ACK_COLUMNS, DUPTHRESH, RETX, RETX_NAMES, ack_arr
 from sniffsync.tcp.columns import Lazy
 from sniffsync.tcp.flows import flow_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, SOURCES, handshake_arrays, rtt_arrays
+from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.tcp.segments import SEG_COLUMNS, segment_arrays
 from sniffsync.tcp.sequence import CLASSIFY_COLUMNS, KIND, KIND_NAMES, classify_arrays
 
@@ -55,7 +56,8 @@ def _ip_codes(frames: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:
 def frame_source(frames: pd.DataFrame):
     """``(get, ip_codes)`` of a frame table for :func:`sniffsync.tcp.segments.segment_arrays`."""
     def get(name, fill, dtype, rows=None):
-        v = _np(frames, name, fill, dtype)
+        # fcs_bad as the analysis sees it: all False under --keep-bad-fcs (decode.quality)
+        v = ~good_fcs_mask(frames) if name == "fcs_bad" else _np(frames, name, fill, dtype)
         return v if rows is None else v[rows]
 
     def ip_codes(rows):
@@ -148,6 +150,9 @@ def flow_frame(ft: dict, endpoints) -> pd.DataFrame:
     """DataFrame of :func:`sniffsync.tcp.flows.flow_arrays` columns: ``proto`` as text,
     ``src``/``dst`` categorical (``endpoints``: their CategoricalDtype or the names)."""
     data = dict(ft)
+    if "ta" in data:                            # MAC columns are colon-hex text at the edges
+        from sniffsync.decode.macs import int_mac_texts
+        data["ta"] = int_mac_texts(data["ta"])
     data["proto"] = pd.Series(np.asarray(ft["proto"], np.int64)).map({6: "tcp", 17: "udp"}).array
     if isinstance(endpoints, (list, pd.Index)):
         endpoints = pd.CategoricalDtype(endpoints if isinstance(endpoints, pd.Index)

@@ -156,7 +156,8 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     """
     proto = get("ip_proto", 0, np.int16)
     sport = get("sport", -1, np.int32)
-    rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0))
+    # a frame that failed its FCS carries no segment (sniffsync.decode.quality)
+    rows = np.flatnonzero(((proto == 6) | (proto == 17)) & (sport >= 0) & ~get("fcs_bad", False, bool))
     m = len(rows)
     s_code, d_code, names = ip_codes(rows)
     every = m == len(proto)                   # usually: every frame is TCP/UDP

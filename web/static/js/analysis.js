@@ -36,5 +36,12 @@ export function renderAnalysis(root, a) {
                                      ["p50_us", "p50 µs"], ["p99_us", "p99 µs"], ["frames_in", "frames in"],
                                      ["duplicates", "duplicates"]]);
   }
+  const rec = $("reception");
+  if (rec) {
+    rec.closest("section").hidden = !a.reception;
+    if (a.reception) table(rec, a.reception, [["sniffer", "sniffer"], ["frames", "frames"],
+                                              ["fcs_checked", "FCS checked"], ["fcs_bad", "bad FCS"],
+                                              ["fcs_bad_pct", "bad %"], ["fcs_bad_known_ta", "from known stations"]]);
+  }
   (window.__sniffsync ||= {}).analysis = {rendered: true, flows: (a.flows || []).length};
 }
