@@ -19,7 +19,7 @@ from sniffsync.io.bytecols import field, gather
 from sniffsync.io.capture import (_BOM, _EPB, _IDB, _PACKET_BLOCKS, _PB, _SPB, MAX_RECORD, PCAPNG_SHB,
                                   WINDOW_BYTES, _finish, _release, next_window, tally)
 
-__all__ = ["pcapng_records"]
+__all__ = ["pcapng_records", "custom_options"]
 
 
 class _Walk:
@@ -32,6 +32,7 @@ class _Walk:
         self.problems = []
         self.unknown = [None, 0]  # first offset, count: packets of an interface with no IDB
         self.over = [None, 0]     # first offset, count: caplen > snaplen
+        self.section_custom = []  # custom option values of the current section header
 
 
 def _step_blocks(mv, pos: int, stop: int, step):
@@ -78,6 +79,8 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
         st.order = "<" if bom == _BOM else ">"
         btype, blen = struct.unpack_from(st.order + "II", mv, pos)
         st.sections.append((st.order, len(st.idbs), pos))
+        if 28 <= blen <= MAX_RECORD and pos + blen <= n:
+            st.section_custom = custom_options(buf, pos + 24, pos + blen - 4, st.order)
     if blen < 12 or blen & 3 or blen > MAX_RECORD:
         st.problems.append(f"{path}: offset {pos}: corrupt block length {blen} "
                            f"(block type 0x{btype:x}); stopped")
@@ -97,7 +100,8 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
         offs.append(pos)
         rare[pos] = kind
     elif btype == _IDB:
-        st.idbs.append(_idb(buf, pos, blen, st.order, f"{path}: offset {pos}: interface {len(st.idbs)}"))
+        st.idbs.append(_idb(buf, pos, blen, st.order, f"{path}: offset {pos}: interface {len(st.idbs)}")
+                       | {"section_custom": st.section_custom})
     return pos + blen, False, False
 
 
@@ -257,6 +261,22 @@ def _options(buf, start: int, end: int, order: str) -> dict:
         opts.setdefault(code, bytes(buf[start + 4:start + 4 + length]))
         start += 4 + (length + 3) // 4 * 4
     return opts
+
+
+CUSTOM_OPTIONS = (2988, 2989, 19372, 19373)   # values start with a Private Enterprise Number
+
+
+def custom_options(buf, start: int, end: int, order: str) -> list:
+    """Values (PEN first) of every custom option between ``start`` and ``end``."""
+    out = []
+    while start + 4 <= end:
+        code, length = struct.unpack_from(order + "HH", buf, start)
+        if code == 0 or start + 4 + length > end:
+            break
+        if code in CUSTOM_OPTIONS:
+            out.append(bytes(buf[start + 4:start + 4 + length]))
+        start += 4 + (length + 3) // 4 * 4
+    return out
 
 
 def _tsresol(opt: bytes | None) -> tuple[int, int]:

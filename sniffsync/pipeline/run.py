@@ -32,11 +32,17 @@ class Run:
 
 
 def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):
-    """:class:`~sniffsync.sync.merge.Merged` of ``paths`` (one path: read as it is, not merged)."""
+    """:class:`~sniffsync.sync.merge.Merged` of ``paths``. One path is read as it is, not
+    merged: a file ``sniffsync merge`` wrote gives back the merge's table, sniffers,
+    stamps and report (:func:`sniffsync.sync.mergedfile.read_merged`)."""
     from sniffsync.sync.merge import Merged, merge
+    from sniffsync.sync.mergedfile import read_merged
     paths = [str(p) for p in paths]
     if len(paths) == 1:
         from sniffsync.decode.frames import read_capture
+        again = read_merged(paths[0])
+        if again is not None:
+            return again
         return Merged(read_capture(paths[0]), {}, None, [Path(paths[0]).stem], "capture")
     return merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
                  tsft_at=tsft_at)
