@@ -99,7 +99,8 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     merged = load_merged(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
                          tsft_at=tsft_at)
     frames, stamps = merged.frames, merged.stamps
-    sync_report = merged.report if len(paths) > 1 else None
+    several = len(paths) > 1 or len(merged.sniffers) > 1     # or a merged file read back
+    sync_report = merged.report if several else None
     ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=tsft_at, stamps=stamps)
     ppdus = to_capture_clock(frames, ppdus, merged=stamps == "end")
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
@@ -108,7 +109,7 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
         fair = fairness(frames, window_ns, step_ns, ppdus=ppdus, stamps=stamps)
     except NoDataError:
         fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
-    names = [Path(p).stem for p in paths]
+    names = list(merged.sniffers) if several else [Path(p).stem for p in paths]
     return Run([str(p) for p in paths], names, frames, ppdus, det.events, det.mpdus,
                det.stations, fair, sync_report, detect_summary(ppdus, det),
                merged if len(paths) > 1 else None)
