@@ -186,27 +186,40 @@ def merged_columns(frames: pd.DataFrame, rec, n_sniffers: int) -> pd.DataFrame |
     return pd.DataFrame({c: out[c] for c in order})
 
 
+def _read(path, columns, sniffer: int = 0):
+    """Records, frame table, merge metadata and merge columns (None: not merged) of a file."""
+    from sniffsync.decode.frames import read_columns
+    from sniffsync.decode.table import frame_table
+    rec, n, cols, marks = read_columns(path, sniffer, columns)
+    meta = meta_of_interfaces(rec.interfaces)
+    frames = frame_table(n, cols, marks, columns)
+    extra = merged_columns(frames, rec, len(meta["sniffers"])) if meta else None
+    return rec, frames, meta, extra
+
+
 def read_merged(path, columns=None):
     """The :class:`~sniffsync.sync.merge.Merged` a merged pcapng was written from (as
     :func:`~sniffsync.sync.merge.merge` returned it, ``records`` aside: the rows point into
     their sniffers' own captures), or None when ``path`` is not a sniffsync-merged file."""
-    from sniffsync.decode.frames import read_columns
-    from sniffsync.decode.table import frame_table
     from sniffsync.sync.merge import Merged
     if file_meta(path) is None:
         return None
-    rec, n, cols, marks = read_columns(path, 0, columns)
-    meta = meta_of_interfaces(rec.interfaces)
-    if meta is None:                     # several sections: the first is not ours
-        return None
-    names = list(meta["sniffers"])
-    frames = frame_table(n, cols, marks, columns)
-    extra = merged_columns(frames, rec, len(names))
+    rec, frames, meta, extra = _read(path, columns)
     del rec
-    if extra is None:
+    if extra is None:                    # several sections, or options stripped: not ours
         return None
     for c in ("sniffer", "frame", "tsft_us"):       # in place: the schema's column order
         if c in frames:
             frames[c] = extra.pop(c)
     frames = pd.concat([frames, extra], axis=1)
-    return Merged(frames, meta.get("report"), None, names, meta.get("stamps", "end"))
+    return Merged(frames, meta.get("report"), None, list(meta["sniffers"]), meta.get("stamps", "end"))
+
+
+def read_as_input(path, sniffer: int, columns=None):
+    """``(records, table)`` of a merged file as ONE input of a new merge: a single clock
+    (the earlier merge's common TSFT; its stamps already mark PPDU ends), ``frame`` its
+    record number in this file (what :func:`~sniffsync.sync.pcapng.write_merged` reads)."""
+    rec, frames, _, extra = _read(path, columns, sniffer)
+    if extra is not None and "tsft_us" in frames:
+        frames["tsft_us"] = extra["tsft_us"]
+    return rec, frames
