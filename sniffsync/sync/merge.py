@@ -58,6 +58,7 @@ class Merged:
     records: list | None
     sniffers: list[str]
     stamps: str
+    by_index: bool = False               # a row's record is records[sniffer][frames.index], not frame - 1
 
 
 def _epoch_map(ts_ns, local_ns, on_ref):
@@ -256,6 +257,11 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     items = list(paths_or_tables)
     if not items:
         raise UsageError("merge needs at least one input")
+    if len(items) == 1 and not isinstance(items[0], pd.DataFrame):
+        from sniffsync.sync.mergedfile import read_merged
+        again = read_merged(items[0], columns, records=True)
+        if again is not None:            # one merged file: nothing to merge, as it was
+            return again
     paths, recs, tables, names, ends = _load(items, names, columns, say)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")

@@ -197,22 +197,26 @@ def _read(path, columns, sniffer: int = 0):
     return rec, frames, meta, extra
 
 
-def read_merged(path, columns=None):
+def read_merged(path, columns=None, records: bool = False):
     """The :class:`~sniffsync.sync.merge.Merged` a merged pcapng was written from (as
-    :func:`~sniffsync.sync.merge.merge` returned it, ``records`` aside: the rows point into
-    their sniffers' own captures), or None when ``path`` is not a sniffsync-merged file."""
-    from sniffsync.sync.merge import Merged
+    :func:`~sniffsync.sync.merge.merge` returned it), or None when ``path`` is not a
+    sniffsync-merged file. ``records``: keep this file's records (every sniffer's bytes
+    are in it, at the table's index: ``Merged.by_index``), so it can be written again."""
+    from sniffsync.sync.merge import NEEDED_COLUMNS, Merged
     if file_meta(path) is None:
         return None
-    rec, frames, meta, extra = _read(path, columns)
-    del rec
+    want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
+    rec, frames, meta, extra = _read(path, want)
     if extra is None:                    # several sections, or options stripped: not ours
         return None
     for c in ("sniffer", "frame", "tsft_us"):       # in place: the schema's column order
         if c in frames:
             frames[c] = extra.pop(c)
     frames = pd.concat([frames, extra], axis=1)
-    return Merged(frames, meta.get("report"), None, list(meta["sniffers"]), meta.get("stamps", "end"))
+    names = list(meta["sniffers"])
+    # the table's index is the record number in this file: kept through filtering
+    return Merged(frames, meta.get("report"), [rec] * len(names) if records else None, names,
+                  meta.get("stamps", "end"), by_index=records)
 
 
 def read_as_input(path, sniffer: int, columns=None):

@@ -181,7 +181,7 @@ def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int
     if records is None:
         raise UsageError("writing a pcapng needs the capture records (merge from file paths)")
     sn = frames["sniffer"].to_numpy(np.int64)
-    idx = frames["frame"].to_numpy(np.int64) - 1
+    idx = frames.index.to_numpy(np.int64) if merged.by_index else frames["frame"].to_numpy(np.int64) - 1
     start, caplen = np.zeros(len(frames), np.int64), np.zeros(len(frames), np.int64)
     for s, rec in enumerate(records):    # per sniffer: where its packets' bytes are
         m = sn == s

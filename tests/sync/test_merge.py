@@ -17,6 +17,7 @@ import pytest
 from sniffsync.cli.main import main
 from sniffsync.sync.copies import MERGE_KEY
 from sniffsync.sync.merge import merge, write_merged
+from pcapng_walk import slow_epbs
 from skew import skew
 
 CAPS = Path(__file__).parents[1] / "data" / "captures"
@@ -225,32 +226,11 @@ def test_streamed_pcapng_is_byte_identical_to_the_generic_writer(tmp_path):
     write_pcapng(want, [{"name": n, "linktype": 127} for n in names], merged["sniffer"].to_numpy(),
                  merged["ts_ns"].to_numpy(), np.frombuffer(b"".join(pkts), np.uint8), off,
                  wirelen=merged["wirelen"].to_numpy(), comments=comments)
-    g_epbs, w_epbs = _slow_epbs(got.read_bytes()), _slow_epbs(want.read_bytes())
+    g_epbs, w_epbs = slow_epbs(got.read_bytes()), slow_epbs(want.read_bytes())
     # the same packets, stamps, interfaces and comments; ours adds the merge's option first
     assert [e[:4] + (e[4].get(1),) for e in g_epbs] == [e[:4] + (e[4].get(1),) for e in w_epbs]
     assert all(19373 not in e[4] for e in w_epbs)
     assert "?" in "".join(comments)
-
-
-def _slow_epbs(data: bytes):
-    """(interface, ticks, caplen, packet, {option code: first value}) per EPB: a plain
-    struct walk of a little-endian pcapng, the oracle of the vectorised writer/reader."""
-    import struct
-    pos, out = 0, []
-    while pos < len(data):
-        btype, blen = struct.unpack_from("<II", data, pos)
-        if btype == 6:
-            iface, hi, lo, cap, _ = struct.unpack_from("<IIIII", data, pos + 8)
-            o, opts = pos + 28 + (cap + 3) // 4 * 4, {}
-            while o + 4 <= pos + blen - 4:
-                code, ln = struct.unpack_from("<HH", data, o)
-                if code == 0:
-                    break
-                opts.setdefault(code, data[o + 4:o + 4 + ln])
-                o += 4 + (ln + 3) // 4 * 4
-            out.append((iface, (hi << 32) | lo, cap, data[pos + 28:pos + 28 + cap], opts))
-        pos += blen
-    return out
 
 
 def test_narrow_decode_merges_exactly_like_the_full_table():
