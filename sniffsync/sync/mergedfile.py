@@ -22,8 +22,7 @@ import gzip
 import json
 import struct
 
-import numpy as np
-import pandas as pd
+import numpy as np   # pandas only inside functions: `fairness` on wired captures runs without it
 
 __all__ = ["PEN", "MAGIC", "FORMAT", "epb_dtype", "epb_options", "shb_block", "file_meta",
            "meta_of_interfaces", "merged_columns"]
@@ -59,8 +58,9 @@ def epb_dtype(n_sniffers: int) -> np.dtype:
     return np.dtype(fields + [("pad", "V", -size % 4)] if size % 4 else fields)
 
 
-def epb_options(frames: pd.DataFrame, n_sniffers: int) -> np.ndarray:
+def epb_options(frames, n_sniffers: int) -> np.ndarray:
     """``(rows, size)`` uint8: the custom option of every row of a merged table."""
+    import pandas as pd
     dt = epb_dtype(n_sniffers)
     n = len(frames)
     a = np.zeros(n, dt)
@@ -137,10 +137,11 @@ def file_meta(path) -> dict | None:
     return meta_from_custom(custom_options(body, 24, len(body) - 4, order))
 
 
-def merged_columns(frames: pd.DataFrame, rec, n_sniffers: int) -> pd.DataFrame | None:
-    """The merge's columns of a table read from a merged file, from each packet's option
-    (rows without a valid option: as a plain capture of their interface); None when no
-    row has one."""
+def merged_columns(frames, rec, n_sniffers: int):
+    """The merge's columns (a DataFrame) of a table read from a merged file, from each
+    packet's option (rows without a valid option: as a plain capture of their interface);
+    None when no row has one."""
+    import pandas as pd
     dt = epb_dtype(n_sniffers)
     n = len(frames)
     if n == 0 or rec is None:
@@ -202,9 +203,11 @@ def read_merged(path, columns=None, records: bool = False):
     :func:`~sniffsync.sync.merge.merge` returned it), or None when ``path`` is not a
     sniffsync-merged file. ``records``: keep this file's records (every sniffer's bytes
     are in it, at the table's index: ``Merged.by_index``), so it can be written again."""
-    from sniffsync.sync.merge import NEEDED_COLUMNS, Merged
     if file_meta(path) is None:
         return None
+    import pandas as pd
+
+    from sniffsync.sync.merge import NEEDED_COLUMNS, Merged
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
     rec, frames, meta, extra = _read(path, want)
     if extra is None:                    # several sections, or options stripped: not ours

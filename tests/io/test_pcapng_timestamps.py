@@ -38,7 +38,8 @@ def test_tsoffset_ignored_time_from_ticks():
     buf = (CRASHES / "read-OverflowError-if_tsoffset.pcapng").read_bytes()
     idb_len = struct.unpack_from("<I", buf, 28 + 4)[0]
     hi, lo = struct.unpack_from("<II", buf, 28 + idb_len + 12)
-    assert read_capture(CRASHES / "read-OverflowError-if_tsoffset.pcapng")["ts_ns"][0] == ((hi << 32) | lo) * 1000
+    got = read_capture(CRASHES / "read-OverflowError-if_tsoffset.pcapng")["ts_ns"][0]
+    assert got == ((hi << 32) | lo) * 1000
 
 
 def test_ticks_to_ns_exact_for_any_resolution():
