@@ -7,8 +7,9 @@ sort by time scrambles them. Here, per sniffer, runs of consecutive records with
 common time are its PPDUs; transmissions (groups of copies) linked through such PPDUs
 form one *cluster* (connected components, by label propagation), which gets one time.
 Inside a cluster every sniffer's record order is a chain of edges; a transmission's
-``rank`` is the longest path from it to the cluster's end (Bellman-Ford style passes,
-started from each sniffer's own count of later subframes), so sorting by ``-rank``
+``rank`` is the longest path from it to the cluster's end (Bellman-Ford style passes over
+the edges into ranks that just grew, started from each sniffer's own count of later
+subframes), so sorting by ``-rank``
 keeps every sniffer's order (a topological order). Transmissions no sniffer saw in one
 PPDU together keep their group order. Caveat: sniffers that contradict each other
 (a cycle) stop the passes at :data:`MAX_PASSES`.
@@ -16,6 +17,8 @@ PPDU together keep their group order. Caveat: sniffers that contradict each othe
 from __future__ import annotations
 
 import numpy as np
+
+from sniffsync.sync.order import order_by
 
 __all__ = ["ppdu_clusters", "MAX_PASSES"]
 
@@ -51,7 +54,7 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     new = np.r_[True, ~link]
     ppdu = np.cumsum(new) - 1                     # per row; ascends along the rows
     p_start = np.flatnonzero(new)
-    g_order = np.argsort(group, kind="stable")
+    g_order = order_by(group)            # = argsort(group, kind="stable")
     g_start = np.flatnonzero(np.r_[True, group[g_order][1:] != group[g_order][:-1]])
     g_ids = group[g_order][g_start]
     for _ in range(MAX_PASSES):                   # components: a few passes
@@ -66,16 +69,17 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     after = p_end[ppdu] - 1 - np.arange(n)        # later subframes in this sniffer's PPDU
     np.maximum.at(rank, group, after)
     src, dst = group[:-1][link], group[1:][link]
-    e_order = np.argsort(src, kind="stable")
-    src, dst = src[e_order], dst[e_order]
-    e_start = np.flatnonzero(np.r_[True, src[1:] != src[:-1]])
-    e_src = src[e_start]
-    for _ in range(MAX_PASSES):
-        cand = np.maximum.reduceat(rank[dst] + 1, e_start)
-        grow = cand > rank[e_src]
+    edges = np.arange(len(src))
+    changed = np.zeros(n_groups, bool)
+    for _ in range(MAX_PASSES):          # only edges into a rank that just grew can grow more
+        s, cand = src[edges], rank[dst[edges]] + 1
+        grow = cand > rank[s]
         if not grow.any():
             break
-        rank[e_src[grow]] = cand[grow]
+        np.maximum.at(rank, s[grow], cand[grow])
+        changed[:] = False
+        changed[s[grow]] = True
+        edges = np.flatnonzero(changed[dst])
     return cluster, rank, _cluster_time(cluster, group, ppdu, p_start, common_ns, alone)
 
 
