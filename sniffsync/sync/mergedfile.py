@@ -43,6 +43,7 @@ EPB_FIELDS = (
     ("flags", "u1"), ("best", "u1"),
 )
 FLAG_UNSYNCED, FLAG_NO_TSFT = 1, 2
+MAX_SNIFFERS = 63           # the heard-by bitmask is an int64
 
 
 def _value_len(n_sniffers: int) -> int:
@@ -105,10 +106,19 @@ def meta_from_custom(payloads) -> dict | None:
     for p in payloads or ():
         if p.startswith(head):
             try:
-                return json.loads(p[len(head):].decode())
+                meta = json.loads(p[len(head):].decode())
             except ValueError:
                 return None
+            return meta if _valid(meta) else None
     return None
+
+
+def _valid(meta) -> bool:
+    """A damaged or foreign header must not be trusted: names, stamps, report types."""
+    names = meta.get("sniffers") if isinstance(meta, dict) else None
+    return (isinstance(names, list) and 1 <= len(names) <= MAX_SNIFFERS
+            and all(isinstance(x, str) for x in names) and meta.get("stamps") in ("end", "capture")
+            and isinstance(meta.get("report"), dict | None))
 
 
 def meta_of_interfaces(interfaces) -> dict | None:
@@ -157,7 +167,7 @@ def merged_columns(frames, rec, n_sniffers: int):
         o["pen"] == PEN) & (o["magic"] == MAGIC)
     if not ok.any():
         return None
-    iface = np.asarray(rec.iface, np.int64)
+    iface = np.maximum(np.asarray(rec.iface, np.int64), 0)     # unknown interface (marked bad): 0
     own = np.left_shift(np.int64(1), np.clip(iface, 0, 62))
     tsft_null = ~ok | (o["flags"] & FLAG_NO_TSFT > 0)
     base = frames["tsft_us"] if "tsft_us" in frames else None

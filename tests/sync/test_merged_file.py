@@ -186,3 +186,44 @@ def test_every_copy_reads_back_too(tmp_path):
     again = load_merged([tmp_path / "all.pcapng"])
     pd.testing.assert_frame_equal(again.frames, m.frames, check_categorical=False)
     assert (again.frames["sniffer"] != again.frames["best_sniffer"]).any()
+
+
+def _damaged(data: bytes, how: str) -> bytes:
+    b = bytearray(data)
+    shb_len = struct.unpack_from("<I", b, 4)[0]
+    if how == "header json":                     # the report's JSON no longer parses
+        i = b.index(b"sniffsync-merge/1 {") + 19
+        b[i:i + 4] = b"\xff\xfe{["
+    elif how == "header names":                  # the first sniffer name damaged
+        i = b.index(b'"sniffers":[') + 12
+        b[i] = ord("7")
+    else:
+        pos, k = shb_len, 0
+        while pos < len(b):
+            btype, blen = struct.unpack_from("<II", b, pos)
+            if btype == 6 and k % 3 == 0:
+                cap = struct.unpack_from("<I", b, pos + 20)[0]
+                if how == "options":             # every 3rd packet's option code
+                    struct.pack_into("<H", b, pos + 28 + (cap + 3) // 4 * 4, 2988)
+                elif how == "interface":         # every 3rd packet on an interface with no IDB
+                    struct.pack_into("<I", b, pos + 8, 7)
+            k += btype == 6
+            pos += blen
+        if how == "cut":
+            return bytes(b[:len(b) * 2 // 3 + 5])
+    return bytes(b)
+
+
+@pytest.mark.parametrize("how", ["header json", "header names", "options", "interface", "cut"])
+def test_a_damaged_merged_file_still_reads(how, merged_file, tmp_path):
+    from airtime.detect import detect
+    from airtime.ppdu import group_ppdus
+    bad = tmp_path / "bad.pcapng"
+    bad.write_bytes(_damaged(merged_file.read_bytes(), how))
+    m = load_merged([bad])
+    f = m.frames
+    assert len(f) > 1000 and (f["sniffer"] >= 0).all()
+    if how.startswith("header"):                 # not trusted: read as a plain capture
+        assert m.stamps == "capture" and "sniffers_heard" not in f
+    ppdus, fp, _ = group_ppdus(f, stamps=m.stamps)
+    detect(f, ppdus, fp)
