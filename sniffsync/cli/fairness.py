@@ -73,7 +73,11 @@ def _captures(paths, keep_bad_fcs=False):
     from sniffsync.io.capture import head_linktypes
     from sniffsync.fairness.core import Capture
     from sniffsync.decode.frames import WIRED_LINKTYPES, read_columns
+    from sniffsync.sync.mergedfile import read_merged
     for p in paths:
+        if (merged := read_merged(p)) is not None:     # a merged pcapng: the merge's table
+            yield Capture.from_frame(merged.frames, stamps=merged.stamps)
+            continue
         kinds = head_linktypes(p)
         columns = WIRED_COLUMNS if kinds and kinds <= set(WIRED_LINKTYPES) else COLUMNS
         _rec, n, cols, marks = read_columns(p, 0, columns, records=False)   # walk/decode overlap

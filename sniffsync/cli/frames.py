@@ -35,10 +35,23 @@ def run(args) -> int:
     if fmt is None:
         raise UsageError(f"{out}: unknown output format (use .csv, .parquet or .jsonl)")
     check_outputs([out], args.captures)
+    from sniffsync.sync.mergedfile import file_meta
+    if len(args.captures) == 1 and file_meta(args.captures[0]) is not None:
+        return _merged_file(args, names, out)        # a merged pcapng: the merge's table
     n_bad = _stream(args, names, out) if fmt in ("csv", "parquet") else _at_once(args, names, out, fmt)
     if n_bad and not args.quiet:
         print(f"sniffsync: {n_bad} frame(s) could not be fully decoded (see the 'bad' column)",
               file=sys.stderr)
+    return 0
+
+
+def _merged_file(args, names, out) -> int:
+    """The merged table a ``sniffsync merge`` pcapng holds, with the merge's columns."""
+    from sniffsync.export.tables import write_table
+    from sniffsync.pipeline.run import load_merged
+    frames = load_merged(args.captures).frames
+    extra = [] if args.columns else [c for c in frames.columns if c not in names]
+    write_table(frames[[*names, *extra]], None if out == "-" else out)
     return 0
 
 

@@ -14,11 +14,12 @@ from array import array
 
 import numpy as np
 
+from sniffsync.errors import CaptureError
 from sniffsync.io.bytecols import field, gather
 from sniffsync.io.capture import (_BOM, _EPB, _IDB, _PACKET_BLOCKS, _PB, _SPB, MAX_RECORD, PCAPNG_SHB,
                                   WINDOW_BYTES, _finish, _release, next_window, tally)
 
-__all__ = ["pcapng_records"]
+__all__ = ["pcapng_records", "custom_options"]
 
 
 class _Walk:
@@ -31,6 +32,7 @@ class _Walk:
         self.problems = []
         self.unknown = [None, 0]  # first offset, count: packets of an interface with no IDB
         self.over = [None, 0]     # first offset, count: caplen > snaplen
+        self.section_custom = []  # custom option values of the current section header
 
 
 def _step_blocks(mv, pos: int, stop: int, step):
@@ -77,6 +79,8 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
         st.order = "<" if bom == _BOM else ">"
         btype, blen = struct.unpack_from(st.order + "II", mv, pos)
         st.sections.append((st.order, len(st.idbs), pos))
+        if 28 <= blen <= MAX_RECORD and pos + blen <= n:
+            st.section_custom = custom_options(buf, pos + 24, pos + blen - 4, st.order)
     if blen < 12 or blen & 3 or blen > MAX_RECORD:
         st.problems.append(f"{path}: offset {pos}: corrupt block length {blen} "
                            f"(block type 0x{btype:x}); stopped")
@@ -96,7 +100,8 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
         offs.append(pos)
         rare[pos] = kind
     elif btype == _IDB:
-        st.idbs.append(_idb(buf, pos, blen, st.order))
+        st.idbs.append(_idb(buf, pos, blen, st.order, f"{path}: offset {pos}: interface {len(st.idbs)}")
+                       | {"section_custom": st.section_custom})
     return pos + blen, False, False
 
 
@@ -194,7 +199,7 @@ def _batch(buf, path, boff, kind, st: _Walk, row0: int, last: bool):
     if over.size:
         marks.append((over, "caplen > snaplen"))
         tally(st.over, boff, over)
-    ts_ns = _timestamps(ticks, iface, is_spb, idbs)
+    ts_ns = _timestamps(ticks, iface, is_spb, idbs, marks)
     problems = _file_problems(path, st) if last else []
     rec = _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, idbs, marks, problems)
     return rec._replace(row0=row0)
@@ -220,11 +225,14 @@ def _block_words(buf, boff, kind, st: _Walk):
     return sec, w, iface_local
 
 
-def _timestamps(ticks, iface, is_spb, idbs) -> np.ndarray:
-    """ns since the epoch from each interface's ticks and offset (0 for SPBs: no timestamp)."""
+def _timestamps(ticks, iface, is_spb, idbs, marks) -> np.ndarray:
+    """ns since the epoch from each interface's ticks and offset (0 for SPBs: no timestamp);
+    packets of an interface with an unusable timestamp option are marked in ``marks``."""
     ts_ns = np.zeros(len(ticks), np.int64)
     for g, i in enumerate(idbs):
         rows = np.flatnonzero((iface == g) & ~is_spb)
+        if rows.size and i.get("ts_problem"):
+            marks.append((rows, "timestamp: " + i["ts_problem"].rsplit(": ", 1)[-1]))
         if rows.size:
             ts_ns[rows] = _ticks_to_ns(ticks[rows], i["tsresol_base"], i["tsresol_exp"])
             ts_ns[rows] += i["tsoffset_s"] * 1_000_000_000
@@ -233,7 +241,7 @@ def _timestamps(ticks, iface, is_spb, idbs) -> np.ndarray:
 
 def _file_problems(path, st: _Walk) -> list:
     """The walk's problems and the per-file tallies (given with the last batch)."""
-    problems = list(st.problems)
+    problems = list(st.problems) + [i["ts_problem"] for i in st.idbs if i.get("ts_problem")]
     if st.unknown[1]:
         problems.append(f"{path}: offset {st.unknown[0]}: {st.unknown[1]} packet(s) refer to "
                         f"an interface with no IDB")
@@ -255,6 +263,22 @@ def _options(buf, start: int, end: int, order: str) -> dict:
     return opts
 
 
+CUSTOM_OPTIONS = (2988, 2989, 19372, 19373)   # values start with a Private Enterprise Number
+
+
+def custom_options(buf, start: int, end: int, order: str) -> list:
+    """Values (PEN first) of every custom option between ``start`` and ``end``."""
+    out = []
+    while start + 4 <= end:
+        code, length = struct.unpack_from(order + "HH", buf, start)
+        if code == 0 or start + 4 + length > end:
+            break
+        if code in CUSTOM_OPTIONS:
+            out.append(bytes(buf[start + 4:start + 4 + length]))
+        start += 4 + (length + 3) // 4 * 4
+    return out
+
+
 def _tsresol(opt: bytes | None) -> tuple[int, int]:
     """if_tsresol as (base, exponent): ticks per second = base ** exponent (default 10**6)."""
     if not opt:
@@ -263,27 +287,46 @@ def _tsresol(opt: bytes | None) -> tuple[int, int]:
     return (2, v & 0x7F) if v & 0x80 else (10, v)
 
 
-def _idb(buf, pos: int, blen: int, order: str) -> dict:
+# if_tsresol beyond these overflows 64-bit tick arithmetic (ticks finer than any clock)
+MAX_TSRESOL_EXP = {10: 19, 2: 63}
+_MAX_OFFSET_S = (2**63 - 1) // 1_000_000_000 // 2   # |if_tsoffset| that keeps ns in int64
+
+
+def _idb(buf, pos: int, blen: int, order: str, where: str = "") -> dict:
+    """An interface description. An unusable timestamp option (as tshark, the packets are
+    kept) is named in ``ts_problem``: its packets are marked, and such an if_tsoffset is
+    ignored."""
     linktype, _, snaplen = struct.unpack_from(order + "HHI", buf, pos + 8)
     opts = _options(buf, pos + 16, pos + blen - 4, order)
     base, exp = _tsresol(opts.get(9))
     off = opts.get(14)
+    tsoffset_s = struct.unpack(order + "q", off)[0] if off and len(off) == 8 else 0
+    problem = None
+    if exp > MAX_TSRESOL_EXP[base]:
+        problem = f"if_tsresol {base}^-{exp} s not supported (finest 10^-19 or 2^-63 s)"
+    if abs(tsoffset_s) > _MAX_OFFSET_S:
+        problem, tsoffset_s = f"if_tsoffset {tsoffset_s} s out of range (ignored)", 0
     return {"linktype": linktype, "snaplen": snaplen, "tsresol": base ** exp,
-            "tsresol_base": base, "tsresol_exp": exp,
-            "tsoffset_s": struct.unpack(order + "q", off)[0] if off and len(off) == 8 else 0,
+            "tsresol_base": base, "tsresol_exp": exp, "tsoffset_s": tsoffset_s,
             "name": opts.get(2, b"").decode("utf-8", "replace").rstrip("\0"),
-            "description": opts.get(3, b"").decode("utf-8", "replace").rstrip("\0")}
+            "description": opts.get(3, b"").decode("utf-8", "replace").rstrip("\0"),
+            "ts_problem": problem and f"{where}: {problem}"}
 
 
 def _ticks_to_ns(ticks: np.ndarray, base: int, exp: int) -> np.ndarray:
     """Integer ns from ticks of 1/base**exp s, rounding down, without int64 overflow."""
     t = ticks.astype(np.uint64)
+    if (base == 10 and exp >= 29) or (base == 2 and exp >= 94):
+        return np.zeros(len(t), np.int64)        # every u64 tick count is < 1 ns
+    if base == 10 and exp > MAX_TSRESOL_EXP[10]:
+        return (t // np.uint64(10 ** (exp - 19)) // np.uint64(10 ** 10)).astype(np.int64)
     if base == 10:
         if exp <= 9:
             return (t * np.uint64(10 ** (9 - exp))).astype(np.int64)
         return (t // np.uint64(10 ** (exp - 9))).astype(np.int64)
-    if exp > 33:                    # keep frac * 1e9 inside 64 bits
-        t, exp = t >> np.uint64(exp - 33), 33
+    if exp > 33:                    # keep frac * 1e9 inside 64 bits (also for exp > 63)
+        t = t >> np.uint64(min(exp - 33, 63))
+        exp = 33
     sec = t >> np.uint64(exp)
     frac = t & np.uint64((1 << exp) - 1)
     return (sec * np.uint64(10 ** 9) + ((frac * np.uint64(10 ** 9)) >> np.uint64(exp))).astype(np.int64)

@@ -33,14 +33,19 @@ class Run:
 
 def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto",
                 keep_bad_fcs=False):
-    """:class:`~sniffsync.sync.merge.Merged` of ``paths`` (one path: read as it is, not merged).
+    """:class:`~sniffsync.sync.merge.Merged` of ``paths``. One path is read as it is, not
+    merged: a file ``sniffsync merge`` wrote gives back the merge's table, sniffers,
+    stamps and report (:func:`sniffsync.sync.mergedfile.read_merged`).
     ``keep_bad_fcs``: the stages analyse frames that failed their FCS too (decode.quality)."""
     from sniffsync.decode.quality import keep_bad_fcs as keep
     from sniffsync.sync.merge import Merged, merge
+    from sniffsync.sync.mergedfile import read_merged
     paths = [str(p) for p in paths]
     if len(paths) == 1:
         from sniffsync.decode.frames import read_capture
-        m = Merged(read_capture(paths[0]), {}, None, [Path(paths[0]).stem], "capture")
+        m = read_merged(paths[0])
+        if m is None:
+            m = Merged(read_capture(paths[0]), {}, None, [Path(paths[0]).stem], "capture")
     else:
         m = merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
                   tsft_at=tsft_at)
@@ -100,7 +105,8 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     merged = load_merged(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
                          tsft_at=tsft_at, keep_bad_fcs=keep_bad_fcs)
     frames, stamps = merged.frames, merged.stamps
-    sync_report = merged.report if len(paths) > 1 else None
+    several = len(paths) > 1 or len(merged.sniffers) > 1     # or a merged file read back
+    sync_report = merged.report if several else None
     ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=tsft_at, stamps=stamps)
     ppdus = to_capture_clock(frames, ppdus, merged=stamps == "end")
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
@@ -109,7 +115,7 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
         fair = fairness(frames, window_ns, step_ns, ppdus=ppdus, stamps=stamps)
     except NoDataError:
         fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
-    names = [Path(p).stem for p in paths]
+    names = list(merged.sniffers) if several else [Path(p).stem for p in paths]
     summary = detect_summary(ppdus, det)
     summary["reception"] = reception_rows(frames)        # bad-FCS counts per sniffer
     return Run([str(p) for p in paths], names, frames, ppdus, det.events, det.mpdus,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import cluster, hash_key
 from sniffsync.sync.order import order_by
 
@@ -81,13 +82,17 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     t_mean = (np.bincount(group, weights=(common_ns - common_ns.min(initial=0)).astype(np.float64),
                           minlength=ng) / np.maximum(nh, 1))
     t_mean = np.rint(t_mean).astype(np.int64) + (common_ns.min(initial=0))
+    # subframes of one A-MPDU: one time (the mean of all their copies), the air's order
+    _, rank, t_cl = ppdu_clusters(sniffer, common_ns, group, ng)
+    t_mean = np.where(t_cl >= 0, t_cl, t_mean)
     best = best_copy(group, sniffer, sig) if best is None else best
     rows = np.arange(n) if keep_duplicates else best
     ts = t_mean[group[rows]] if not keep_duplicates else common_ns[rows]
-    # sort by (ts_ns, merged_id, sniffer) before the one take of every column; one row
-    # per group comes in group order, so the order is by time, ties by row
-    order = (order_by(ts - ts.min(initial=0)) if not keep_duplicates
-             else np.lexsort((sniffer[rows], group[rows], ts)))
+    # sort by (ts_ns, order in the A-MPDU, merged_id, sniffer) before the one take of every
+    # column; one row per group comes in group order, so ties end by row
+    later = rank[group[rows]]
+    order = (order_by(ts - ts.min(initial=0), np.argsort(later.max(initial=0) - later, kind="stable"))
+             if not keep_duplicates else np.lexsort((sniffer[rows], group[rows], -later, ts)))
     rows, ts = rows[order], ts[order]
     tc = None if tsft_common is None else \
         np.where(synced, tsft_common, df["tsft_us"].to_numpy(np.int64, na_value=0))[rows]

@@ -58,6 +58,7 @@ class Merged:
     records: list | None
     sniffers: list[str]
     stamps: str
+    by_index: bool = False               # a row's record is records[sniffer][frames.index], not frame - 1
 
 
 def _epoch_map(ts_ns, local_ns, on_ref):
@@ -127,37 +128,45 @@ def _validate(paths, tables):
 
 
 def _read_all(paths, columns):
-    """Records and frame tables of every input (``columns``: see :func:`merge`)."""
+    """Records, frame tables and whether each is a merged file (stamps at PPDU ends, one
+    clock) of every input (``columns``: see :func:`merge`)."""
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
 
+    from sniffsync.sync.mergedfile import file_meta, read_as_input
+
     def one(s):
+        if file_meta(paths[s]) is not None:     # an earlier merge's output: one input, one clock
+            return (*read_as_input(paths[s], s, want), True)
         rec, n, cols, marks = read_columns(paths[s], s, want)     # walk and decode overlap
-        return rec, frame_table(n, cols, marks, want)
+        return rec, frame_table(n, cols, marks, want), False
     out = [one(s) for s in range(len(paths))]   # one after the other: bounded peak memory
-    return [r for r, _ in out], [t for _, t in out]
+    return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
 
 
 def _load(items, names, columns, say):
-    """``(paths, records, tables, names)`` of the inputs: files read, or the caller's tables
-    copied with their ``sniffer`` column set to their index."""
+    """``(paths, records, tables, names, ends)`` of the inputs: files read, or the caller's
+    tables copied with their ``sniffer`` column set to their index; ``ends``: per input,
+    whether its stamps already mark PPDU ends (a merged file)."""
     paths = None if isinstance(items[0], pd.DataFrame) else [os.fspath(p) for p in items]
     _validate(paths, [])
     if paths is None:
         tables = [t.assign(sniffer=np.int16(s)) for s, t in enumerate(items)]
-        return None, None, tables, names or [f"s{s}" for s in range(len(items))]
+        return None, None, tables, names or [f"s{s}" for s in range(len(items))], [False] * len(items)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     say(f"read {', '.join(map(os.path.basename, paths))}")
-    recs, tables = _read_all(paths, columns)
-    return paths, recs, tables, names
+    recs, tables, ends = _read_all(paths, columns)
+    return paths, recs, tables, names, ends
 
 
-def _align(tables, tsft_at, names):
-    """Every sniffer's stamps moved to PPDU ends, and per sniffer name what they marked."""
+def _align(tables, tsft_at, names, ends):
+    """Every sniffer's stamps moved to PPDU ends, and per sniffer name what they marked
+    (``ends``: inputs whose stamps already do)."""
     from airtime.ppdu import align_to_ppdu_end
     with runtime.pool(len(tables)) as ex:   # tables are independent; numpy releases the GIL
-        done = list(ex.map(lambda t: align_to_ppdu_end(t, tsft_at), tables))
+        done = list(ex.map(lambda te: align_to_ppdu_end(te[0], "end" if te[1] else tsft_at),
+                           zip(tables, ends)))
     return [t for t, _ in done], {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(done)}
 
 
@@ -248,7 +257,12 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     items = list(paths_or_tables)
     if not items:
         raise UsageError("merge needs at least one input")
-    paths, recs, tables, names = _load(items, names, columns, say)
+    if len(items) == 1 and not isinstance(items[0], pd.DataFrame):
+        from sniffsync.sync.mergedfile import read_merged
+        again = read_merged(items[0], columns, records=True)
+        if again is not None:            # one merged file: nothing to merge, as it was
+            return again
+    paths, recs, tables, names, ends = _load(items, names, columns, say)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
     _validate(paths, tables)
@@ -256,7 +270,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     if tsft_at is not None:
         # every sniffer's stamps must mean the same instant: the end of the PPDU
         say("align stamps to PPDU ends")
-        tables, tsft_conv = _align(tables, tsft_at, names)
+        tables, tsft_conv = _align(tables, tsft_at, names, ends)
     df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive

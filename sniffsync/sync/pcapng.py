@@ -1,4 +1,5 @@
-"""The merged table as pcapng: one IDB per sniffer, a "heard by" comment per packet.
+"""The merged table as pcapng: one IDB per sniffer, per packet the merge's columns and a
+"heard by" comment (the format: :mod:`sniffsync.sync.mergedfile`).
 
 Each packet's bytes are copied from its input's memory map, a chunk of blocks (~32 MiB
 of output) at a time, so the output never exists in memory. pcapng blocks are 4-byte
@@ -90,9 +91,10 @@ def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
             windows(out, w, writeable=True)[dst[r]] = windows(src, w)[src_off[r]]
 
 
-def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob) -> np.ndarray:
+def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob, fixed=None) -> np.ndarray:
     """The EPBs of rows (the arrays of one chunk) back to back, as one ``uint8`` array;
-    ``tail``: (offset, length) in ``blob`` of each row's padding + options."""
+    ``tail``: (offset, length) in ``blob`` of each row's padding + options; ``fixed``:
+    ``(rows, size)`` option bytes written between the padding and those options."""
     pos = np.cumsum(blen) - blen
     out = np.empty(int(pos[-1] + blen[-1]), np.uint8)
     words = out.view("<u4")              # every block starts and ends 4-byte aligned
@@ -106,11 +108,19 @@ def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob) -> np.
     for s, rec in enumerate(records):    # per sniffer
         m = sn == s
         _copy_pieces(out, data[m], rec.buf, start[m], caplen[m])
-    _copy_pieces(out, data + caplen, blob, *tail)
+    if fixed is None:
+        _copy_pieces(out, data + caplen, blob, *tail)
+        return out
+    pad = -caplen % 4                    # the zero bytes before each text are its padding
+    _copy_pieces(out, data + caplen, blob, tail[0], pad)
+    at = data + caplen + pad
+    windows(out, fixed.shape[1], writeable=True)[at] = fixed
+    _copy_pieces(out, at + fixed.shape[1], blob, tail[0] + pad, tail[1] - pad)
     return out
 
 
-def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes: int = CHUNK_BYTES) -> None:
+def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes: int = CHUNK_BYTES,
+               fixed=None) -> None:
     """Write one EPB per row (the layout of :func:`sniffsync.io.writers.write_pcapng`).
 
     Parameters
@@ -124,6 +134,8 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
         :func:`comment_blob` of the distinct texts and the text index of every row.
     chunk_bytes : int
         Output bytes assembled per step (at least one block).
+    fixed : uint8 array, shape (n, size), optional
+        One more option per row (``size`` a multiple of 4), first after the packet bytes.
     """
     from sniffsync.io.capture import release
     blob, off, olen, inv = opt
@@ -133,7 +145,7 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
     pad = -caplen % 4
     tail_len = pad + olen[inv]
     tail_off = off[inv] - pad            # the zero bytes before each text are its padding
-    blen = 32 + caplen + tail_len
+    blen = 32 + caplen + tail_len + (0 if fixed is None else fixed.shape[1])
     first = np.cumsum(blen) - blen
     k = first // chunk_bytes
     cuts = np.r_[np.flatnonzero(np.r_[True, k[1:] != k[:-1]]), n]
@@ -144,29 +156,32 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
     for a, b in zip(cuts[:-1], cuts[1:]):
         r = slice(a, b)
         fh.write(_blocks(records, sn[r], start[r], caplen[r], wirelen[r], ts_ns[r], blen[r],
-                         (tail_off[r], tail_len[r]), blob))
+                         (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r]))
         for s, rec in enumerate(records):
             if low[s][b] < big:
                 release(rec, int(low[s][b]))
 
 
 def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int:
-    """Write a merge's table as pcapng: one IDB per sniffer, a comment per packet.
+    """Write a merge's table as pcapng (the format: :mod:`sniffsync.sync.mergedfile`).
 
     Each row of ``merged.frames`` is written on the interface of its ``sniffer`` column
     (the strongest copy, or every copy when the table kept duplicates), at its common
-    ``ts_ns``, with the comment ``"heard by: A(-41 dBm) B(-67 dBm)"``; its bytes come
-    from ``merged.records`` (row ``frame`` of input ``sniffer``), so the caller may
-    filter or reorder the rows first. Streamed (bounded memory) through
-    :func:`sniffsync.io.atomic.atomic_output`. Returns the number of packets.
+    ``ts_ns``, with the merge's columns in a custom option and the comment
+    ``"heard by: A(-41 dBm) B(-67 dBm)"``; the section header holds the sniffer names,
+    stamp convention and report. The bytes come from ``merged.records`` (row ``frame``
+    of input ``sniffer``), so the caller may filter or reorder the rows first. Streamed
+    (bounded memory) through :func:`sniffsync.io.atomic.atomic_output`. Returns the
+    number of packets. :func:`sniffsync.sync.mergedfile.read_merged` reads it back.
     """
     from sniffsync.io.atomic import atomic_output
-    from sniffsync.io.writers import _idb, _shb
+    from sniffsync.io.writers import _idb
+    from sniffsync.sync.mergedfile import epb_options, shb_block
     frames, records, names = merged.frames, merged.records, merged.sniffers
     if records is None:
         raise UsageError("writing a pcapng needs the capture records (merge from file paths)")
     sn = frames["sniffer"].to_numpy(np.int64)
-    idx = frames["frame"].to_numpy(np.int64) - 1
+    idx = frames.index.to_numpy(np.int64) if merged.by_index else frames["frame"].to_numpy(np.int64) - 1
     start, caplen = np.zeros(len(frames), np.int64), np.zeros(len(frames), np.int64)
     for s, rec in enumerate(records):    # per sniffer: where its packets' bytes are
         m = sn == s
@@ -178,10 +193,16 @@ def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int
     signals = {s: frames[f"signal_dbm_s{s}"] for s in range(len(names)) if f"signal_dbm_s{s}" in frames}
     inv, texts = heard_by(frames["sniffers_heard"].to_numpy(), signals, names)
     opt = comment_blob(["heard by: " + t for t in texts]) + (inv,)
-    head = _shb() + b"".join(_idb({"name": n, "linktype": int(np.asarray(r.linktype)[0])
-                                   if len(r.linktype) else 127}) for n, r in zip(names, records))
+    meta = {"sniffers": list(names), "stamps": merged.stamps, "report": merged.report}
+    tot = (merged.report or {}).get("totals", {})
+    comment = (f"sniffsync merge of {len(names)} sniffers ({', '.join(names)}): {len(frames)} packets, "
+               f"stamps mark {'PPDU ends' if merged.stamps == 'end' else 'capture times'}"
+               + (f", {tot.get('duplicates_removed')} duplicate copies removed" if tot else ""))
+    head = shb_block(meta, comment) + b"".join(
+        _idb({"name": n, "linktype": int(np.asarray(r.linktype)[0]) if len(r.linktype) else 127})
+        for n, r in zip(names, records))
     with atomic_output(path) as fh:
         fh.write(head)
         write_epbs(fh, records, sn, start, caplen, frames["wirelen"].to_numpy(np.int64), ts_ns, opt,
-                   chunk_bytes)
+                   chunk_bytes, fixed=epb_options(frames, len(names)))
     return len(frames)

@@ -1,0 +1,95 @@
+"""Subframes of one A-MPDU in the merged table: one time, and the order the air sent them.
+
+Every subframe of an A-MPDU carries the PPDU's stamp, so in a sniffer's capture only
+its record order tells the subframes apart. Merged copies get the mean common time of
+their copies, which differs between subframes heard by different sets of sniffers: a
+sort by time scrambles them. Here, per sniffer, runs of consecutive records with one
+common time are its PPDUs; transmissions (groups of copies) linked through such PPDUs
+form one *cluster* (connected components, by label propagation), which gets one time.
+Inside a cluster every sniffer's record order is a chain of edges; a transmission's
+``rank`` is the longest path from it to the cluster's end (Bellman-Ford style passes over
+the edges into ranks that just grew, started from each sniffer's own count of later
+subframes), so sorting by ``-rank``
+keeps every sniffer's order (a topological order). Transmissions no sniffer saw in one
+PPDU together keep their group order. Caveat: sniffers that contradict each other
+(a cycle) stop the passes at :data:`MAX_PASSES`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sniffsync.sync.order import order_by
+
+__all__ = ["ppdu_clusters", "MAX_PASSES"]
+
+MAX_PASSES = 1100          # > the longest A-MPDU (1024 subframes, HE)
+
+
+def _min_by(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.minimum.reduceat(values[order], starts)
+
+
+def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
+    """``(cluster, rank, time)`` per group: its A-MPDU cluster id, the number of
+    subframes sent after it in that cluster (0 for a frame sent alone), and the common
+    time of the cluster: that of the sniffer PPDU holding most of its subframes (a
+    sniffer that missed some places the end of a start-stamped PPDU early), ties to the
+    earliest row; -1 for groups alone in their cluster (keep their own time).
+
+    Parameters
+    ----------
+    sniffer, common_ns, group : int arrays, shape (n,)
+        Per copy (rows of each sniffer in its capture order): sniffer, time on the
+        common clock, transmission (group) id ``0..n_groups-1``.
+    """
+    sniffer, common_ns, group = (np.asarray(a, np.int64) for a in (sniffer, common_ns, group))
+    n = len(group)
+    cluster, rank = np.arange(n_groups, dtype=np.int64), np.zeros(n_groups, np.int64)
+    alone = np.full(n_groups, -1, np.int64)
+    if n < 2:
+        return cluster, rank, alone
+    link = (sniffer[1:] == sniffer[:-1]) & (common_ns[1:] == common_ns[:-1])   # same PPDU
+    if not link.any():
+        return cluster, rank, alone
+    new = np.r_[True, ~link]
+    ppdu = np.cumsum(new) - 1                     # per row; ascends along the rows
+    p_start = np.flatnonzero(new)
+    g_order = order_by(group)            # = argsort(group, kind="stable")
+    g_start = np.flatnonzero(np.r_[True, group[g_order][1:] != group[g_order][:-1]])
+    g_ids = group[g_order][g_start]
+    for _ in range(MAX_PASSES):                   # components: a few passes
+        lab_p = np.minimum.reduceat(cluster[group], p_start)
+        nxt = cluster.copy()
+        nxt[g_ids] = _min_by(lab_p[ppdu], g_order, g_start)
+        if (nxt == cluster).all():
+            break
+        cluster = nxt
+    # longest path to the cluster's end along every sniffer's record order
+    p_end = np.r_[p_start[1:], n]
+    after = p_end[ppdu] - 1 - np.arange(n)        # later subframes in this sniffer's PPDU
+    np.maximum.at(rank, group, after)
+    src, dst = group[:-1][link], group[1:][link]
+    edges = np.arange(len(src))
+    changed = np.zeros(n_groups, bool)
+    for _ in range(MAX_PASSES):          # only edges into a rank that just grew can grow more
+        s, cand = src[edges], rank[dst[edges]] + 1
+        grow = cand > rank[s]
+        if not grow.any():
+            break
+        np.maximum.at(rank, s[grow], cand[grow])
+        changed[:] = False
+        changed[s[grow]] = True
+        edges = np.flatnonzero(changed[dst])
+    return cluster, rank, _cluster_time(cluster, group, ppdu, p_start, common_ns, alone)
+
+
+def _cluster_time(cluster, group, ppdu, p_start, common_ns, alone) -> np.ndarray:
+    """Per group, the common time of the fullest sniffer PPDU of its cluster (see above)."""
+    size = np.diff(np.r_[p_start, len(group)])
+    lab = cluster[group[p_start]]
+    pick = np.lexsort((p_start, -size, lab))            # per cluster: fullest, then first
+    first = pick[np.r_[True, lab[pick][1:] != lab[pick][:-1]]]
+    t = np.zeros(len(cluster), np.int64)
+    t[lab[first]] = common_ns[p_start[first]]
+    shared = np.bincount(cluster, minlength=len(cluster))[cluster] > 1
+    return np.where(shared, t[cluster], alone)

@@ -1,0 +1,74 @@
+"""A-MPDU subframes in the merged table: hand-built sniffer captures with the true air order
+known, and the rule that a frame that failed its FCS is never a sync anchor."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sniffsync.sync.ampdu import ppdu_clusters
+from sniffsync.sync.anchors import anchor_candidates
+
+
+def _rows(captures):
+    """Per sniffer, a list of PPDUs (end time, [transmission ids in record order])."""
+    sn, t, g = [], [], []
+    for s, ppdus in enumerate(captures):
+        for end, ids in ppdus:
+            sn += [s] * len(ids)
+            t += [end] * len(ids)
+            g += ids
+    return np.array(sn), np.array(t), np.array(g)
+
+
+def _air_order(captures, n):
+    sn, t, g = _rows(captures)
+    cl, rank, tc = ppdu_clusters(sn, t, g, n)
+    return np.lexsort((np.arange(n), -rank)), cl, tc
+
+
+def test_order_from_sniffers_that_each_missed_subframes():
+    # the air sent 0..9 in one A-MPDU; A missed 5, B caught only 5..9 (and 0 and 1 alone)
+    a = [(1000, [0, 1, 2, 3, 4, 6, 7, 8, 9])]
+    b = [(1001, [5, 6, 7, 8, 9]), (2000, [10]), (3000, [11])]
+    order, cl, tc = _air_order([a, b], 12)
+    ten = order[np.isin(order, range(10))]
+    assert ten[:5].tolist() == [0, 1, 2, 3, 4] and ten[5:].tolist() == [5, 6, 7, 8, 9]
+    assert len(set(cl[:10])) == 1 and cl[10] != cl[11]
+    # one time for the whole A-MPDU: A's PPDU holds most of its subframes
+    assert (tc[:10] == 1000).all() and (tc[10:] == -1).all()
+
+
+def test_subframe_heard_only_by_a_sniffer_that_caught_the_tail():
+    # air: 0 1 2 3; A has 0 1 3, B has 2 3: 2 must come after 1 and before 3
+    order, _, _ = _air_order([[(10, [0, 1, 3])], [(11, [2, 3])]], 4)
+    pos = np.argsort(order)
+    assert pos[0] < pos[1] and pos[2] < pos[3] and pos[1] < pos[3]
+
+
+def test_frames_sent_alone_keep_their_own_time():
+    order, cl, tc = _air_order([[(10, [0]), (20, [1])], [(11, [0]), (21, [1])]], 2)
+    assert cl.tolist() == [0, 1] and tc.tolist() == [-1, -1]
+
+
+def test_contradicting_sniffers_end():
+    # A says 0 before 1, B says 1 before 0: a cycle; the passes stop and all rows stay
+    order, _, _ = _air_order([[(10, [0, 1])], [(11, [1, 0])]], 2)
+    assert sorted(order.tolist()) == [0, 1]
+
+
+def test_bad_fcs_frames_are_never_anchors():
+    n = 6
+    df = pd.DataFrame({
+        "type_subtype": pd.array([0x08, 0x08, 0x19, 0x19, 0x28, 0x28], "Int64"),
+        "bad": pd.Categorical([None] * n),
+        "fcs_bad": pd.array([False, True, False, True, False, True], "boolean"),
+        "ta": pd.array([1, 1, 2, 2, 3, 3], "UInt64"), "ra": pd.array([9] * n, "UInt64"),
+        "bssid": pd.array([1] * n, "UInt64"),
+        "beacon_tsf_us": pd.array([5, 6, None, None, None, None], "Int64"),
+        "ba_ssn": pd.array([None, None, 1, 2, None, None], "Int64"),
+        "ba_bitmap_lo": pd.array([None, None, 3, 4, None, None], "UInt64"),
+        "seq": pd.array([1, 2, 3, 4, 5, 6], "Int64"), "frag": pd.array([0] * n, "Int64"),
+        "retry": pd.array([False] * n, "boolean"), "wirelen": np.full(n, 100),
+        "duration_us": pd.array([0] * n, "Int64"), "fcs": pd.array([7] * n, "UInt64")})
+    rows, _, _ = anchor_candidates(df, ("beacon", "ba", "unique"))
+    assert sorted(rows.tolist()) == [0, 2, 4]
