@@ -84,10 +84,12 @@ def ba_records(frames) -> pd.DataFrame:
 
 
 def station_aids(frames) -> pd.DataFrame:
-    """``(frame_row, ap, sta, aid)`` of every (re)association response in ``frames``."""
+    """``(frame_row, ap, sta, aid)`` of every (re)association response in ``frames`` that
+    assigns an AID (a refused one carries 0)."""
     if "assoc_aid" not in frames:
         return pd.DataFrame({"frame_row": [], "ap": [], "sta": [], "aid": []}, dtype=np.int64)
-    ok = frames["assoc_aid"].notna().to_numpy() & frames["ta"].notna().to_numpy() & frames["ra"].notna().to_numpy()
+    aid = frames["assoc_aid"].to_numpy(np.int64, na_value=0)
+    ok = (aid > 0) & frames["ta"].notna().to_numpy() & frames["ra"].notna().to_numpy()   # 0: refused
     rows = np.flatnonzero(ok)
     return pd.DataFrame({"frame_row": rows,
                          "ap": frames["ta"].to_numpy(np.uint64, na_value=0)[rows].astype(np.int64),

@@ -81,7 +81,7 @@ def _step(buf, idx, pos, k, t, layout, tidinfo, end, is_ba, out):
     named = m_sta & (aid == T.MSTA_RA_AID)             # Reserved(4) + RA(6)
     has_ssc = ~(m_sta & (named | (ack_type == 1)))
     p = pos + hdr
-    ssc = np.where(has_ssc & (p + 2 <= end), u16le(buf, p), -1).astype(np.int64)
+    ssc = np.where(has_ssc & (p + 2 <= end), u16le(buf, p).astype(np.int64), -1)
     p = p + 2 * has_ssc
     gcr = T.BA_HAS_GCR_ADDR[t]
     a_at = np.where(named, p + 4, p)
