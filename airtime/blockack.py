@@ -32,16 +32,17 @@ def ba_records(frames) -> pd.DataFrame:
     every MPDU it answers was received), ``addr`` (GCR group address, or the RA of a
     multi-STA record with AID 2045). Null where a record lacks the part.
     """
-    if "ba_info" not in frames or not isinstance(frames["ba_info"].dtype, pd.CategoricalDtype):
+    info = _categorical(frames, "ba_info")
+    if info is None:
         return _empty()
-    codes = frames["ba_info"].cat.codes.to_numpy(np.int64)
+    codes = info.cat.codes.to_numpy(np.int64)
     ts = frames["type_subtype"].to_numpy(np.int64, na_value=-1)
     rows = np.flatnonzero((codes >= 0) & ((ts == T.TS_BA) | (ts == T.TS_BAR)))
     if rows.size == 0:
         return _empty()
     key = codes[rows] * 2 + (ts[rows] == T.TS_BA)
     uniq, inv = np.unique(key, return_inverse=True)
-    cats = frames["ba_info"].cat.categories
+    cats = info.cat.categories
     blobs = [bytes.fromhex(str(cats[k // 2])) for k in uniq]       # per distinct field
     lens = np.array([len(b) for b in blobs], np.int64)
     off = np.cumsum(lens) - lens
@@ -109,9 +110,10 @@ def acked_in_block_ack(frames, ba_frame, seq, *, tid=None, ta=None, frag=None, r
     """
     ba_frame = np.asarray(ba_frame, np.int64)
     seq = np.asarray(seq, np.int64)
-    if "ba_info" not in frames or not isinstance(frames["ba_info"].dtype, pd.CategoricalDtype):
+    info = _categorical(frames, "ba_info")
+    if info is None:
         return _from_columns(frames, ba_frame, seq)
-    has_info = frames["ba_info"].cat.codes.to_numpy(np.int64)[ba_frame] >= 0
+    has_info = info.cat.codes.to_numpy(np.int64)[ba_frame] >= 0
     acked = np.zeros(ba_frame.shape[0], bool)
     if (~has_info).any():                   # rows built without the field (hand-made tables)
         acked[~has_info] = _from_columns(frames, ba_frame[~has_info], seq[~has_info])
@@ -210,11 +212,12 @@ def _from_columns(frames, ba_frame, seq) -> np.ndarray:
     off = (seq - ssn) % 4096
     bm = frames["ba_bitmap_lo"].to_numpy(np.uint64, na_value=0)[ba_frame]
     acked = np.where(off < 64, (bm >> np.minimum(off, 63).astype(np.uint64)) & np.uint64(1), 0).astype(bool)
-    if "ba_bitmap" in frames and isinstance(frames["ba_bitmap"].dtype, pd.CategoricalDtype):
-        codes = frames["ba_bitmap"].cat.codes.to_numpy(np.int64)[ba_frame]
+    bitmap = _categorical(frames, "ba_bitmap")
+    if bitmap is not None:
+        codes = bitmap.cat.codes.to_numpy(np.int64)[ba_frame]
         full = codes >= 0                       # rows with the bytes: every bit counts
         if full.any():
-            table, nbits = _bitmap_table(frames["ba_bitmap"].cat.categories)
+            table, nbits = _bitmap_table(bitmap.cat.categories)
             c, o = codes[full], off[full]
             byte = table[c, np.minimum(o // 8, table.shape[1] - 1)]
             acked[full] = (o < nbits[c]) & ((byte >> (o % 8).astype(np.uint8)) & 1).astype(bool)
@@ -232,6 +235,15 @@ def _bitmap_table(hex_bitmaps) -> tuple[np.ndarray, np.ndarray]:
         table[k, :len(r)] = np.frombuffer(r, np.uint8)
         nbits[k] = 8 * len(r)
     return table, nbits
+
+
+def _categorical(frames, name):
+    """Column ``name`` as a categorical of hex text (a table read back may hold plain
+    strings); None when absent."""
+    if name not in frames:
+        return None
+    col = frames[name]
+    return col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
 
 
 def _na(values, valid, dtype):
