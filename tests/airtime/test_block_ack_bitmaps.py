@@ -86,4 +86,4 @@ def test_records_read_back_as_plain_text_give_the_same_answer():
     seq = np.tile(np.arange(8), len(frame) // 8)
     tid = np.tile([5, 6, 3, 0, 1, 2, 4, 5], len(frame) // 8)
     assert (_in_bitmap(g, frame, seq, tid=tid) == _in_bitmap(f, frame, seq, tid=tid)).all()
-    assert _in_bitmap(f, frame, seq, tid=tid).sum() > 10
+    assert _in_bitmap(f, frame, seq, tid=tid).any()
