@@ -17,7 +17,9 @@ run() {
     tshark -r "$1" -n -Y 'wlan.fc.type_subtype in {0x18, 0x19, 0x01, 0x03}' -T fields -E header=y \
         -E separator=/t -E occurrence=a -E aggregator=, -E quote=n $args 2>/dev/null | gzip -9n > "$2"
 }
-run "$here/aircrack_pmkid_ba_bar.pcap" "$here/aircrack_pmkid_ba_bar.pcap.tsv.gz"
+for name in aircrack_pmkid_ba_bar.pcap ns3-11ax-ulofdma-ap-multista.pcap; do
+    run "$here/$name" "$here/$name.tsv.gz"
+done
 for name in ns3-11ax-he80-snifferA-s256.pcap ns3-11ac-vht80-snifferA-s256.pcap \
             ns3-11n-ht20-hidden-snifferA-nearAP.pcap wltrace_trace.pcap fragattacks_ping_D_BP_bcast_ra-fromap.pcapng; do
     run "$caps/$name" "$here/$name.tsv.gz"
