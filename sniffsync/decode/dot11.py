@@ -296,10 +296,12 @@ def _block_ack(buf, ctl_off, end, is_ba, cut, rows, n, tid, tid_ok, marks):
     bm_len, bm_off, bpm = wk.bm_len[first], wk.bm_off[first], wk.bits_per_msdu[first]
     lo = np.zeros(n, np.uint64)
     bm_codes, bm_names = np.full(n, -1, np.int32), []
-    for length, per in {(int(a), int(b)) for a, b in zip(bm_len, bpm) if a > 0}:
-        sel = np.flatnonzero((bm_len == length) & (bpm == per))
-        raw = gather(buf, bm_off[sel], length)
-        lo[rows[src[sel]]] = first_bits(raw, per)
+    for length in np.unique(bm_len[bm_len > 0]):
+        sel = np.flatnonzero(bm_len == length)
+        raw = gather(buf, bm_off[sel], int(length))
+        for per in np.unique(bpm[sel]):                  # bits per MSDU: 1, 4 or 16
+            k = bpm[sel] == per
+            lo[rows[src[sel[k]]]] = first_bits(raw[k], int(per))
         cat = categorical_from_bytes(raw, _hexstr)       # lengths differ: names never collide
         bm_codes[rows[src[sel]]] = cat.codes + len(bm_names)
         bm_names += cat.categories

@@ -70,6 +70,7 @@ BODIES = {
     "bar_ext": ("bar", "0260" "1002"),                  # (ns-3)
     "bar_mtid": ("bar", "0610" "0050" "1000" "0060" "2000"),   # 2 x (Per TID Info, SSC)
     "bar_type11": ("bar", "1600" "1002"),               # BAR type 11 is reserved
+    "c64_as_fl3": ("ba", "0450" "4000" "0f00000000000000"),  # as fl3 but frag 0: same bitmap bytes
 }
 NAMES = list(BODIES)
 FC = {"ba": "9400", "bar": "8400"}      # type 1, subtype 9 / 8
@@ -204,6 +205,8 @@ def test_gcr_basic_multi_tid_extended(hand):
     assert (x.ba_type, x.ba_ssn, x.ba_bitmap) == ("extended_compressed", 1, "0300000000000000")
     x = row(f, "fl3")
     assert (x.ba_ssn, x.ba_bitmap_lo) == (4, 1) and recs(r, "fl3")["bits_per_msdu"].tolist() == [4]
+    y = row(f, "c64_as_fl3")        # the same bytes read 1 bit per MSDU: one bitmap text, two meanings
+    assert (y.ba_bitmap, y.ba_bitmap_lo) == (x.ba_bitmap, 0b1111)
 
 
 def test_bars_glk_reserved_and_cut(hand):
