@@ -154,8 +154,9 @@ def _record_matches(m: pd.DataFrame, by_tid: bool, by_ta: bool) -> np.ndarray:
     q_tid = m["q_tid"].to_numpy(np.int64)
     rec0 = m["rec"].to_numpy(np.int64) == 0
     ack1 = m["ack_type"].to_numpy(np.int64, na_value=0) == 1
-    # multi-STA Ack Type 1 with TID 14/15 acknowledges a single non-QoS MPDU (no QoS TID)
-    tid_ok = (r_tid == q_tid) | (ack1 & (r_tid >= 8) & (q_tid < 0)) if by_tid else np.ones(len(m), bool)
+    # multi-STA Ack Type 1 with TID 14/15 names no QoS TID: it acknowledges what that STA
+    # sent (a single MPDU by the standard; ns-3.44 sends it for a whole TB A-MPDU)
+    tid_ok = (r_tid == q_tid) | (ack1 & (r_tid >= 8)) if by_tid else np.ones(len(m), bool)
     q_aid = m["q_aid"].to_numpy(np.int64)
     addr = m["addr"].to_numpy(np.uint64, na_value=0).astype(np.int64)
     sta_ok = ((m["aid"].to_numpy(np.int64, na_value=-1) == q_aid) | (addr == m["q_ta"].to_numpy(np.int64))

@@ -154,7 +154,7 @@ def test_multi_sta_all_ack_unassociated_ra_and_level3(hand):
     assert not acked_in_block_ack(f, [NAMES.index("allack")], [5], tid=[4]).any()    # other TID
     g = recs(r, "mgmtack")
     assert g["tid"].tolist() == [14] and g["all_acked"].all()
-    assert acked_in_block_ack(f, [NAMES.index("mgmtack")], [9], tid=pd.array([None], dtype="Int64")).all()
+    assert acked_in_block_ack(f, [NAMES.index("mgmtack")] * 2, [9, 9], tid=pd.array([None, 0], dtype="Int64")).all()
     m = recs(r, "msta_ra")
     assert m["aid"].tolist() == [2045, 9] and int(m["addr"].iloc[0]) == MS_RA and pd.isna(m["ssn"].iloc[0])
     assert (m["ssn"].iloc[1], m["tid"].iloc[1], m["bitmap"].iloc[1]) == (5, 3, "0300000000000000")
@@ -345,6 +345,14 @@ def test_ns3_multi_sta_aids_are_the_associations():
     args = (f, [k], [int(f["seq"].iloc[data])])
     assert acked_in_block_ack(*args, tid=[0], ta=[0x000000000001]).tolist() == [True]
     assert acked_in_block_ack(*args, tid=[0], ta=[0x000000000003]).tolist() == [False]
+    # ns-3 answers the last TB A-MPDU of ...:01 (TID 0 data) with Ack Type 1, TID 14 for AID 4
+    one = msta.groupby("frame_row").filter(lambda g: g[["aid", "ack_type", "tid"]].values.tolist() == [[4, 1, 14]])
+    last = int(one["frame_row"].iloc[0])
+    prev = np.arange(last - 8, last)
+    assert (ts[prev] == 0x28).all() and (f["ta"].to_numpy(np.int64, na_value=-1)[prev] == 1).all()
+    seqs = f["seq"].to_numpy(np.int64, na_value=-1)[prev]
+    assert acked_in_block_ack(f, [last] * 8, seqs, tid=[0] * 8, ta=[1] * 8).all()
+    assert not acked_in_block_ack(f, [last] * 8, seqs, tid=[0] * 8, ta=[3] * 8).any()
 
 
 @pytest.mark.tshark
