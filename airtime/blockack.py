@@ -176,7 +176,8 @@ def _bit_set(m: pd.DataFrame) -> np.ndarray:
     per = m["bits_per_msdu"].to_numpy(np.int64)[has]
     fr = m["q_frag"].to_numpy(np.int64)[has]
     bit = off * per + np.where(fr < per, fr, 0)
-    inside = (bit < nbits[c]) & (fr < per)
+    # one bit per MSDU covers all its fragments; level 3 / basic have a bit per fragment
+    inside = (bit < nbits[c]) & ((per == 1) | (fr < per))
     byte = table[c, np.minimum(bit // 8, table.shape[1] - 1)]
     out[has] = inside & ((byte >> (bit % 8).astype(np.uint8)) & 1).astype(bool)
     return out
