@@ -126,6 +126,8 @@ def test_compressed_every_bitmap_length(hand, nbits):
     seq = 100 + np.arange(-1, nbits + 1)
     got = acked_in_block_ack(f, frame, seq)
     assert np.flatnonzero(got).tolist() == [1, nbits]             # 100 and 100 + nbits - 1 (ns-3)
+    k = NAMES.index(f"c{nbits}")          # one bit per MSDU: a fragment number does not move it
+    assert acked_in_block_ack(f, [k, k], [100, 101], frag=[3, 3]).tolist() == [True, False]
 
 
 def test_multi_sta_records_of_every_length(hand):
