@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sniffsync.decode import dot11_tables as T
+from sniffsync.decode.dot11_ba import first_bits, walk_block_ack
 from sniffsync.decode.macs import mac_ints
 from sniffsync.decode.table import Cat, Cols, Marks, factorize
 from sniffsync.io.bytecols import be, gather, le, u16le, u32le, u64le
@@ -23,8 +24,8 @@ ADDR_OFF = np.array([0, 4, 10, 16, 24], np.int64)   # offset of address k (1-4);
 SSID_MAX_STEPS = 64  # elements examined before giving up on finding the SSID
 # optional column groups, decoded only when one of their columns is requested
 _ROLES = ("bssid", "sa", "da")
-_BA = ("ba_type", "ba_ssn", "ba_n_tid", "ba_bitmap", "ba_bitmap_lo", "tid")
-_MGMT = ("beacon_tsf_us", "beacon_interval_tu", "ssid")
+_BA = ("ba_type", "ba_ssn", "ba_n_tid", "ba_bitmap", "ba_bitmap_lo", "tid", "ba_n_records", "ba_info")
+_MGMT = ("beacon_tsf_us", "beacon_interval_tu", "ssid", "assoc_aid")
 
 
 def categorical_from_bytes(keys: np.ndarray, fmt) -> Cat:
@@ -86,6 +87,7 @@ class _Header:
         end = np.asarray(end, np.int64)
         self.n = self.off.shape[0]
         strip = np.asarray(fcs_at_end, bool).copy()
+        self.cut = np.zeros(self.n, bool) if truncated is None else np.asarray(truncated, bool)
         if truncated is not None:
             strip &= ~np.asarray(truncated, bool)     # a cut frame lost its FCS
         self.strip = strip & (end - self.off >= 4)
@@ -165,7 +167,7 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
     ba_rows = np.flatnonzero(h.has_fc & h.in_ctrl & h.is_c & ((h.in_sub == 8) | (h.in_sub == 9)))
     if want(_BA + ("bad",)):        # its marks feed the bad column
         at = h.off[ba_rows] + 16 + h.shift[ba_rows]
-        cols.update(_block_ack(buf, at, h.flen[ba_rows] - 16 - h.shift[ba_rows], h.in_sub[ba_rows] == 9,
+        cols.update(_block_ack(buf, at, h.body_end[ba_rows], h.in_sub[ba_rows] == 9, h.cut[ba_rows],
                                ba_rows, h.n, tid, tid_ok, marks))
     cols["tid"] = (tid, tid_ok)
     if want(_MGMT):                 # beacon / probe response fixed fields and SSID
@@ -173,6 +175,8 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
         body = h.off[rows] + h.hdr[rows]
         cols.update(_mgmt_body(buf, body, h.body_end[rows], T.MGMT_HAS_TSF[h.sub[rows]],
                                body + T.MGMT_IE_OFF[h.sub[rows]], rows, h.n))
+        rows = np.flatnonzero(h.has_fc & h.is_m & np.isin(h.sub, T.ASSOC_RESP_SUBTYPES) & ~h.short)
+        cols["assoc_aid"] = _assoc_aid(buf, h, rows, h.n)
     fcs = np.zeros(h.n, np.uint32)          # the FCS as sent
     rows = np.flatnonzero(h.strip) if want(("fcs",)) else np.zeros(0, np.int64)
     fcs[rows] = u32le(buf, h.body_end[rows])
@@ -259,65 +263,75 @@ def _llc_bounds(buf, h: _Header, qosv, has_qos):
     return llc_off, llc_end
 
 
-def _block_ack(buf, ctl_off, rem, is_ba, rows, n, tid, tid_ok, marks):
-    """BA / BAR control and information fields; ``ctl_off`` is the BA/BAR control field.
+def _block_ack(buf, ctl_off, end, is_ba, cut, rows, n, tid, tid_ok, marks):
+    """BA / BAR control and information fields (:mod:`sniffsync.decode.dot11_ba`); the
+    frame table keeps the first record and the whole field as sent (``ba_info``).
 
-    ``rem`` is the number of bytes from ``ctl_off`` to the end of the frame. Updates
-    ``tid``/``tid_ok`` in place (TID_INFO, or the first per-TID record's TID).
+    ``ctl_off`` is the BA/BAR control field, ``end`` the end of the frame's bytes, ``cut``
+    the capture kept only part of the frame. Updates ``tid``/``tid_ok`` in place.
     """
-    k = rows.shape[0]
-    ctl = u16le(buf, ctl_off)
-    ctl_ok = rem >= 2
-    batype = ((ctl >> 1) & 0xF).astype(np.int64)
-    tidinfo = (ctl >> 12).astype(np.uint8)
-    per_tid = (batype == 3) | (batype == 11)        # multi-TID, multi-STA: per-TID records
-    ssc_rel = np.where(per_tid, 4, 2)
-    ssc = u16le(buf, ctl_off + ssc_rel)
-    ssc_ok = ctl_ok & (rem >= ssc_rel + 2) & (batype != 11)   # multi-STA SSC may be absent
-    rec_tid = (u16le(buf, ctl_off + 2) >> 12).astype(np.uint8)
-    t = np.where(per_tid, rec_tid, tidinfo)
-    t_ok = ctl_ok & (~per_tid | (rem >= 4))
-    tid[rows] = t
-    tid_ok[rows] = t_ok
-
-    code = T.BA_TYPE_CODE[batype]
+    wk = walk_block_ack(buf, ctl_off, end, is_ba)
+    code = np.where(is_ba, T.BA_TYPE_CODE[wk.batype], T.BAR_TYPE_CODE[wk.batype])
     ba_code = np.full(n, -1, np.int8)
-    ba_code[rows] = np.where(ctl_ok, code, -1)
+    ba_code[rows] = np.where(wk.ctl_ok, code, -1)
     cols = {"ba_type": (Cat(ba_code, T.BA_TYPE_NAMES), ba_code >= 0)}
-    cols["ba_ssn"] = _scatter(n, rows, ssc >> 4, ssc_ok)
+    layout = np.where(is_ba, T.BA_LAYOUT[wk.batype], T.BAR_LAYOUT[wk.batype])
     n_tid = np.zeros(n, np.uint8)
-    n_tid[rows] = tidinfo + 1
-    ok = np.zeros(n, bool)
-    ok[rows] = ctl_ok & (batype == 3)
-    cols["ba_n_tid"] = (n_tid, ok)
+    n_tid[rows] = wk.tidinfo + 1
+    cols["ba_n_tid"] = (n_tid, _full(n, rows, wk.ctl_ok & (wk.batype == 3)))
+    n_rec = np.bincount(wk.src[~wk.cut], minlength=rows.shape[0]).astype(np.uint16)
+    cols["ba_n_records"] = _scatter(n, rows, n_rec, wk.ctl_ok & (code >= 0) & (layout != T.NONE))
+    _mark(marks, rows, wk.src[wk.reserved], "802.11: reserved BA bitmap length")
+    _mark(marks, rows, wk.src[wk.cut & ~cut[wk.src]], "802.11: Block Ack body truncated")
 
-    # Bitmap (BA only): its length depends on the variant and, for compressed, on the SSC.
-    bm_rel = np.where(batype == 3, 6, 4)
-    bm_len = np.where(batype == 2, T.COMPRESSED_BITMAP_LEN[(ssc >> 1) & 7], T.BA_FIXED_BITMAP_LEN[batype])
-    bm_ok = is_ba & ssc_ok & (bm_len > 0) & (rem >= bm_rel + bm_len)
-    reserved = np.flatnonzero(is_ba & ssc_ok & (batype == 2) & (bm_len == 0))
-    if reserved.size:
-        marks.append((rows[reserved], "802.11: reserved BA bitmap length"))
-    lo = np.zeros(k, np.uint64)
+    tid[rows] = wk.tidinfo                  # TID_INFO, unless a first record names a TID
+    tid_ok[rows] = wk.ctl_ok & ((layout == T.SINGLE) | (layout == T.NONE))
+    first = wk.rec == 0                     # the frame table keeps the first record
+    src, ssc = wk.src[first], wk.ssc[first]
+    tid[rows[src]] = np.maximum(wk.tid[first], 0)
+    tid_ok[rows[src]] = wk.tid[first] >= 0
+    ssn = np.zeros(n, np.uint16)
+    ssn[rows[src]] = np.maximum(ssc, 0) >> 4
+    cols["ba_ssn"] = (ssn, _full(n, rows[src], ssc >= 0))
+    bm_len, bm_off, bpm = wk.bm_len[first], wk.bm_off[first], wk.bits_per_msdu[first]
+    lo = np.zeros(n, np.uint64)
     bm_codes, bm_names = np.full(n, -1, np.int32), []
-    for length in np.unique(bm_len[bm_ok]):
-        sel = np.flatnonzero(bm_ok & (bm_len == length))
-        raw = gather(buf, ctl_off[sel] + bm_rel[sel], int(length))
-        if length == 128:
-            # Basic BA: 64 MSDUs x 16 fragment bits; bit i of lo = fragment 0 of ssn+i acknowledged.
-            frag0 = (raw.view("<u2") & 1).astype(np.uint64)
-            lo[sel] = (frag0 << np.arange(64, dtype=np.uint64)).sum(1, dtype=np.uint64)
-        else:
-            first = np.zeros((sel.shape[0], 8), np.uint8)
-            m = min(int(length), 8)
-            first[:, :m] = raw[:, :m]
-            lo[sel] = first.view("<u8")[:, 0]
+    for length in np.unique(bm_len[bm_len > 0]):
+        sel = np.flatnonzero(bm_len == length)
+        raw = gather(buf, bm_off[sel], int(length))
+        for per in np.unique(bpm[sel]):                  # bits per MSDU: 1, 4 or 16
+            k = bpm[sel] == per
+            lo[rows[src[sel[k]]]] = first_bits(raw[k], int(per))
         cat = categorical_from_bytes(raw, _hexstr)       # lengths differ: names never collide
-        bm_codes[rows[sel]] = cat.codes + len(bm_names)
+        bm_codes[rows[src[sel]]] = cat.codes + len(bm_names)
         bm_names += cat.categories
-    cols["ba_bitmap"] = (Cat(bm_codes, bm_names), _full(n, rows, bm_ok))
-    cols["ba_bitmap_lo"] = _scatter(n, rows, lo, bm_ok)
+    cols["ba_bitmap"] = (Cat(bm_codes, bm_names), bm_codes >= 0)
+    cols["ba_bitmap_lo"] = (lo, bm_codes >= 0)
+    cols["ba_info"] = _hex_field(buf, ctl_off, end, rows, n)
     return cols
+
+
+def _hex_field(buf, start, stop, rows, n):
+    """Categorical hex text of ``buf[start:stop]`` per row (grouped by length)."""
+    length = np.maximum(stop - start, 0)
+    codes, names = np.full(n, -1, np.int32), []
+    for size in np.unique(length[length > 0]):
+        sel = np.flatnonzero(length == size)
+        cat = categorical_from_bytes(gather(buf, start[sel], int(size)), _hexstr)
+        codes[rows[sel]] = cat.codes + len(names)
+        names += cat.categories
+    return Cat(codes, names), codes >= 0
+
+
+def _mark(marks, rows, which, reason):
+    if which.size:
+        marks.append((rows[np.unique(which)], reason))
+
+
+def _assoc_aid(buf, h: _Header, rows, n):
+    """AID a (re)association response assigns (its 2 top bits are set on air)."""
+    at = h.off[rows] + h.hdr[rows] + T.ASSOC_AID_OFF
+    return _scatter(n, rows, u16le(buf, at) & 0x3FFF, at + 2 <= h.body_end[rows])
 
 
 def _mgmt_body(buf, body, body_end, has_tsf, ie_off, rows, n):

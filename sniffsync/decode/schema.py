@@ -88,7 +88,7 @@ COLUMNS: list[Column] = [
     C("amsdu", "boolean", "", "QoS control bit 7", "A-MSDU present"),
     C("htc", "boolean", "", "+HTC/order bit on QoS/mgmt", "HT control field present"),
     C("ba_type", "category", "", "BA/BAR control", "basic/compressed/multi_tid/extended_compressed/gcr/glk_gcr/multi_sta"),
-    C("ba_ssn", "UInt16", "", "BA/BAR starting sequence control", "starting sequence number"),
+    C("ba_ssn", "UInt16", "", "BA/BAR starting sequence control", "starting sequence number (1st record)"),
     C("ba_bitmap", "category", "", "BA bitmap", "bitmap bytes as sent (hex in exports)"),
     C("ba_bitmap_lo", "UInt64", "", "BA bitmap, first 8 bytes little-endian", "bit i acknowledges ssn+i"),
     C("ba_n_tid", "UInt8", "", "multi-TID BA", "number of TID records"),
@@ -96,6 +96,9 @@ COLUMNS: list[Column] = [
     C("beacon_interval_tu", "UInt16", "TU", "beacon/probe resp", "beacon interval"),
     C("ssid", "category", "", "SSID element", "network name (null when absent)"),
     C("fcs", "UInt32", "", "last 4 bytes when present", "frame check sequence as sent"),
+    C("ba_n_records", "UInt16", "", "BA/BAR information field", "records decoded (1; per TID; per AID TID Info); docs/blockack.md"),
+    C("ba_info", "category", "", "BA/BAR control + information", "BA/BAR Control + Information (hex); airtime.blockack.ba_records"),
+    C("assoc_aid", "UInt16", "", "(re)association response AID", "AID the AP assigns to the destination STA"),
     # payload
     C("ethertype", "UInt16", "", "LLC/SNAP, Ethernet or cooked header", "network protocol"),
     C("ip_src", "category", "", "IPv4/IPv6 header", "source address"),

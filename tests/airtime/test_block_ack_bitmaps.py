@@ -71,3 +71,19 @@ def test_he80_capture_no_failed_mpdus_where_tcp_saw_no_retransmission():
     assert (res.mpdus["fate"] == "lost").sum() <= retx <= 5
     retries = int(f["retry"].fillna(False).sum())
     assert (res.events["kind"] == "mpdu_failed").sum() <= retries
+
+
+def test_records_read_back_as_plain_text_give_the_same_answer():
+    # a table read back from CSV / JSON holds ba_info as strings, not a categorical
+    import sniffsync
+    from airtime.blockack import ba_records
+    f = sniffsync.read_capture(Path(__file__).parents[1] / "data" / "tshark_ba" / "hand_ba.pcap")
+    g = f.copy()
+    g["ba_info"] = g["ba_info"].astype(object)
+    g["ba_bitmap"] = g["ba_bitmap"].astype(object)
+    assert ba_records(g).astype(str).equals(ba_records(f).astype(str)) and len(ba_records(f)) > 20
+    frame = np.repeat(np.flatnonzero(f["ba_type"].notna().to_numpy()), 8)
+    seq = np.tile(np.arange(8), len(frame) // 8)
+    tid = np.tile([5, 6, 3, 0, 1, 2, 4, 5], len(frame) // 8)
+    assert (_in_bitmap(g, frame, seq, tid=tid) == _in_bitmap(f, frame, seq, tid=tid)).all()
+    assert _in_bitmap(f, frame, seq, tid=tid).any()
