@@ -1,10 +1,20 @@
-"""Airtime: exact PPDU durations (IEEE 802.11-2020 TXTIME) and MPDU -> PPDU grouping."""
-from airtime.phy import (data_rate_kbps, ldpc_extra_symbol, legacy_response_rate_kbps,
-                  nonht_reference_rate_kbps, ppdu_duration_ns, sifs_ns, slot_ns)
-from airtime.ppdu import (KIND_NAMES, PpduGrouping, align_to_ppdu_end, detect_tsft_at, group_ppdus,
-                          kind_codes, mpdu_bytes)
+"""Airtime: exact PPDU durations (IEEE 802.11-2020 TXTIME) and MPDU -> PPDU grouping.
 
-__all__ = ["ppdu_duration_ns", "data_rate_kbps", "legacy_response_rate_kbps",
-           "nonht_reference_rate_kbps", "ldpc_extra_symbol", "sifs_ns", "slot_ns",
-           "group_ppdus", "PpduGrouping", "align_to_ppdu_end", "detect_tsft_at", "kind_codes",
-           "mpdu_bytes", "KIND_NAMES"]
+Names are loaded on first use, so ``airtime.columns`` (plain tuples) can be read without
+importing numpy-heavy or pandas modules (the ``fairness`` command on wired captures).
+"""
+from importlib import import_module
+
+_WHERE = {
+    "ppdu_duration_ns": "phy", "data_rate_kbps": "phy", "legacy_response_rate_kbps": "phy",
+    "nonht_reference_rate_kbps": "phy", "ldpc_extra_symbol": "phy", "sifs_ns": "phy", "slot_ns": "phy",
+    "group_ppdus": "ppdu", "PpduGrouping": "ppdu", "align_to_ppdu_end": "ppdu",
+    "detect_tsft_at": "ppdu", "kind_codes": "ppdu", "mpdu_bytes": "ppdu", "KIND_NAMES": "ppdu",
+}
+__all__ = list(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(import_module(f"airtime.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'airtime' has no attribute {name!r}")

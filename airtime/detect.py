@@ -275,7 +275,10 @@ def _block_acks(frames, air: _Air, frame_ppdu, sifs, slack, chain_gap):
     acked = a >= 0
     if len(b) and (b >= 0).any():
         ba_frame = p["first_frame"].to_numpy(np.int64)[ba[b[b >= 0]]]
-        acked[b >= 0] = acked_in_block_ack(frames, ba_frame, seq[b >= 0])
+        tid_all = frames["tid"].to_numpy(np.int64, na_value=-1) if "tid" in frames else None
+        hit = b >= 0        # the record of the MPDU's TID (multi-TID) and station (multi-STA)
+        acked[hit] = acked_in_block_ack(frames, ba_frame, seq[hit], ta=ta[pos[hit]],
+                                        tid=None if tid_all is None else tid_all[rows[hit]])
     tid = frames["tid"].to_numpy(np.int64, na_value=0)[rows] if "tid" in frames else np.zeros(len(rows), np.int64)
     retry = frames["retry"].to_numpy(bool, na_value=False)[rows]
     mp = pd.DataFrame({"ppdu": pid[pos], "start_ns": start[pos], "ta": pd.array(ta[pos], dtype="UInt64"),

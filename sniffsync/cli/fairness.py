@@ -8,21 +8,15 @@ import re
 
 HELP = "per-flow goodput, retransmissions, RTT, Jain's fairness index per window (one CDF per capture)"
 
-# what flows, RTT and PPDU grouping read
-COLUMNS = [
-    "sniffer", "frame", "ts_ns", "wirelen", "linktype", "bad", "rt_len", "mpdu_len",
-    "tsft_us", "rt_flags", "fcs_bad", "short_preamble", "rate_kbps", "freq_mhz", "signal_dbm",
-    "phy", "mcs", "nss", "bw_mhz", "gi_ns", "ldpc", "stbc", "ness", "ht_format", "he_format",
-    "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype", "retry", "duration_us",
-    "ra", "ta", "seq", "ba_ssn", "ba_bitmap_lo", "ba_bitmap", "ip_src", "ip_dst", "ip_proto",
-    "sport", "dport", "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len",
-    "tcp_tsval", "tcp_tsecr", "udp_len"]
-
 # what flows and RTT read of a wired (Ethernet, cooked, raw IP) capture: no 802.11 and
 # no columns the analysis never reads, so less to decode and to hold
 WIRED_COLUMNS = ["ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "dport", "tcp_seq",
                  "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
                  "tcp_tsecr", "udp_len"]
+
+# what flows, RTT and PPDU grouping read (airtime.columns: no pandas imported)
+from airtime.columns import GROUPING_COLUMNS  # noqa: E402
+COLUMNS = list(dict.fromkeys(["linktype", "bad", *GROUPING_COLUMNS, *WIRED_COLUMNS]))
 
 
 # what --csv DIR writes (sniffsync.fairness.report.write_csv)

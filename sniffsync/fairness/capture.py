@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from airtime.columns import GROUPING_COLUMNS
 from sniffsync.errors import UsageError
 from sniffsync.tcp.columns import cat_codes, frame_getter
 
@@ -17,7 +18,7 @@ OUTLIER = "ts_outlier"           # the reader's mark of a wild timestamp: such f
 TCP_COLUMNS = {"sniffer", "frame", "ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "dport",
                "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
                "tcp_tsecr", "udp_len", "ta", "seq", "retry", "mcs"}
-_PPDU_READS = {"sniffer", "frame", "ts_ns", "ta", "seq", "retry", "mcs", "linktype"}
+_PPDU_READS = TCP_COLUMNS & set(GROUPING_COLUMNS)      # the grouping reads these too
 
 
 class Capture:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from airtime.columns import GROUPING_COLUMNS
 from sniffsync import runtime
+from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.anchors import hash_key
 from sniffsync.sync.clock import local_clocks, reference_clock, sync
@@ -28,17 +30,13 @@ from sniffsync.sync.report import merge_report
 __all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
 
 # what read -> align -> sync -> match -> merged table -> pcapng need (merge(columns=...))
-NEEDED_COLUMNS = (
+NEEDED_COLUMNS = tuple(dict.fromkeys((
     "sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad",          # record, write
     "bssid", "beacon_tsf_us", "ba_ssn", "ba_bitmap_lo", "seq", "frag", "duration_us",  # keys
     "fcs", "signal_dbm",
-    # PPDU grouping and airtime (airtime.ppdu.group_ppdus)
-    "tsft_us", "rt_len", "mpdu_len", "rt_flags", "fcs_bad", "short_preamble", "rate_kbps",
-    "freq_mhz", "phy", "mcs", "nss", "bw_mhz", "gi_ns", "ldpc", "stbc", "ness", "ht_format",
-    "he_format", "he_ltf_size", "he_n_ltf", "ampdu_ref", "ampdu_last", "type_subtype",
-    "retry", "ta", "ra")
+    *GROUPING_COLUMNS)))          # PPDU grouping and airtime (airtime.ppdu.group_ppdus)
 MIN_GATE_NS = 3_000          # TSFT copies differ by quantisation + jitter, ~1 µs
-RADIO_LINKTYPES = (127, 105)
+RADIO_LINKTYPES = WLAN_LINKTYPES     # radiotap, PPI, Prism, AVS or bare 802.11
 
 
 @dataclass
