@@ -70,11 +70,13 @@ def mutants(data: bytes, starts, rng: random.Random, k: int):
 class Worker:
     """State of one worker process: counters in a small shared file the parent reads."""
 
-    def __init__(self, out: str, stats_path: str, seed: int, n_mutants: int, deadline: float):
+    def __init__(self, out: str, stats_path: str, seed: int, n_mutants: int, deadline: float,
+                 recycle: int = 20_000):
         sys.path[:0] = [ROOT, HERE]
         import fuzz_target
         self.ft = fuzz_target
         self.out, self.stats_path, self.n_mutants, self.deadline = out, stats_path, n_mutants, deadline
+        self.recycle = recycle                 # then exit: a fresh process (Hypothesis state grows)
         self.path = fuzz_target.scratch_path()
         self.rng = random.Random(seed)
         self.seed = seed
@@ -120,7 +122,7 @@ class Worker:
         @seed(self.seed)
         @given(capture())
         def body(data):
-            if time.time() > self.deadline:
+            if time.time() > self.deadline or self.counts["inputs"] >= self.recycle:
                 raise _Done
             self.one(data, True)
             try:
@@ -241,8 +243,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.worker:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        Worker(args.out, args.stats, args.seed, args.mutants, args.deadline).run()
-        return 0
+        w = Worker(args.out, args.stats, args.seed, args.mutants, args.deadline)
+        w.run()
+        return 0 if time.time() > args.deadline else 3          # 3: recycled, start another
     print(json.dumps(parent(args)))
     return 0
 
