@@ -19,13 +19,14 @@ def run(args) -> int:
 
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_merged
-    from sniffsync.cli.common import mac, print_table, progress_printer
+    from sniffsync.cli.common import mac, print_table, progress_printer, require_air
 
     m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
                     progress=progress_printer(args.quiet), tsft_at=args.tsft_at,
                     keep_bad_fcs=args.keep_bad_fcs)
     frames = m.frames
     ppdus, _, tsft_at = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps)
+    require_air(ppdus, frames, args.captures)
     if args.output:
         write_table(ppdus if args.all_columns else ppdus[[c for c in COLUMNS if c in ppdus]], args.output)
     st = station_airtime(ppdus)

@@ -51,6 +51,26 @@ def nonnegative_int(text: str) -> int:
     return v
 
 
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1 (plain ASCII digits only: no ``_``, sign or other scripts)."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
+    return int(text)
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes >= 1, optionally with a binary suffix: ``500M``, ``2G`` (K, M, G, T)."""
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = t[-1:] if t[-1:] in _UNITS and t[-1:] else ""
+    digits = t[:-1] if unit else t
+    if not (digits.isascii() and digits.isdigit()) or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"must be a size in bytes >= 1 (e.g. 500M, 2G), not {text!r}")
+    return int(digits) * _UNITS[unit]
+
+
 def port(text: str) -> int:
     """A TCP port 1-65535 (0, "any free port", is refused: the URL printed must be the real one)."""
     try:
@@ -68,6 +88,18 @@ def add_inputs(p, several: str, what: str = "pcap / pcapng, .gz ok") -> None:
     """Positional ``CAPTURE...``; ``several`` is one of :data:`SNIFFERS`, :data:`RUNS`, :data:`FILES`."""
     p.add_argument("captures", nargs="+", metavar="CAPTURE", help=f"capture file ({what}); {several}")
     p.set_defaults(_inputs="captures")
+    add_limits(p)
+
+
+def add_limits(p) -> None:
+    """``--max-frames`` / ``--max-bytes``: every reading command stops reading each capture
+    there, analyses what came before and warns (exit status unchanged)."""
+    g = _group(p, "limits (each capture)")
+    g.add_argument("--max-frames", type=positive_int, metavar="N",
+                   help="read at most N frames of each capture; the rest is ignored with a warning")
+    g.add_argument("--max-bytes", type=byte_size, metavar="SIZE",
+                   help="read at most SIZE bytes of each capture (after gunzip; e.g. 500M, 2G); "
+                        "the rest is ignored with a warning")
 
 
 def add_quiet(p, help: str = "no progress or summary on stderr") -> None:
@@ -163,6 +195,22 @@ def prepare(args) -> None:
                                f"(0..{len(inputs) - 1}) nor one of the inputs")
         args.reference = idx
     check_outputs(output_paths(args), inputs)
+
+
+def require_air(ppdus, frames, paths) -> None:
+    """NoDataError ("nothing to analyse") when a run holds no 802.11 frame: airtime, detect,
+    report and serve have nothing to show for a 0-frame or a wired-only capture.
+    ``frames`` is None for a run from the cache (then its PPDUs tell)."""
+    if frames is None:
+        if len(ppdus):
+            return
+    elif "type_subtype" in frames and frames["type_subtype"].notna().any():
+        return
+    from sniffsync.errors import NoDataError
+    n = 0 if frames is None else len(frames)
+    kinds = sorted({int(v) for v in frames["linktype"].unique()}) if n and "linktype" in frames else []
+    what = f"{n} frame(s)" + (f", link type(s) {', '.join(map(str, kinds))}" if kinds else "")
+    raise NoDataError(f"nothing to analyse: no 802.11 frames in {', '.join(map(str, paths))} ({what})")
 
 
 # ---- output helpers ------------------------------------------------------------------

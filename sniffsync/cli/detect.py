@@ -23,7 +23,7 @@ def run(args) -> int:
     from sniffsync.decode.quality import kept, reception_rows
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_merged
-    from sniffsync.cli.common import mac, print_table, progress_printer
+    from sniffsync.cli.common import mac, print_table, progress_printer, require_air
     from sniffsync.io.atomic import atomic_output
 
     m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
@@ -31,6 +31,7 @@ def run(args) -> int:
                     keep_bad_fcs=args.keep_bad_fcs)
     frames = m.frames
     ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps)
+    require_air(ppdus, frames, args.captures)
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
     summ["reception"] = reception_rows(frames)          # bad-FCS frames per sniffer

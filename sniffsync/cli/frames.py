@@ -74,10 +74,9 @@ def _stream(args, names, out) -> int:
     with BatchWriter(out, names) as writer:
         def post(rec, n, cols, marks):
             cols, bad = _batch_cols(n, cols, marks, names)
-            return rec.problems, bad, writer.convert(n, cols)
+            return bad, writer.convert(n, cols)
         for i, path in enumerate(args.captures):
-            for problems, bad, converted in iter_columns(path, i, names, post=post):
-                _warn(args, problems)
+            for bad, converted in iter_columns(path, i, names, post=post):   # problems: logged
                 n_bad += bad
                 writer.write(converted)
     return n_bad
@@ -91,22 +90,13 @@ def _at_once(args, names, out, fmt) -> int:
 
     parts, n_total, n_bad = [], 0, 0
     for i, path in enumerate(args.captures):
-        rec, n, cols, marks = read_columns(path, i, names)
-        _warn(args, rec.problems)
-        del rec                      # unmap the file before the next file / export
+        _, n, cols, marks = read_columns(path, i, names, records=False)   # problems: logged
         cols, bad = _batch_cols(n, cols, marks, names)
         parts.append(cols)
         n_total += n
         n_bad += bad
     write_columns(n_total, concat_cols(parts), names, out, fmt)
     return n_bad
-
-
-def _warn(args, problems) -> None:
-    import sys
-    if not args.quiet:
-        for line in problems:
-            print(f"sniffsync: warning: {line}", file=sys.stderr)
 
 
 def _null(n: int, name: str):

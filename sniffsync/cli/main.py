@@ -6,11 +6,14 @@ so ``sniffsync --help`` is instant. Before a command runs, :func:`main` checks w
 argparse cannot (``--reference`` against the inputs; no output is an input or another
 output). Every error funnels through :func:`main`, which prints one line (a traceback
 only with ``--traceback``, before or after the command) and returns the exit code.
+Problem lines of the reader (a damaged record, a wild timestamp, a read limit reached)
+are logged by the library and printed here as ``sniffsync: warning: ...`` (not with ``-q``).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from sniffsync.errors import SniffsyncError
@@ -36,13 +39,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrWarnings(logging.Handler):
+    """Problem lines of the reader (logger ``sniffsync``) as ``sniffsync: warning: ...`` on
+    the stderr of the moment (tests swap it)."""
+
+    def emit(self, record):
+        print(f"sniffsync: warning: {record.getMessage()}", file=sys.stderr)
+
+
+def _run(args) -> int:
+    """The command, with the reader's warnings on stderr (not with ``-q``) and the read limits."""
+    from sniffsync.io.limits import read_limits
+    log = logging.getLogger("sniffsync")
+    handler = _StderrWarnings(logging.ERROR if getattr(args, "quiet", False) else logging.WARNING)
+    log.addHandler(handler)
+    log.setLevel(logging.WARNING)
+    max_frames, max_bytes = getattr(args, "max_frames", None), getattr(args, "max_bytes", None)
+    if (max_frames or max_bytes) and hasattr(args, "no_cache"):
+        args.no_cache = True           # a partial read is neither cached nor served from the cache
+    try:
+        with read_limits(max_frames, max_bytes):
+            return int(args._run(args) or 0)
+    finally:
+        log.removeHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     from sniffsync.cli.common import prepare
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         prepare(args)                  # --reference, outputs vs inputs: before any work
-        return int(args._run(args) or 0)
+        return _run(args)
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not our error; silence the flush at exit
         import os

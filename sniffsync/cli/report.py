@@ -21,10 +21,12 @@ def write_report(run, view, path):
 
 
 def run(args) -> int:
+    from sniffsync.cli.common import require_air
     from sniffsync.cli.serve import build_view
     from sniffsync.io.atomic import check_outputs
     check_outputs([args.output], args.captures)
     run_, view, _ = build_view(args)
+    require_air(run_.ppdus, run_.frames, args.captures)
     size = write_report(run_, view, args.output)
     if not args.quiet:
         print(f"wrote {args.output} ({size / 1e6:.1f} MB)")

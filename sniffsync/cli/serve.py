@@ -66,7 +66,9 @@ def serve_view(view, host, port, allow_hosts=()):
 
 
 def run(args) -> int:
-    _, view, cached = build_view(args)
+    from sniffsync.cli.common import require_air
+    run_, view, cached = build_view(args)
+    require_air(run_.ppdus, run_.frames, args.captures)
     if not args.quiet:
         print(f"{view.meta()['n_ppdus']} PPDUs, {view.meta()['n_events']} events"
               f"{' (from cache)' if cached else ''}")

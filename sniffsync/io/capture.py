@@ -13,6 +13,7 @@ so far and reports the byte offset.
 """
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -23,6 +24,9 @@ from typing import NamedTuple
 import numpy as np
 
 from sniffsync.io.bytecols import field, gather
+from sniffsync.io.inflate import inflate
+from sniffsync.io.limits import limits, take_frames
+from sniffsync.io.stamps import flag_ts_outliers
 from sniffsync.errors import CaptureError
 
 __all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "head_linktypes",
@@ -59,7 +63,7 @@ class Records(NamedTuple):
     problems: list         # ["FILE: offset N: what is wrong"]
     interfaces: list       # [{linktype, snaplen, tsresol (ticks/s), tsresol_base, tsresol_exp,
                            #   tsoffset_s, name, description}]
-    mapping: object = None  # the mmap behind buf (None: buf is in memory, e.g. inflated gzip)
+    mapping: object = None  # the mmap behind buf (of the file, or of its inflated copy)
     row0: int = 0           # index of the first record in its file (batches of iter_records)
 
 
@@ -84,9 +88,10 @@ def _release(mapping, upto: int, start: int = 0) -> None:
         mapping.madvise(mmap.MADV_DONTNEED, start, upto - start)
 
 
-def _load(path) -> tuple[np.ndarray, list, object]:
-    """The file's bytes (gunzipped when it starts with the gzip magic), inflate problems
-    and the mmap behind the bytes (None when they are in memory)."""
+def _load(path, max_bytes: int | None = None) -> tuple[np.ndarray, list, object]:
+    """The file's bytes (gunzipped as a stream when it starts with the gzip magic: see
+    :mod:`sniffsync.io.inflate`), problem lines and the mmap behind the bytes.
+    ``max_bytes``: only the first so many (inflated) bytes are read."""
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -95,25 +100,24 @@ def _load(path) -> tuple[np.ndarray, list, object]:
             mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:
         raise CaptureError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    buf = np.frombuffer(mapping, dtype=np.uint8)
-    if buf.size < 2 or buf[0] != 0x1F or buf[1] != 0x8B:
-        return buf, [], mapping
-    problems, parts, data = [], [], memoryview(buf)
-    while len(data) >= 2 and bytes(data[:2]) == _GZIP:   # concatenated gzip members
-        dec = zlib.decompressobj(31)
+    problems = []
+    if mapping[:2] == _GZIP:
         try:
-            parts.append(dec.decompress(data))
-        except zlib.error as exc:
-            problems.append(f"{path}: gzip stream is corrupt ({exc}); using what inflated")
-            break
-        if not dec.eof:
-            problems.append(f"{path}: gzip stream is truncated; using what inflated")
-            break
-        data = memoryview(dec.unused_data)
-    raw = b"".join(parts)
-    if not raw:
-        raise CaptureError(f"{path}: not a pcap or pcapng capture (gzip data does not inflate)")
-    return np.frombuffer(raw, dtype=np.uint8), problems, None
+            inflated, size, problems, limited = inflate(path, mapping, max_bytes)
+        except OSError as exc:
+            raise CaptureError(f"{path}: cannot inflate: {exc.strerror or exc}") from None
+        finally:
+            mapping.close()
+        if inflated is None:
+            raise CaptureError(f"{path}: not a pcap or pcapng capture (gzip data does not inflate)")
+        mapping = inflated
+    else:
+        limited = max_bytes is not None and size > max_bytes
+    buf = np.frombuffer(mapping, dtype=np.uint8)
+    if limited:
+        buf = buf[:max_bytes]
+        problems.append(f"{path}: read only the first {max_bytes} bytes (--max-bytes); the rest is ignored")
+    return buf, problems, mapping
 
 
 def head_linktypes(path, head: int = 1 << 16):
@@ -307,8 +311,13 @@ def _finish(buf, path, data_off, caplen, wirelen, ts_ns, iface, interfaces, mark
                    iface.astype(np.int16, copy=False), marks, problems, interfaces)
 
 
+_log = logging.getLogger("sniffsync")
+_log.addHandler(logging.NullHandler())   # a library prints nothing; the CLI adds its handler
+
+
 def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None, *,
-                 window_bytes: int = WINDOW_BYTES):
+                 window_bytes: int = WINDOW_BYTES, max_frames: int | None = None,
+                 max_bytes: int | None = None):
     """Index the records of a capture batch by batch, as the walk goes.
 
     A plain pcap yields one :class:`Records` per walked window (``row0`` numbers its first
@@ -319,13 +328,18 @@ def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None, 
     read (memory holds one window); a consumer that decodes each batch as it comes and
     drops its pages itself passes False, so the walk does not unmap pages being decoded.
     ``window_bytes`` bounds the bytes walked at a time (smaller with ``batch_rows``).
+    ``max_frames`` / ``max_bytes`` (default: :func:`sniffsync.io.limits.read_limits`) stop the read early,
+    keeping what came before, with a problem line. Frames stamped far from their
+    neighbours are marked ``ts_outlier`` (:mod:`sniffsync.io.stamps`). Every problem line
+    is also logged (logger ``sniffsync``, level WARNING) as its batch is handed out.
 
     Raises
     ------
     CaptureError
         As :func:`read_records`, before the first batch.
     """
-    buf, gz_problems, mapping = _load(path)
+    max_frames, max_bytes = limits(max_frames, max_bytes)
+    buf, load_problems, mapping = _load(path, max_bytes)
     if buf.size < 4:
         raise CaptureError(f"{path}: not a pcap or pcapng capture "
                            f"({'empty file' if buf.size == 0 else f'only {buf.size} bytes'})")
@@ -338,9 +352,15 @@ def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None, 
     else:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with 0x{bytes(buf[:4]).hex()})")
     first = next(batches)              # header errors raise here, before anything is yielded
-    first.problems[:0] = gz_problems
-    yield first._replace(mapping=mapping)
-    for rec in batches:
+    first.problems[:0] = load_problems
+
+    def chain():
+        yield first
+        yield from batches
+    out = chain() if max_frames is None else take_frames(chain(), max_frames, path)
+    for rec in flag_ts_outliers(out, path):
+        for line in rec.problems:
+            _log.warning(line)
         yield rec._replace(mapping=mapping)
 
 
