@@ -28,19 +28,9 @@ def _load(name):
 
 fi = _load("fuzz_inputs")
 ft = _load("fuzz_target")
-QUICK = settings(max_examples=30, deadline=None, database=None, derandomize=True,
+QUICK = settings(max_examples=int(os.environ.get("SNIFFSYNC_FUZZ_EXAMPLES", 30)), deadline=None, database=None, derandomize=True,
                  phases=[Phase.explicit, Phase.generate],
                  suppress_health_check=list(HealthCheck))
-# known, open bugs of other modules (issue 16, being fixed by other helpers): the pcapng
-# if_tsresol / if_tsoffset overflow and the fairness window explosion; any other
-# exception, or these from anywhere else, fails the test
-KNOWN = {OverflowError: "io/pcapng.py", MemoryError: "sniffsync/fairness/"}
-
-
-def _known(exc) -> bool:
-    import traceback
-    where = KNOWN.get(type(exc))
-    return where is not None and any(where in f.filename for f in traceback.extract_tb(exc.__traceback__))
 
 
 @pytest.fixture(scope="module")
@@ -51,30 +41,21 @@ def scratch(tmp_path_factory):
 @QUICK
 @given(data=fi.capture())
 def test_every_input_ends_in_a_table_or_our_error(scratch, data):
-    try:
-        ft.run_one(data, scratch, with_stages=False)
-    except (OverflowError, MemoryError) as exc:
-        if not _known(exc):
-            raise
+    ft.run_one(data, scratch, with_stages=False)
 
 
-@settings(QUICK, max_examples=10)
+@settings(QUICK, max_examples=max(10, QUICK.max_examples // 3))
 @given(data=fi.capture())
 def test_stages_take_any_decoded_table(scratch, data):
     try:
         rec, frames = ft.read_bytes(data, scratch)
     except ft.SniffsyncError:
         return
-    except (OverflowError, MemoryError) as exc:
-        if not _known(exc):
-            raise
-        return
     ft.check_table(rec, frames)
-    if len(frames) and frames["ts_ns"].max() - frames["ts_ns"].min() < 3600 * 10**9:
-        try:                    # (a wild stamp still explodes the fairness windows: helper D)
-            ft.stages(frames)
-        except ft.SniffsyncError:
-            pass
+    try:                        # wild stamps included: fairness computes only windows with data
+        ft.stages(frames)
+    except ft.SniffsyncError:
+        pass
 
 
 COMPARED = ["ts_ns", "caplen", "wirelen", "linktype", "type_subtype", "ta", "ra", "seq", "mcs", "tsft_us",
