@@ -172,7 +172,8 @@ class PpduGrouping(NamedTuple):
     tsft_at: dict              # {sniffer: "start" | "end"}: what its stamps were taken to mark
 
 
-def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture") -> PpduGrouping:
+def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture",
+                keep_bad_fcs: bool = False) -> PpduGrouping:
     """Group MPDUs into PPDUs and give each its start, end and exact airtime.
 
     Parameters
@@ -186,6 +187,9 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     stamps : {"capture", "end"}
         ``"end"``: the table's stamps already mark PPDU ends (a merged table), so
         ``tsft_at`` is ignored.
+    keep_bad_fcs : bool
+        Group frames that failed their FCS too (``--keep-bad-fcs``); by default they get
+        no PPDU (``frame_ppdu`` -1, :mod:`sniffsync.decode.quality`).
 
     Returns
     -------
@@ -198,7 +202,7 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
         raise UsageError(f"stamps must be capture or end, not {stamps!r}")
     if stamps == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
-    good = good_fcs_mask(frames)
+    good = good_fcs_mask(frames, keep_bad_fcs)
     if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
         sub = group_ppdus(frames[good], tsft_at, stamps=stamps)
         rows = np.flatnonzero(good)

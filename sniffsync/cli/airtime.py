@@ -22,10 +22,10 @@ def run(args) -> int:
     from sniffsync.cli.common import mac, print_table, progress_printer, require_air
 
     m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at,
-                    keep_bad_fcs=args.keep_bad_fcs)
+                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
     frames = m.frames
-    ppdus, _, tsft_at = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps)
+    ppdus, _, tsft_at = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps,
+                                    keep_bad_fcs=args.keep_bad_fcs)
     require_air(ppdus, frames, args.captures)
     if args.output:
         write_table(ppdus if args.all_columns else ppdus[[c for c in COLUMNS if c in ppdus]], args.output)

@@ -20,17 +20,17 @@ def run(args) -> int:
     from airtime.ppdu import group_ppdus
     from airtime.summary import detect_summary
 
-    from sniffsync.decode.quality import kept, reception_rows
+    from sniffsync.decode.quality import reception_rows
     from sniffsync.export.tables import write_table
     from sniffsync.pipeline.run import load_merged
     from sniffsync.cli.common import mac, print_table, progress_printer, require_air
     from sniffsync.io.atomic import atomic_output
 
     m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at,
-                    keep_bad_fcs=args.keep_bad_fcs)
+                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
     frames = m.frames
-    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps)
+    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps,
+                                    keep_bad_fcs=args.keep_bad_fcs)
     require_air(ppdus, frames, args.captures)
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
@@ -45,7 +45,7 @@ def run(args) -> int:
                 res.stations.assign(ta=[mac(v) for v in res.stations.ta]).to_json(orient="records"))},
                 fh, indent=1)
     print("events: " + ", ".join(f"{k} {v}" for k, v in summ["counts"].items()))
-    print(("bad FCS (analysed: --keep-bad-fcs): " if kept(frames) else "bad FCS (not analysed): ") + ", ".join(
+    print(("bad FCS (analysed: --keep-bad-fcs): " if args.keep_bad_fcs else "bad FCS (not analysed): ") + ", ".join(
         f"sniffer {r['sniffer']} {r['fcs_bad']} of {r['fcs_checked']} checked "
         f"({r['fcs_bad_known_ta']} from known stations)" for r in summ["reception"]))
     st = res.stations.copy()

@@ -10,29 +10,20 @@ transmitter where the corrupt frame's TA is *plausible*, i.e. equals the TA of a
 (a corrupt TA that happens to equal a real station's is possible but rare: one flipped bit
 in 48 gives another address).
 
-``--keep-bad-fcs`` marks the table (:func:`keep_bad_fcs`, carried in ``DataFrame.attrs``)
-so every stage treats corrupt frames as good. See docs/bad-fcs.md. (pandas is imported
+``--keep-bad-fcs`` is an explicit argument: ``group_ppdus(..., keep_bad_fcs=True)``; the TCP
+stage is handed the table without its ``fcs_bad`` column (no FCS verdict: every frame counts). See docs/bad-fcs.md. (pandas is imported
 only inside the functions that build tables: the decoders stay pandas-free.)
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-__all__ = ["good_fcs_mask", "keep_bad_fcs", "kept", "known_tas", "bad_fcs_counts", "bad_fcs_by_ta",
-           "KEEP_ATTR"]
+if TYPE_CHECKING:
+    import pandas as pd
 
-KEEP_ATTR = "keep_bad_fcs"
-
-
-def keep_bad_fcs(frames, keep: bool = True) -> "pd.DataFrame":
-    """``frames`` marked so that the stages keep frames with a bad FCS (``--keep-bad-fcs``)."""
-    frames.attrs[KEEP_ATTR] = bool(keep)
-    return frames
-
-
-def kept(frames) -> bool:
-    """True when ``frames`` was marked by :func:`keep_bad_fcs`."""
-    return bool(getattr(frames, "attrs", {}).get(KEEP_ATTR, False))
+__all__ = ["good_fcs_mask", "known_tas", "bad_fcs_counts", "bad_fcs_by_ta"]
 
 
 def _bad(frames) -> np.ndarray:
@@ -41,17 +32,17 @@ def _bad(frames) -> np.ndarray:
     return frames["fcs_bad"].to_numpy(bool, na_value=False)
 
 
-def good_fcs_mask(frames: "pd.DataFrame") -> np.ndarray:
+def good_fcs_mask(frames: "pd.DataFrame", keep_bad_fcs: bool = False) -> np.ndarray:
     """Rows the analysis may use: FCS good or not checked (all rows under ``--keep-bad-fcs``).
 
     Examples
     --------
     >>> import pandas as pd
     >>> t = pd.DataFrame({"fcs_bad": pd.array([False, True, None], dtype="boolean")})
-    >>> good_fcs_mask(t).tolist(), good_fcs_mask(keep_bad_fcs(t.copy())).tolist()
+    >>> good_fcs_mask(t).tolist(), good_fcs_mask(t, keep_bad_fcs=True).tolist()
     ([True, False, True], [True, True, True])
     """
-    if kept(frames):
+    if keep_bad_fcs:
         return np.ones(len(frames), bool)
     return ~_bad(frames)
 

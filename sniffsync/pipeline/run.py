@@ -31,13 +31,10 @@ class Run:
     merged: object | None = None         # sniffsync.sync.merge.Merged of several sniffers (not cached)
 
 
-def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto",
-                keep_bad_fcs=False):
+def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):
     """:class:`~sniffsync.sync.merge.Merged` of ``paths``. One path is read as it is, not
     merged: a file ``sniffsync merge`` wrote gives back the merge's table, sniffers,
-    stamps and report (:func:`sniffsync.sync.mergedfile.read_merged`).
-    ``keep_bad_fcs``: the stages analyse frames that failed their FCS too (decode.quality)."""
-    from sniffsync.decode.quality import keep_bad_fcs as keep
+    stamps and report (:func:`sniffsync.sync.mergedfile.read_merged`)."""
     from sniffsync.sync.merge import Merged, merge
     from sniffsync.sync.mergedfile import read_merged
     paths = [str(p) for p in paths]
@@ -49,7 +46,6 @@ def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft
     else:
         m = merge(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
                   tsft_at=tsft_at)
-    keep(m.frames, keep_bad_fcs)
     return m
 
 
@@ -103,16 +99,18 @@ def analyse(paths, *, reference=0, allow_unsynced=False, tsft_at="auto",
     from sniffsync.fairness.frames import fairness
 
     merged = load_merged(paths, reference=reference, allow_unsynced=allow_unsynced, progress=progress,
-                         tsft_at=tsft_at, keep_bad_fcs=keep_bad_fcs)
+                         tsft_at=tsft_at)
     frames, stamps = merged.frames, merged.stamps
     several = len(paths) > 1 or len(merged.sniffers) > 1     # or a merged file read back
     sync_report = merged.report if several else None
-    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=tsft_at, stamps=stamps)
+    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=tsft_at, stamps=stamps, keep_bad_fcs=keep_bad_fcs)
     ppdus = to_capture_clock(frames, ppdus, merged=stamps == "end")
     ppdus["heard_mask"] = _heard_mask(frames, frame_ppdu, len(ppdus))
     det = detect(frames, ppdus, frame_ppdu)
     try:
-        fair = fairness(frames, window_ns, step_ns, ppdus=ppdus, stamps=stamps)
+        # without an fcs_bad column the TCP stage has no FCS verdict and keeps every frame
+        fair = fairness(frames.drop(columns="fcs_bad", errors="ignore") if keep_bad_fcs else frames,
+                        window_ns, step_ns, ppdus=ppdus, stamps=stamps)
     except NoDataError:
         fair = None          # no TCP/UDP (e.g. all protected): the air-side views still stand
     names = list(merged.sniffers) if several else [Path(p).stem for p in paths]

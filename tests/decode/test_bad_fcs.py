@@ -22,7 +22,7 @@ import pytest
 from airtime.detect import detect
 from airtime.ppdu import group_ppdus
 from sniffsync.decode.frames import read_capture
-from sniffsync.decode.quality import bad_fcs_counts, good_fcs_mask, keep_bad_fcs
+from sniffsync.decode.quality import bad_fcs_counts, good_fcs_mask
 from sniffsync.tcp.frames import analyze_acks, classify_segments, flow_table, segments
 
 CAP = Path(__file__).parents[1] / "data" / "captures" / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
@@ -129,17 +129,17 @@ def test_counts_per_sniffer_and_per_plausible_transmitter(tables):
 
 def test_keep_bad_fcs_analyses_them(tables):
     good, mixed, copies, plausible, _ = tables
-    kept = keep_bad_fcs(mixed.copy())
-    pk = group_ppdus(kept)
+    pk = group_ppdus(mixed, keep_bad_fcs=True)
     assert (pk.frame_ppdu >= 0).all()
-    st = detect(kept, pk.ppdus, pk.frame_ppdu).stations
+    st = detect(mixed, pk.ppdus, pk.frame_ppdu).stations
     n_good = len(detect(good, *group_ppdus(good)[:2]).stations)
     # the copies join their original's A-MPDU (same reference) or make PPDUs of their own;
     # a random TA heading a PPDU becomes a "station": what the analysis used to report
     assert int(pk.ppdus["n_mpdus"].sum()) == len(mixed)
     assert int(pk.ppdus["fcs_bad"].sum()) == copies
     assert len(st) > n_good
-    assert len(flows(kept)) > len(flows(good))
+    # the TCP stage without the FCS verdict (what --keep-bad-fcs hands it)
+    assert len(flows(mixed.drop(columns="fcs_bad"))) > len(flows(good))
 
 
 @pytest.mark.tshark
