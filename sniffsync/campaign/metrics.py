@@ -14,6 +14,7 @@ import pandas as pd
 from sniffsync.campaign.store import load_table
 from sniffsync.campaign.summary import jain
 from sniffsync.decode.macs import mac_texts
+from sniffsync.tcp.icmp import echo_rtts, echo_summary
 from sniffsync.errors import UsageError
 
 __all__ = ["run_tables", "grouped", "baseline_ratios", "samples", "METRICS", "BASELINE_METRICS"]
@@ -27,7 +28,8 @@ METRICS = {
     "jain": "Jain's index over the run (flows' goodput) and per window (windows with >= 2 active flows): "
             "median, p10",
     "rtt": "RTT and queueing delay (RTT - the flow's trailing minimum RTT) over every Karn-filtered "
-           "sample of the run, ms",
+           "sample of the run, ms; ICMP echo (ping) requests, replies, loss and RTT, and ping p50 - "
+           "TCP RTT p50",
     "retransmissions": "TCP retransmissions and their share of data segments; MAC retries; MPDUs "
                        "failed (not acknowledged) and lost (never delivered)",
     "stations": "per transmitter: RTS sent, CTS received, RTS/CTS collisions, failed MPDUs (and per 10 s), "
@@ -58,12 +60,16 @@ def _per_run(spec) -> dict:
           "jain_window_median": jw.median() if len(jw) else np.nan,
           "jain_window_p10": jw.quantile(0.1) if len(jw) else np.nan}
     r = rtt[rtt["rtt_ns"] >= 0] if len(rtt) else rtt
+    icmp = load_table(spec.cache, "icmp")
     q = r["qdelay_ns"].dropna().astype(np.float64) if len(r) else pd.Series([], dtype=float)
     rt = {"rtt_samples": len(r),
           "rtt_p50_ms": r["rtt_ns"].quantile(0.5) / 1e6 if len(r) else np.nan,
           "rtt_p95_ms": r["rtt_ns"].quantile(0.95) / 1e6 if len(r) else np.nan,
           "qdelay_p50_ms": q.quantile(0.5) / 1e6 if len(q) else np.nan,
           "qdelay_p95_ms": q.quantile(0.95) / 1e6 if len(q) else np.nan}
+    ping = echo_summary(icmp if len(icmp) else echo_rtts(pd.DataFrame()),
+                        r["rtt_ns"].to_numpy() if len(r) else [])
+    rt.update({k: v for k, v in ping.items() if k != "tcp_rtt_p50_ms"})
     seg = int(fs["data_segments"].sum()) if len(fs) else 0
     rx = {"data_segments": seg, "retransmissions": int(fs["retransmissions"].sum()) if len(fs) else 0,
           "mac_retries": int(fs["mac_retries"].sum()) if len(fs) else 0,

@@ -25,14 +25,15 @@ TABLES = {
     "windows": "fair_windows.parquet", "jain": "fair_jain.parquet", "cdf": "fair_cdf.parquet",
     "rtt": "fair_rtt.parquet", "window_stations": "fair_stations.parquet",
     "flow_summary": "flow_summary.parquet", "station_summary": "station_summary.parquet",
-    "frames": "frames.parquet",
+    "frames": "frames.parquet", "inflight": "inflight.parquet",
+    "icmp": "icmp.parquet",
 }
 MANIFEST = "campaign.json"
 OPTIONS = {"reference": 0, "allow_unsynced": False, "tsft_at": "auto",
            "window_ns": 400_000_000, "step_ns": 200_000_000}
 
 
-LAYOUT = 1          # bump when the summaries or this folder's layout change
+LAYOUT = 2          # bump when the summaries or this folder's layout change
 
 
 def _key(captures, options: dict) -> str:
@@ -75,6 +76,7 @@ def analyse_run(spec, options: dict | None = None, frames: bool = False, force: 
 
     Returns ``{"run", "cache", "key", "cached"}`` (small: this runs on Dask workers too).
     """
+    from sniffsync.campaign.quantities import quantity_tables
     from sniffsync.campaign.summary import flow_summary, station_summary
     from sniffsync.pipeline.cache import _jsonable, save_run
     from sniffsync.pipeline.run import analyse
@@ -88,7 +90,10 @@ def analyse_run(spec, options: dict | None = None, frames: bool = False, force: 
     _clear(cache)
     run = analyse(list(spec.captures), **options)
     save_run(run, cache)
-    flow_summary(run.fairness).to_parquet(cache / TABLES["flow_summary"], index=False)
+    extra = quantity_tables(run.frames)
+    for name, df in extra.items():
+        df.to_parquet(cache / TABLES[name], index=False)
+    flow_summary(run.fairness, extra).to_parquet(cache / TABLES["flow_summary"], index=False)
     station_summary(run.ppdus, run.stations).to_parquet(cache / TABLES["station_summary"], index=False)
     if frames:
         _jsonable(run.frames).to_parquet(cache / TABLES["frames"], index=False)
