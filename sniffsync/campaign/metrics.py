@@ -22,11 +22,14 @@ __all__ = ["run_tables", "grouped", "baseline_ratios", "samples", "METRICS", "BA
 # table name -> what it says (also the HTML page's captions)
 METRICS = {
     "throughput": "goodput per flow direction with payload (Mb/s over its span): mean, min, max, std over "
-                  "the run's flows, total, and max/min ratio",
+                  "the run's flows, total, and max/min ratio; efficiency = goodput bytes / payload bytes "
+                  "sent (retransmissions included; bytes a sniffer missed but the receiver acknowledged "
+                  "count as sent once)",
     "flows": "each flow direction: goodput over its span and over the windows where it was active "
              "(mean, min, max, std), retransmissions, RTT and queueing delay",
-    "jain": "Jain's index over the run (flows' goodput) and per window (windows with >= 2 active flows): "
-            "median, p10",
+    "jain": "Jain's index over the run (flows' goodput over their activity span; jain_run_active: over "
+            "the span each flow had data outstanding, so a starved flow reads as unfairness) and per "
+            "window (windows with >= 2 active flows): median, p10",
     "rtt": "RTT and queueing delay (RTT - the flow's trailing minimum RTT) over every Karn-filtered "
            "sample of the run, ms; ICMP echo (ping) requests, replies, loss and RTT, and ping p50 - "
            "TCP RTT p50",
@@ -56,7 +59,10 @@ def _per_run(spec) -> dict:
            "max_min_ratio": g.max() / g.min() if len(g) and g.min() > 0 else np.nan}
     jw = (jt.loc[jt["n_active"] >= 2, "jain"].dropna().astype(np.float64) if len(jt)
           else pd.Series([], dtype=np.float64))
-    ja = {"jain_run": jain(g), "windows": len(jw),
+    ga = fs["active_mbps"].astype(np.float64).dropna() if "active_mbps" in fs else pd.Series([], dtype=float)
+    sent = (fs["bytes"].sum() + fs["inferred_bytes"].fillna(0).sum()) if len(fs) else 0
+    thr["efficiency"] = fs["goodput_bytes"].sum() / sent if sent > 0 else np.nan
+    ja = {"jain_run": jain(g), "jain_run_active": jain(ga), "windows": len(jw),
           "jain_window_median": jw.median() if len(jw) else np.nan,
           "jain_window_p10": jw.quantile(0.1) if len(jw) else np.nan}
     r = rtt[rtt["rtt_ns"] >= 0] if len(rtt) else rtt

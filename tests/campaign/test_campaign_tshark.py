@@ -120,3 +120,15 @@ def test_ping_rtt_table_matches_tshark(tmp_path):
     assert np.isnan(got["ping_minus_tcp_p50_ms"])                      # no TCP in this run
     sql = query(specs, "select count(*) n, sum(rtt_ns >= 0) answered from icmp")
     assert list(sql.iloc[0]) == [25, 24]
+
+
+def test_efficiency_and_completion_in_the_tables(ns3):
+    # no retransmission in this capture (tshark flags none): every byte sent was goodput, also
+    # the 118,184 bytes sniffer A missed that STA1 acknowledged -> efficiency exactly 1
+    thr = pd.read_csv(ns3 / "throughput.csv").iloc[0]
+    assert thr["efficiency"] == 1.0
+    flows = pd.read_csv(ns3 / "flows.csv")
+    tcp = flows[flows["flow"].str.startswith("tcp")]
+    assert tcp["fct_ms"].notna().all() and flows[~flows.index.isin(tcp.index)]["fct_ms"].isna().all()
+    assert (tcp["active_mbps"] <= tcp["goodput_mbps"]).all()       # the outstanding span is longer
+    assert "jain_run_active" in pd.read_csv(ns3 / "jain.csv")
