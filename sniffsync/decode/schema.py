@@ -120,6 +120,9 @@ COLUMNS: list[Column] = [
     C("icmp_code", "UInt8", "", "ICMP / ICMPv6 header", "message code"),
     C("icmp_id", "UInt16", "", "ICMP echo header", "echo identifier (echo messages only)"),
     C("icmp_seq", "UInt16", "", "ICMP echo header", "echo sequence number (echo messages only)"),
+    C("udp_w0", "UInt32", "", "UDP payload bytes 0-3, big-endian", "iperf2: sequence number; iperf3: send time s"),
+    C("udp_w1", "UInt32", "", "UDP payload bytes 4-7, big-endian", "iperf2: send time s; iperf3: send time µs"),
+    C("udp_w2", "UInt32", "", "UDP payload bytes 8-11, big-endian", "iperf2: send time µs; iperf3: sequence number"),
 ]
 del C
 
