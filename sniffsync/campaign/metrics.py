@@ -37,6 +37,14 @@ METRICS = {
                        "failed (not acknowledged) and lost (never delivered)",
     "stations": "per transmitter: RTS sent, CTS received, RTS/CTS collisions, failed MPDUs (and per 10 s), "
                 "MPDUs per data PPDU (A-MPDU size), MCS of data PPDUs, airtime share",
+    "udp": "per UDP flow direction: datagrams, loss, reordering, duplicates and RFC 3550 jitter from "
+           "iperf2/iperf3 sequence numbers and send times (method), else from IP IDs (method ip_id, no "
+           "jitter)",
+    "airtime": "airtime per sender (CTS and ACK attributed to the RA of the PPDU one SIFS before) split into "
+               "data / control (RTS, CTS, ACK, BA, BAR) / management / other, and of it retried and collided, "
+               "ms; share of the run's airtime",
+    "channel": "channel utilisation per window (union of PPDU intervals, overlaps once): mean, median, max; "
+               "busy and idle time, s",
 }
 BASELINE_METRICS = {"throughput": ["total_goodput_mbps", "flow_goodput_mbps_mean"],
                     "jain": ["jain_run", "jain_window_median"], "rtt": ["rtt_p50_ms", "rtt_p95_ms"],
@@ -87,12 +95,33 @@ def _per_run(spec) -> dict:
     flows = fs.drop(columns=["fd", "flow", "src", "sport", "dst", "dport", "proto", "ta"]) if len(fs) else fs
     if len(fs):
         flows.insert(0, "flow", _flow_label(fs))
-        flows.insert(1, "station", mac_texts(fs["ta"]))
+        ta = pd.to_numeric(fs["ta"], errors="coerce")
+        flows.insert(1, "station", mac_texts(ta.where(ta >= 0).astype("UInt64")))    # -1: no 802.11 TA
+    ud = load_table(spec.cache, "udp")
+    if len(ud):
+        ud.insert(0, "flow", "udp " + ud.pop("src").astype(str) + ":" + ud.pop("sport").astype(str) + "→"
+                  + ud.pop("dst").astype(str) + ":" + ud.pop("dport").astype(str))
+    at = load_table(spec.cache, "airtime_senders")
+    if len(at):
+        snd = pd.to_numeric(at.pop("sender"))
+        at.insert(0, "station", mac_texts(snd.where(snd >= 0).astype("UInt64")))
+        at["station"] = at["station"].fillna("unknown")
+        total = at["airtime_ns"].sum()
+        for c in [c for c in at.columns if c.endswith("_ns")]:
+            at[c.replace("_ns", "_ms")] = at.pop(c) / 1e6
+        at["airtime_share"] = at["airtime_ms"] * 1e6 / total if total else np.nan
+    ut = load_table(spec.cache, "utilisation")
+    ch = {"windows": len(ut), "utilisation_mean": ut["utilisation"].mean() if len(ut) else np.nan,
+          "utilisation_p50": ut["utilisation"].median() if len(ut) else np.nan,
+          "utilisation_max": ut["utilisation"].max() if len(ut) else np.nan,
+          "busy_s": ut["busy_ns"].sum() / 1e9 if len(ut) else np.nan,
+          "idle_s": ut["idle_ns"].sum() / 1e9 if len(ut) else np.nan}
     st = ss.copy()
     if len(st):
         st.insert(0, "station", mac_texts(st.pop("ta")))
     return {"throughput": pd.DataFrame([thr]), "flows": flows, "jain": pd.DataFrame([ja]),
-            "rtt": pd.DataFrame([rt]), "retransmissions": pd.DataFrame([rx]), "stations": st}
+            "rtt": pd.DataFrame([rt]), "retransmissions": pd.DataFrame([rx]), "stations": st,
+            "udp": ud, "airtime": at, "channel": pd.DataFrame([ch])}
 
 
 def _labels(specs) -> pd.DataFrame:
@@ -112,7 +141,7 @@ def run_tables(specs) -> dict:
     for name, frames in parts.items():
         df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"run": []})
         # a label named like a metric keeps its name (--by uses it); the metric gets "_metric"
-        df = labels.merge(df, on="run", how="right" if name in ("flows", "stations") else "left",
+        df = labels.merge(df, on="run", how="right" if name in ("flows", "stations", "udp", "airtime") else "left",
                           suffixes=("", "_metric"))
         out[name] = df
     return out

@@ -26,7 +26,8 @@ TABLES = {
     "rtt": "fair_rtt.parquet", "window_stations": "fair_stations.parquet",
     "flow_summary": "flow_summary.parquet", "station_summary": "station_summary.parquet",
     "frames": "frames.parquet", "inflight": "inflight.parquet",
-    "icmp": "icmp.parquet",
+    "icmp": "icmp.parquet", "udp": "udp.parquet", "utilisation": "utilisation.parquet",
+    "airtime_senders": "airtime_senders.parquet", "station_windows": "station_windows.parquet",
 }
 MANIFEST = "campaign.json"
 OPTIONS = {"reference": 0, "allow_unsynced": False, "tsft_at": "auto",
@@ -76,7 +77,7 @@ def analyse_run(spec, options: dict | None = None, frames: bool = False, force: 
 
     Returns ``{"run", "cache", "key", "cached"}`` (small: this runs on Dask workers too).
     """
-    from sniffsync.campaign.quantities import quantity_tables
+    from sniffsync.campaign.quantities import airtime_tables, quantity_tables
     from sniffsync.campaign.summary import flow_summary, station_summary
     from sniffsync.pipeline.cache import _jsonable, save_run
     from sniffsync.pipeline.run import analyse
@@ -91,7 +92,7 @@ def analyse_run(spec, options: dict | None = None, frames: bool = False, force: 
     run = analyse(list(spec.captures), **options)
     save_run(run, cache)
     extra = quantity_tables(run.frames)
-    for name, df in extra.items():
+    for name, df in {**extra, **airtime_tables(run.ppdus, run.events, options["step_ns"])}.items():
         df.to_parquet(cache / TABLES[name], index=False)
     flow_summary(run.fairness, extra).to_parquet(cache / TABLES["flow_summary"], index=False)
     station_summary(run.ppdus, run.stations).to_parquet(cache / TABLES["station_summary"], index=False)

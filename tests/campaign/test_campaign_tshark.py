@@ -132,3 +132,36 @@ def test_efficiency_and_completion_in_the_tables(ns3):
     assert tcp["fct_ms"].notna().all() and flows[~flows.index.isin(tcp.index)]["fct_ms"].isna().all()
     assert (tcp["active_mbps"] <= tcp["goodput_mbps"]).all()       # the outstanding span is longer
     assert "jain_run_active" in pd.read_csv(ns3 / "jain.csv")
+
+
+def test_udp_table_of_an_ethernet_iperf2_run(tmp_path):
+    # the hand-built iperf2 capture (answers designed in tests/data/tshark_udp/make_capture.py)
+    # as a run: udp.csv carries them; the Ethernet run's flows have no 802.11 station
+    (tmp_path / "ip2").mkdir()
+    shutil.copy(DATA / "captures" / "udp" / "iperf2_hand.pcap", tmp_path / "ip2" / "iperf2_hand.pcap")
+    specs = discover([tmp_path / "ip2"])
+    analyse_all(specs, "none")
+    compare(specs, tmp_path / "out")
+    u = pd.read_csv(tmp_path / "out" / "udp.csv").set_index("flow")
+    a = u.loc["udp 10.0.0.1:40000→10.0.0.2:5001"]
+    assert (a["method"], a["datagrams"], a["lost"], a["duplicates"], a["reordered"]) == ("iperf2", 20, 1, 1, 1)
+    assert a["loss_pct"] == 5 and 0.5 < a["jitter_ms"] < 3
+    b = u.loc["udp 10.0.0.3:7000→10.0.0.2:7001"]
+    assert (b["method"], b["lost"], b["expected"]) == ("ip_id", 1, 10)
+    assert pd.read_csv(tmp_path / "out" / "flows.csv")["station"].isna().all()
+
+
+def test_airtime_and_channel_tables(ns3):
+    # CTS/ACK per sender as tshark's fields say (the RA of the frame before, when its TA is the
+    # response's RA); on sniffer A nothing overlaps, so the senders' airtime sums to the busy time
+    fr = pd.read_csv(TSHARK_FRAMES, sep="\t", dtype=str)
+    prev = fr.shift(1)
+    resp = fr["wlan.fc.type_subtype"].isin(["0x001c", "0x001d"]) & (prev["wlan.ta"] == fr["wlan.ra"])
+    want = prev.loc[resp, "wlan.ra"].value_counts()
+    at = pd.read_csv(ns3 / "airtime.csv").set_index("station")
+    assert (at.loc[want.index, "responses_attributed"] == want).all() and at["responses_attributed"].sum() == 125
+    ch = pd.read_csv(ns3 / "channel.csv").iloc[0]
+    assert at["airtime_ms"].sum() == pytest.approx(ch["busy_s"] * 1e3)
+    assert at["airtime_share"].sum() == pytest.approx(1.0)
+    parts = at[["data_ms", "control_ms", "management_ms", "other_ms"]].sum(axis=1)
+    assert np.allclose(parts, at["airtime_ms"])
