@@ -43,6 +43,9 @@ METRICS = {
     "airtime": "airtime per sender (CTS and ACK attributed to the RA of the PPDU one SIFS before) split into "
                "data / control (RTS, CTS, ACK, BA, BAR) / management / other, and of it retried and collided, "
                "ms; share of the run's airtime",
+    "wired": "a wired capture (the run's wired/ folder) joined by 5-tuple, IP ID and TCP sequence: per flow "
+             "direction, packets on both sides, one-way delay p50 (both clocks' offset included) and the "
+             "queueing delay (one-way delay - its minimum: the AP's queue for downlink) mean/p50/p95/max, ms",
     "channel": "channel utilisation per window (union of PPDU intervals, overlaps once): mean, median, max; "
                "busy and idle time, s",
 }
@@ -116,12 +119,20 @@ def _per_run(spec) -> dict:
           "utilisation_max": ut["utilisation"].max() if len(ut) else np.nan,
           "busy_s": ut["busy_ns"].sum() / 1e9 if len(ut) else np.nan,
           "idle_s": ut["idle_ns"].sum() / 1e9 if len(ut) else np.nan}
+    wt = load_table(spec.cache, "wired")
+    if len(wt):
+        from sniffsync.tcp.wired import wired_summary
+        wt = wired_summary(wt)
+        wt.insert(0, "flow", wt.pop("proto").map({6: "tcp", 17: "udp"}) + " "
+                  + wt.pop("src") + ":" + wt.pop("sport").astype(str) + "→" + wt.pop("dst") + ":"
+                  + wt.pop("dport").astype(str))
     st = ss.copy()
     if len(st):
         st.insert(0, "station", mac_texts(st.pop("ta")))
     return {"throughput": pd.DataFrame([thr]), "flows": flows, "jain": pd.DataFrame([ja]),
             "rtt": pd.DataFrame([rt]), "retransmissions": pd.DataFrame([rx]), "stations": st,
-            "udp": ud, "airtime": at, "channel": pd.DataFrame([ch])}
+            "udp": ud, "airtime": at, "channel": pd.DataFrame([ch]),
+            "wired": wt}
 
 
 def _labels(specs) -> pd.DataFrame:
@@ -141,7 +152,7 @@ def run_tables(specs) -> dict:
     for name, frames in parts.items():
         df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"run": []})
         # a label named like a metric keeps its name (--by uses it); the metric gets "_metric"
-        df = labels.merge(df, on="run", how="right" if name in ("flows", "stations", "udp", "airtime") else "left",
+        df = labels.merge(df, on="run", how="right" if name in ("flows", "stations", "udp", "airtime", "wired") else "left",
                           suffixes=("", "_metric"))
         out[name] = df
     return out

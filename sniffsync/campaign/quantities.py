@@ -42,3 +42,14 @@ def quantity_tables(frames: pd.DataFrame | None) -> dict:
     if "bad" in frames:       # as the fairness analysis: frames with a wild stamp are left out
         frames = frames[~frames["bad"].eq(OUTLIER).fillna(False).to_numpy(bool)]
     return {"inflight": inflight_table(frames), "icmp": echo_rtts(frames), "udp": udp_flows(frames)}
+
+
+def wired_table(frames: pd.DataFrame, wired_paths) -> pd.DataFrame:
+    """The run's 802.11 frames joined with its wired-side captures (:mod:`sniffsync.tcp.wired`;
+    empty without any)."""
+    from sniffsync.decode.frames import read_capture
+    from sniffsync.tcp.wired import WIRED_COLUMNS, join_wired
+    if not wired_paths:
+        return pd.DataFrame(columns=WIRED_COLUMNS)
+    wired = pd.concat([read_capture(str(p)) for p in wired_paths], ignore_index=True)
+    return join_wired(frames, wired)

@@ -28,6 +28,7 @@ TABLES = {
     "frames": "frames.parquet", "inflight": "inflight.parquet",
     "icmp": "icmp.parquet", "udp": "udp.parquet", "utilisation": "utilisation.parquet",
     "airtime_senders": "airtime_senders.parquet", "station_windows": "station_windows.parquet",
+    "wired": "wired.parquet",
 }
 MANIFEST = "campaign.json"
 OPTIONS = {"reference": 0, "allow_unsynced": False, "tsft_at": "auto",
@@ -59,7 +60,7 @@ def _fresh(cache: Path, key: str, frames: bool) -> bool:
 def cached(spec, options: dict | None = None, frames: bool = False) -> dict | None:
     """``analyse_run``'s answer when ``spec``'s cache is fresh, else None (no analysis)."""
     options = {**OPTIONS, **(options or {})}
-    key = _key(spec.captures, options)
+    key = _key((*spec.captures, *spec.wired), options)
     if _fresh(Path(spec.cache), key, frames):
         return {"run": spec.name, "cache": str(spec.cache), "key": key, "cached": True}
     return None
@@ -84,7 +85,7 @@ def analyse_run(spec, options: dict | None = None, frames: bool = False, force: 
 
     options = {**OPTIONS, **(options or {})}
     cache = Path(spec.cache)
-    key = _key(spec.captures, options)
+    key = _key((*spec.captures, *spec.wired), options)
     out = {"run": spec.name, "cache": str(cache), "key": key}
     if not force and _fresh(cache, key, frames):
         return {**out, "cached": True}
@@ -94,6 +95,8 @@ def analyse_run(spec, options: dict | None = None, frames: bool = False, force: 
     extra = quantity_tables(run.frames)
     for name, df in {**extra, **airtime_tables(run.ppdus, run.events, options["step_ns"])}.items():
         df.to_parquet(cache / TABLES[name], index=False)
+    from sniffsync.campaign.quantities import wired_table
+    wired_table(run.frames, spec.wired).to_parquet(cache / TABLES["wired"], index=False)
     flow_summary(run.fairness, extra).to_parquet(cache / TABLES["flow_summary"], index=False)
     station_summary(run.ppdus, run.stations).to_parquet(cache / TABLES["station_summary"], index=False)
     if frames:

@@ -165,3 +165,25 @@ def test_airtime_and_channel_tables(ns3):
     assert at["airtime_share"].sum() == pytest.approx(1.0)
     parts = at[["data_ms", "control_ms", "management_ms", "other_ms"]].sum(axis=1)
     assert np.allclose(parts, at["airtime_ms"])
+
+
+def test_wired_capture_joins_the_run(tmp_path):
+    # sniffer A's capture plus a wired capture in the run's wired/ folder, built from tshark's
+    # fields with designed delays (tests/tcp/test_wired.py): wired.csv's queueing delays
+    from tcp.test_wired import MS, OFFSET, _first_copies, _write_wired
+    run = tmp_path / "ns3w"
+    (run / "wired").mkdir(parents=True)
+    shutil.copy(CAPTURE, run / CAPTURE.name)
+    t = _first_copies()
+    down = (t["ip.src"] == "10.1.1.1").to_numpy()
+    q = np.where(down, (np.arange(len(t)) % 7) * MS, 0)
+    _write_wired(run / "wired" / "ap.pcap", t, np.where(down, t["t_ns"] - 5 * MS - q, t["t_ns"] + 3 * MS) + OFFSET)
+    specs = discover([run])
+    assert len(specs) == 1 and len(specs[0].wired) == 1
+    analyse_all(specs, "none")
+    compare(specs, tmp_path / "out")
+    w = pd.read_csv(tmp_path / "out" / "wired.csv")
+    assert w["packets"].sum() == len(t)
+    dn = w[w["direction"] == "downlink"]
+    assert len(dn) == 2 and abs(dn["queue_max_ms"].max() - 6) < 1e-3
+    assert (w.loc[w["direction"] == "uplink", "queue_max_ms"].abs() < 1e-3).all()
