@@ -198,10 +198,27 @@ def baseline_ratios(tables: dict, specs, baseline: str, by: list) -> pd.DataFram
     return out.reset_index()
 
 
+def ampdu_rtt(spec) -> pd.DataFrame:
+    """Per (window, station) of ``station_windows``: its mean MPDUs per A-MPDU (``ampdu``) and
+    the median RTT (ms) of the samples, in that window, of the flow directions it transmits
+    (``flows.ta``): the aggregation-vs-latency trade-off of TSQ and pacing."""
+    from sniffsync.campaign.store import manifest
+    sw, rtt, fl = (load_table(spec.cache, n) for n in ("station_windows", "rtt", "flows"))
+    step = ((manifest(spec.cache) or {}).get("options") or {}).get("step_ns")
+    if not (len(sw) and len(rtt) and len(fl) and step):
+        return pd.DataFrame({"ampdu": [], "rtt_ms": []})
+    r = rtt[rtt["rtt_ns"] >= 0].merge(fl[["fd", "ta"]], on="fd")
+    r = r.assign(window=r["ts_ns"].to_numpy(np.int64) // int(step), ta=pd.to_numeric(r["ta"]))
+    med = (r["rtt_ns"] / 1e6).groupby([r["window"], r["ta"]]).median().rename("rtt_ms").reset_index()
+    sw = sw.assign(ta=pd.to_numeric(sw["ta"]))
+    m = sw.merge(med, on=["window", "ta"])
+    return pd.DataFrame({"ampdu": m["mpdus_per_ampdu_mean"].astype(np.float64), "rtt_ms": m["rtt_ms"]})
+
+
 def samples(specs, by: list) -> dict:
     """The raw values behind the figures, per run (or group label): per-window Jain, per-window
     per-flow goodput (Mb/s, active windows of flows with payload), per-flow goodput, RTT (ms)."""
-    out = {"jain": {}, "window_goodput": {}, "flow_goodput": {}, "rtt": {}}
+    out = {"jain": {}, "window_goodput": {}, "flow_goodput": {}, "rtt": {}, "ampdu_rtt": {}}
     for spec in specs:
         label = ", ".join(f"{k}={spec.labels[k]}" for k in by) if by else spec.name
         jt, w = load_table(spec.cache, "jain"), load_table(spec.cache, "windows")
@@ -212,6 +229,7 @@ def samples(specs, by: list) -> dict:
                                .to_numpy(np.float64) / 1e6) if len(w) and len(fs) else [],
             "flow_goodput": fs["goodput_mbps"].dropna().to_numpy(np.float64) if len(fs) else [],
             "rtt": rtt.loc[rtt["rtt_ns"] >= 0, "rtt_ns"].to_numpy(np.float64) / 1e6 if len(rtt) else [],
+            "ampdu_rtt": ampdu_rtt(spec).to_numpy(np.float64).ravel(),
         }
         for k, v in vals.items():
             out[k][label] = np.concatenate([out[k].get(label, np.empty(0)), np.asarray(v, np.float64)])

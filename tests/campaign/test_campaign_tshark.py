@@ -187,3 +187,19 @@ def test_wired_capture_joins_the_run(tmp_path):
     dn = w[w["direction"] == "downlink"]
     assert len(dn) == 2 and abs(dn["queue_max_ms"].max() - 6) < 1e-3
     assert (w.loc[w["direction"] == "uplink", "queue_max_ms"].abs() < 1e-3).all()
+
+
+def test_ampdu_size_against_rtt_points(ns3):
+    # one point per (window, station) where the station sent data PPDUs and its flows have RTT
+    # samples: x = that row of station_windows, y = the median of those samples (its inputs are
+    # checked against tshark above and in tests/airtime/test_accounting.py)
+    from sniffsync.campaign.metrics import ampdu_rtt
+    from sniffsync.campaign.store import load_table
+    spec = discover([ns3.parent / "ns3A"])[0]
+    pts = ampdu_rtt(spec)
+    sw, rtt, fl = (load_table(spec.cache, n) for n in ("station_windows", "rtt", "flows"))
+    r = rtt[rtt["rtt_ns"] >= 0].merge(fl[["fd", "ta"]], on="fd")
+    keys = set(zip(r["ts_ns"] // 200_000_000, r["ta"].astype(int))) & set(zip(sw["window"], sw["ta"].astype(int)))
+    assert len(pts) == len(keys) >= 6
+    assert pts["ampdu"].isin(sw["mpdus_per_ampdu_mean"]).all() and (pts["rtt_ms"] > 0).all()
+    assert (ns3 / "scatter_ampdu_rtt.svg").exists()
