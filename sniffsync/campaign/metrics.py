@@ -152,7 +152,8 @@ def run_tables(specs) -> dict:
     for name, frames in parts.items():
         df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"run": []})
         # a label named like a metric keeps its name (--by uses it); the metric gets "_metric"
-        df = labels.merge(df, on="run", how="right" if name in ("flows", "stations", "udp", "airtime", "wired") else "left",
+        per_row = name in ("flows", "stations", "udp", "airtime", "wired")       # rows per run and item
+        df = labels.merge(df, on="run", how="right" if per_row else "left",
                           suffixes=("", "_metric"))
         out[name] = df
     return out

@@ -4,12 +4,11 @@ delay mean/max, efficiency. Oracles: the numbers worked in the comments."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from sniffsync.campaign.summary import flow_summary, jain
 from sniffsync.fairness.frames import fairness
-from frame_rows import MS, make_frames
+from frame_rows import make_frames
 from fairness.test_outstanding import A, B, S, W, _flow
 
 

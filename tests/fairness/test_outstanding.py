@@ -52,7 +52,8 @@ def test_starved_flow_stays_active_and_lowers_jain():
     assert f.loc[2, "fct_ns"] == -1
     assert f.loc[1, "completed_ns"] == 1970 * MS and f.loc[1, "fct_ns"] == 1970 * MS
     acks_only = res.flows[res.flows["goodput_bytes"] == 0]
-    assert len(acks_only) == 2 and (acks_only["active_until_ns"] == -1).all()      # ACK-only directions: nothing outstanding
+    # ACK-only directions have nothing outstanding
+    assert len(acks_only) == 2 and (acks_only["active_until_ns"] == -1).all()
     j = res.jain.set_index("start_ns")                  # grid from t0 = 10 ms, the first payload
     # windows from 610 ms: flow 2 delivers nothing but counts, so J = (x + 0)^2 / (2 x^2) = 0.5
     # (before: flow 2 was no longer active there, n = 1 and those windows had no index)

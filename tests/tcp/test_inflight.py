@@ -78,7 +78,8 @@ def test_per_direction_quantiles_match_tshark_fixture():
 @pytest.mark.tshark
 def test_per_direction_quantiles_match_live_tshark():
     out = subprocess.run(["tshark", "-n", "-r", CAPTURE, "-Y", "tcp", "-T", "fields", "-E", "header=y",
-                          "-E", "separator=/t", "-e", "ip.src", "-e", "tcp.srcport", "-e", "tcp.analysis.bytes_in_flight"],
+                          "-E", "separator=/t", "-e", "ip.src", "-e", "tcp.srcport",
+                          "-e", "tcp.analysis.bytes_in_flight"],
                          capture_output=True, text=True, check=True).stdout
     want = _tshark_quantiles(pd.read_csv(StringIO(out), sep="\t", dtype=str))
     got = _ours(dedup=False).loc[want.index]

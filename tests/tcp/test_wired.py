@@ -16,7 +16,7 @@ import pandas as pd
 
 from sniffsync.decode.frames import read_capture
 from sniffsync.tcp.wired import join_wired, wired_summary
-from frame_rows import CAPS, DATA
+from frame_rows import DATA
 
 MS = 1_000_000
 OFFSET = 40_000 * MS
