@@ -8,8 +8,9 @@ of compare's outputs) and ``sql`` (DuckDB views over every run). docs/campaigns.
 """
 
 # plain names (no numpy/pandas import: the CLI's parser reads them); the modules keep them in sync
-METRIC_TABLES = ("throughput", "flows", "jain", "rtt", "retransmissions", "stations")
-FIGURE_NAMES = ("cdf_jain_window", "cdf_goodput_window", "box_goodput_flow", "box_rtt")
+METRIC_TABLES = ("throughput", "flows", "jain", "rtt", "retransmissions", "stations", "udp", "airtime", "wired", "channel")
+FIGURE_NAMES = ("cdf_jain_window", "cdf_goodput_window", "box_goodput_flow", "box_rtt",
+                "scatter_ampdu_rtt")
 
 
 def output_files(baseline: bool) -> list:

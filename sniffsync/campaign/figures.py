@@ -18,6 +18,7 @@ STYLE = {"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fonts
          "figure.figsize": (4.2, 2.8), "savefig.bbox": "tight"}
 LINES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 MARKERS = ["o", "s", "^", "v", "D", "x", "+", "*"]
+HOLLOW = ["o", "s", "^", "v", "D", "p", "h", "<"]     # markers with an outline (scatter draws them empty)
 
 # figure name -> (samples key, kind, x or y label)
 FIGURES = {
@@ -25,6 +26,7 @@ FIGURES = {
     "cdf_goodput_window": ("window_goodput", "cdf", "goodput per flow and window (Mb/s)"),
     "box_goodput_flow": ("flow_goodput", "box", "goodput per flow (Mb/s)"),
     "box_rtt": ("rtt", "box", "RTT (ms)"),
+    "scatter_ampdu_rtt": ("ampdu_rtt", "scatter", ("MPDUs per A-MPDU (station, window)", "RTT p50 (ms)")),
 }
 
 
@@ -61,6 +63,20 @@ def _box(ax, series: dict, ylabel: str) -> None:
         t.set_ha("right" if len(labels) > 3 else "center")
 
 
+def _scatter(ax, series: dict, labels) -> None:
+    """One point per (station, window): A-MPDU size against the RTT of that station's flows."""
+    n = len(series)
+    for i, (label, v) in enumerate(series.items()):
+        v = v.reshape(-1, 2)
+        if not len(v):
+            continue
+        ax.scatter(v[:, 0], v[:, 1], s=9, marker=HOLLOW[i % len(HOLLOW)], facecolors="none",
+                   edgecolors=_grey(i, n), linewidths=0.8, label=label)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.legend(loc="best", frameon=False)
+
+
 def write_figures(samples: dict, folder) -> list:
     """Write every figure of :data:`FIGURES` (``samples``: :func:`~sniffsync.campaign.metrics.samples`)
     as ``<name>.svg`` and ``<name>.pdf`` into ``folder``; returns the SVG paths written."""
@@ -77,7 +93,7 @@ def write_figures(samples: dict, folder) -> list:
             if not any(np.isfinite(v).any() for v in series.values()):
                 continue                      # nothing to draw (e.g. no RTT samples): no empty figure
             fig, ax = plt.subplots()
-            (_cdf if kind == "cdf" else _box)(ax, series, label)
+            {"cdf": _cdf, "box": _box, "scatter": _scatter}[kind](ax, series, label)
             for ext, meta in (("svg", {"Date": None}), ("pdf", {"CreationDate": None})):
                 path = folder / f"{name}.{ext}"
                 with atomic_output(path, "wb") as fh:

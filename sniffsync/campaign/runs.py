@@ -23,6 +23,7 @@ __all__ = ["RunSpec", "discover", "read_labels", "CAPTURE_SUFFIXES", "RESERVED_L
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".cap.gz")
 RESERVED_LABELS = ("run", "notes", "filename")      # column names the SQL views use themselves
 CACHE_NAME = ".sniffsync"
+WIRED = "wired"                  # a run's sub-folder of wired-side captures (joined, not merged)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class RunSpec:
     labels: dict = field(default_factory=dict, hash=False)
     notes: str = ""
     folder: str | None = None
+    wired: tuple = ()            # wired-side captures (the run folder's wired/ sub-folder)
 
 
 def _is_capture(p: Path) -> bool:
@@ -101,7 +103,8 @@ def _checked(cache: Path, caps) -> str:
 def _run(folder: Path, caps: list, cache_root) -> RunSpec:
     labels, notes = read_labels(folder)
     cache = Path(cache_root) / folder.name if cache_root else folder / CACHE_NAME
-    return RunSpec(folder.name, tuple(caps), _checked(cache, caps), labels, notes, str(folder))
+    wired = tuple(_captures(folder / WIRED)) if (folder / WIRED).is_dir() else ()
+    return RunSpec(folder.name, tuple(caps), _checked(cache, caps), labels, notes, str(folder), wired)
 
 
 def discover(paths, cache_root=None) -> list:
@@ -127,7 +130,7 @@ def discover(paths, cache_root=None) -> list:
         if caps:
             runs.append(_run(folder, caps, cache_root))
             continue
-        subs = [s for s in sorted(folder.iterdir()) if s.is_dir() and s.name != CACHE_NAME]
+        subs = [s for s in sorted(folder.iterdir()) if s.is_dir() and s.name not in (CACHE_NAME, WIRED)]
         found = [_run(s, c, cache_root) for s in subs if (c := _captures(s))]
         if not found:
             raise UsageError(f"{folder}: no captures in it nor in its sub-folders (a run or a campaign)")

@@ -25,14 +25,17 @@ TABLES = {
     "windows": "fair_windows.parquet", "jain": "fair_jain.parquet", "cdf": "fair_cdf.parquet",
     "rtt": "fair_rtt.parquet", "window_stations": "fair_stations.parquet",
     "flow_summary": "flow_summary.parquet", "station_summary": "station_summary.parquet",
-    "frames": "frames.parquet",
+    "frames": "frames.parquet", "inflight": "inflight.parquet",
+    "icmp": "icmp.parquet", "udp": "udp.parquet", "utilisation": "utilisation.parquet",
+    "airtime_senders": "airtime_senders.parquet", "station_windows": "station_windows.parquet",
+    "wired": "wired.parquet",
 }
 MANIFEST = "campaign.json"
 OPTIONS = {"reference": 0, "allow_unsynced": False, "tsft_at": "auto",
            "window_ns": 400_000_000, "step_ns": 200_000_000}
 
 
-LAYOUT = 1          # bump when the summaries or this folder's layout change
+LAYOUT = 2          # bump when the summaries or this folder's layout change
 
 
 def _key(captures, options: dict) -> str:
@@ -57,7 +60,7 @@ def _fresh(cache: Path, key: str, frames: bool) -> bool:
 def cached(spec, options: dict | None = None, frames: bool = False) -> dict | None:
     """``analyse_run``'s answer when ``spec``'s cache is fresh, else None (no analysis)."""
     options = {**OPTIONS, **(options or {})}
-    key = _key(spec.captures, options)
+    key = _key((*spec.captures, *spec.wired), options)
     if _fresh(Path(spec.cache), key, frames):
         return {"run": spec.name, "cache": str(spec.cache), "key": key, "cached": True}
     return None
@@ -75,20 +78,26 @@ def analyse_run(spec, options: dict | None = None, frames: bool = False, force: 
 
     Returns ``{"run", "cache", "key", "cached"}`` (small: this runs on Dask workers too).
     """
+    from sniffsync.campaign.quantities import airtime_tables, quantity_tables
     from sniffsync.campaign.summary import flow_summary, station_summary
     from sniffsync.pipeline.cache import _jsonable, save_run
     from sniffsync.pipeline.run import analyse
 
     options = {**OPTIONS, **(options or {})}
     cache = Path(spec.cache)
-    key = _key(spec.captures, options)
+    key = _key((*spec.captures, *spec.wired), options)
     out = {"run": spec.name, "cache": str(cache), "key": key}
     if not force and _fresh(cache, key, frames):
         return {**out, "cached": True}
     _clear(cache)
     run = analyse(list(spec.captures), **options)
     save_run(run, cache)
-    flow_summary(run.fairness).to_parquet(cache / TABLES["flow_summary"], index=False)
+    extra = quantity_tables(run.frames)
+    for name, df in {**extra, **airtime_tables(run.ppdus, run.events, options["step_ns"])}.items():
+        df.to_parquet(cache / TABLES[name], index=False)
+    from sniffsync.campaign.quantities import wired_table
+    wired_table(run.frames, spec.wired).to_parquet(cache / TABLES["wired"], index=False)
+    flow_summary(run.fairness, extra).to_parquet(cache / TABLES["flow_summary"], index=False)
     station_summary(run.ppdus, run.stations).to_parquet(cache / TABLES["station_summary"], index=False)
     if frames:
         _jsonable(run.frames).to_parquet(cache / TABLES["frames"], index=False)

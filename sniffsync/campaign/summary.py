@@ -16,7 +16,9 @@ __all__ = ["flow_summary", "station_summary", "jain", "FLOW_COLUMNS", "STATION_C
 FLOW_COLUMNS = ["fd", "flow", "proto", "src", "sport", "dst", "dport", "ta", "data_segments", "bytes",
                 "goodput_bytes", "duration_ns", "goodput_mbps", "win_mean_mbps", "win_min_mbps",
                 "win_max_mbps", "win_std_mbps", "windows_active", "retransmissions", "retx_pct",
-                "mac_retries", "rtt_samples", "rtt_p50_ms", "rtt_p95_ms", "qdelay_p50_ms", "qdelay_p95_ms"]
+                "mac_retries", "rtt_samples", "rtt_p50_ms", "rtt_p95_ms", "qdelay_p50_ms", "qdelay_p95_ms",
+                "inflight_p50_bytes", "inflight_p95_bytes", "inflight_max_bytes", "qdelay_mean_ms",
+                "qdelay_max_ms", "active_until_ns", "active_mbps", "fct_ms", "inferred_bytes"]
 STATION_COLUMNS = ["ta", "ppdus", "airtime_ns", "airtime_share", "rts_sent", "cts_received",
                    "rts_unanswered", "rts_cts_collisions", "mpdus", "mpdu_retries", "mpdus_failed",
                    "mpdus_lost", "failed_per_10s", "data_ppdus", "mpdus_per_ampdu_mean",
@@ -41,8 +43,9 @@ def _quantiles(df: pd.DataFrame, key: str, col: str, qs: dict, scale: float) -> 
     return pd.DataFrame({name: g.quantile(q) * scale for name, q in qs.items()}).reset_index()
 
 
-def flow_summary(fair) -> pd.DataFrame:
-    """Per flow direction with payload (``fair``: :class:`~sniffsync.fairness.FairnessResult`)."""
+def flow_summary(fair, extra: dict | None = None) -> pd.DataFrame:
+    """Per flow direction with payload (``fair``: :class:`~sniffsync.fairness.FairnessResult`;
+    ``extra``: :func:`sniffsync.campaign.quantities.quantity_tables` of the same run)."""
     if fair is None or not len(fair.flows):
         return pd.DataFrame(columns=FLOW_COLUMNS)
     f = fair.flows[(fair.flows["data_segments"] > 0) & (fair.flows["bytes"] > 0)].copy()
@@ -57,9 +60,22 @@ def flow_summary(fair) -> pd.DataFrame:
                             "win_std_mbps": g.std(ddof=0), "windows_active": g.size()}).reset_index()
         f = f.merge(win, on="fd", how="left")
     f["retx_pct"] = 100.0 * f["retransmissions"] / f["data_segments"]
+    if "active_until_ns" in f:
+        # goodput over the span the direction had data outstanding: a starved flow's rate drops
+        span = (f["active_until_ns"] - f["first_ns"]).astype(np.int64)
+        f["active_mbps"] = np.where(span > 0, f["goodput_bytes"] * 8e3 / span.clip(lower=1), np.nan)
+        f["fct_ms"] = np.where(f["fct_ns"] >= 0, f["fct_ns"] / 1e6, np.nan)
     rtt = _quantiles(fair.rtt, "fd", "rtt_ns", {"rtt_p50_ms": 0.5, "rtt_p95_ms": 0.95}, 1e-6)
     qd = _quantiles(fair.rtt, "fd", "qdelay_ns", {"qdelay_p50_ms": 0.5, "qdelay_p95_ms": 0.95}, 1e-6)
     f = f.merge(rtt, on="fd", how="left").merge(qd, on="fd", how="left")
+    if len(fair.rtt) and "qdelay_ns" in fair.rtt:
+        q = fair.rtt[fair.rtt["rtt_ns"] >= 0]
+        g = (q["qdelay_ns"].astype(np.float64) / 1e6).groupby(q["fd"])
+        f = f.merge(pd.DataFrame({"qdelay_mean_ms": g.mean(), "qdelay_max_ms": g.max()}).reset_index(),
+                    on="fd", how="left")
+    if extra is not None and len(extra.get("inflight", ())):
+        from sniffsync.tcp.inflight import inflight_stats
+        f = f.merge(inflight_stats(extra["inflight"]).drop(columns="inflight_samples"), on="fd", how="left")
     for c in FLOW_COLUMNS:
         if c not in f:
             f[c] = np.nan

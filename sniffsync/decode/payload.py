@@ -1,4 +1,4 @@
-"""Vectorised LLC/SNAP, IPv4/IPv6, TCP and UDP decoding.
+"""Vectorised LLC/SNAP, IPv4/IPv6, TCP, UDP and ICMP (type, echo id/seq) decoding.
 
 Link-layer agnostic: 802.11 gives ``llc_off`` -> :func:`decode_llc` -> ``l3_off``;
 Ethernet / cooked / raw-IP readers give ``l3_off`` and ``ethertype`` directly.
@@ -16,6 +16,9 @@ __all__ = ["decode_llc", "decode_l3", "ETH_IPV4", "ETH_IPV6"]
 
 ETH_IPV4, ETH_IPV6 = 0x0800, 0x86DD
 PROTO_TCP, PROTO_UDP = 6, 17
+PROTO_ICMP, PROTO_ICMPV6 = 1, 58
+UDP_WORDS = 3                              # udp_w0..2
+ICMP_ECHO_TYPES = (0, 8, 128, 129)         # echo reply/request (ICMPv4), request/reply (ICMPv6)
 SNAP_OUIS = (0x000000, 0x0000F8)           # RFC 1042 and 802.1H bridge-tunnel
 IPV6_EXT_SKIP = {0: "hop-by-hop", 43: "routing", 60: "destination options"}
 IPV6_FRAG = 44
@@ -115,6 +118,8 @@ def _fixed_cols(w) -> Cols:
         "udp_len": (be(w, 24, 2), no), "tcp_mss": (np.zeros(n, np.uint16), no),
         "tcp_wscale": (np.zeros(n, np.uint8), no), "tcp_tsval": (be(w, 44, 4), yes),
         "tcp_tsecr": (be(w, 48, 4), yes), "tcp_sack": (no.copy(), yes)})
+    cols.update({f"udp_w{k}": (np.zeros(n, np.uint32), no) for k in range(UDP_WORDS)})
+    cols.update({k: (np.zeros(n, dt), no) for k, dt in ICMP_DTYPES.items()})
     return cols
 
 
@@ -235,7 +240,22 @@ def _decode_l3(buf, off, end, ethertype):
     is_tcp = l4 & (proto == PROTO_TCP)
     is_udp = l4 & (proto == PROTO_UDP)
     cols.update(_l4(buf, l4_off, end, is_tcp, is_udp, ip_len - (l4_off - off), marks))
+    is_icmp = l4 & ((v4 & (proto == PROTO_ICMP)) | (v6 & (proto == PROTO_ICMPV6)))
+    cols.update(_icmp(buf, l4_off, end, is_icmp))
     return cols, marks
+
+
+ICMP_DTYPES = {"icmp_type": np.uint8, "icmp_code": np.uint8, "icmp_id": np.uint16, "icmp_seq": np.uint16}
+
+
+def _icmp(buf, l4_off, end, is_icmp) -> Cols:
+    """ICMP / ICMPv6 type and code; identifier and sequence number of echo messages."""
+    w = gather(buf, np.where(is_icmp, l4_off, 0), 8)
+    cap = end - l4_off
+    ok = is_icmp & (cap >= 2)
+    echo = is_icmp & (cap >= 8) & np.isin(w[:, 0], ICMP_ECHO_TYPES)
+    return {"icmp_type": (w[:, 0].copy(), ok), "icmp_code": (w[:, 1].copy(), ok),
+            "icmp_id": (be(w, 4, 2), echo), "icmp_seq": (be(w, 6, 2), echo)}
 
 
 def _l4(buf, l4_off, end, is_tcp, is_udp, l4_len, marks):
@@ -260,6 +280,7 @@ def _l4(buf, l4_off, end, is_tcp, is_udp, l4_len, marks):
         "tcp_payload_len": ((l4_len - thl).astype(np.int32), is_tcp & (cap >= 13) & (thl >= 20)),
         "udp_len": (be(w, 4, 2), udp_ok),
     }
+
     # Fast path: exactly NOP NOP TS (Linux, ns-3 data segments) needs no walk.
     ts_only = tcp_ok & (thl == 32) & (cap >= 32)
     for j, byte in enumerate(TS_ONLY):
@@ -271,6 +292,11 @@ def _l4(buf, l4_off, end, is_tcp, is_udp, l4_len, marks):
     opts["tcp_tsval"] = (np.where(ts_only, be(w, 24, 4), tsval), tsval_ok | ts_only)
     opts["tcp_tsecr"] = (np.where(ts_only, be(w, 28, 4), tsecr), tsval_ok | ts_only)
     cols.update(opts)
+    # the UDP payload's first three 32-bit words: iperf2 (seq, sec, usec) / iperf3 (sec, usec, seq)
+    ulen = be(w, 4, 2).astype(np.int64)
+    for k in range(UDP_WORDS):
+        at = 8 + 4 * k
+        cols[f"udp_w{k}"] = (be(w, at, 4), udp_ok & (cap >= at + 4) & (ulen >= at + 4))
     return cols
 
 

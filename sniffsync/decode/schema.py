@@ -119,6 +119,13 @@ COLUMNS: list[Column] = [
     C("tcp_tsecr", "UInt32", "", "TCP option 8", "timestamp echo reply"),
     C("tcp_sack", "boolean", "", "TCP option 5", "SACK blocks present"),
     C("udp_len", "UInt16", "bytes", "UDP header", "UDP length incl. header"),
+    C("icmp_type", "UInt8", "", "ICMP / ICMPv6 header", "message type (8/0 echo request/reply; v6: 128/129)"),
+    C("icmp_code", "UInt8", "", "ICMP / ICMPv6 header", "message code"),
+    C("icmp_id", "UInt16", "", "ICMP echo header", "echo identifier (echo messages only)"),
+    C("icmp_seq", "UInt16", "", "ICMP echo header", "echo sequence number (echo messages only)"),
+    C("udp_w0", "UInt32", "", "UDP payload bytes 0-3, big-endian", "iperf2: sequence number; iperf3: send time s"),
+    C("udp_w1", "UInt32", "", "UDP payload bytes 4-7, big-endian", "iperf2: send time s; iperf3: send time µs"),
+    C("udp_w2", "UInt32", "", "UDP payload bytes 8-11, big-endian", "iperf2: send time µs; iperf3: sequence number"),
 ]
 del C
 

@@ -19,7 +19,7 @@ from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summariz
                                         window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays
 from sniffsync.tcp.columns import group_median
-from sniffsync.tcp.flows import flow_arrays
+from sniffsync.tcp.flows import flow_arrays, outstanding_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, handshake_arrays, rtt_arrays
 from sniffsync.tcp.segments import segment_arrays
 from sniffsync.tcp.sequence import classify_arrays
@@ -38,8 +38,11 @@ DEFINITIONS = {
     "throughput": "all payload bytes incl. TCP retransmissions (MAC duplicates removed)",
     "window": "[t0 + k*step, t0 + k*step + window), t0 = first segment with payload of the run (or --origin); "
               "only windows holding a goodput or throughput event are listed (k = 'window')",
-    "active": "a flow direction is active in a window that overlaps [its first segment with payload, its last "
-              "payload transmission (retransmissions and MAC retries included) or ACK of inferred bytes]; "
+    "active": "a flow direction is active in a window that overlaps [its first segment with payload, the "
+              "later of its last payload transmission (retransmissions and MAC retries included) or ACK of "
+              "inferred bytes and the first ACK covering its highest byte (active_until_ns); the end of the "
+              "capture when the receiver's ACKs were captured but none covers it: a flow with data "
+              "outstanding counts, so a starved flow lowers J]; "
               "an idle or application-limited flow inside that span counts with its "
               "(low) goodput and lowers J; before its start or after its end it is not counted",
     "jain": "J = (sum x)^2 / (n * sum x^2) over the n active flow directions, x = goodput bytes "
@@ -80,6 +83,7 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     classify_arrays(seg)
     pairs = ack_arrays(seg, min_rto_ns)
     ft = flow_arrays(seg)
+    ft.update(outstanding_arrays(seg, ft))
     fds, fd = ft["fd"], seg["fd"]
     size = int(fds.max()) + 3 if len(fds) else 3          # room for fd ^ 1
     rk = seg["retx_kind"]
@@ -137,7 +141,7 @@ def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None
     g_u, g_ts, g_b = _goodput_events(seg, lut, live)
     good = window_sums(g_u, g_ts, g_b, nu, starts, window_ns)
     thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
-    active = ((starts[None, :] <= units["last_ns"][:, None]) &
+    active = ((starts[None, :] <= units["active_until_ns"][:, None]) &
               (starts[None, :] + window_ns > units["first_ns"][:, None]))
     return units, good, thr, active, jain(good, active)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from sniffsync.tcp.columns import group_starts, is_sorted
-from sniffsync.tcp.segments import TH_RST, TH_SYN, is_proto
+from sniffsync.tcp.segments import TH_FIN, TH_RST, TH_SYN, is_proto
 from sniffsync.tcp.sequence import KIND
 
-__all__ = ["flow_arrays"]
+__all__ = ["flow_arrays", "outstanding_arrays"]
 
 
 def _groups(fd: np.ndarray):
@@ -107,3 +107,38 @@ def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
     last = best[np.append(rf[best][1:] != rf[best][:-1], True)]
     out[np.searchsorted(fds, rf[last])] = rt[last]
     return out
+
+
+def outstanding_arrays(seg, ft: dict) -> dict:
+    """Per fd of ``ft`` (after the ACK analysis): ``completed_ns``, the first ACK of the
+    receiver covering the direction's highest payload byte (-1: none captured);
+    ``fct_ns`` = that ACK - the flow's first captured frame (its SYN), -1 when not
+    completed; ``active_until_ns``: until when the direction has data outstanding: its
+    ``completed_ns``, or the end of the capture when the receiver's ACKs were captured
+    but none covers it (a starved or stalled flow), at least its ``last_ns``."""
+    fd, ts, fds = seg["fd"], seg["ts_ns"], ft["fd"]
+    size = int(max(fd.max() if len(fd) else 0, fds.max() if len(fds) else 0)) + 2
+    big = np.iinfo(np.int64).max
+    pay = np.flatnonzero(seg["payload_len"] > 0)
+    top = np.full(size, -1, np.int64)
+    np.maximum.at(top, fd[pay], seg["seg_end"][pay] - ((seg["flags"][pay] & TH_FIN) > 0))
+    ack = seg["ack_rel"]
+    a = np.flatnonzero((ack >= 0) & (ts >= 0))
+    dfd = fd[a] ^ 1                                    # the data direction an ACK row acknowledges
+    has_ack = np.zeros(size, bool)
+    has_ack[dfd] = True
+    has_ack &= top >= 0                                # ACK-only directions have nothing outstanding
+    cov = (top[dfd] >= 0) & (ack[a] >= top[dfd])
+    done = np.full(size, big, np.int64)
+    np.minimum.at(done, dfd[cov], ts[a[cov]])
+    flow = seg["flow"]
+    start = np.full(int(flow.max()) + 1 if len(flow) else 1, big, np.int64)
+    ok = ts >= 0
+    np.minimum.at(start, flow[ok], ts[ok])
+    end = int(ts[ok].max()) if ok.any() else -1
+    d = done[fds]
+    completed = np.where(d < big, d, -1)
+    until = np.where(completed >= 0, completed, np.where(has_ack[fds], end, -1))
+    return {"completed_ns": completed,
+            "fct_ns": np.where(completed >= 0, completed - start[ft["flow"]], -1),
+            "active_until_ns": np.maximum(ft["last_ns"], until)}

@@ -15,14 +15,16 @@ from sniffsync.errors import UsageError
 
 # per flow direction, from the merged frames only: payload bytes of distinct transmissions
 # (an 802.11 retry copy has the same TA + 802.11 sequence number), goodput = bytes of
-# distinct TCP sequence numbers (UDP: every datagram), span = first to last segment
+# distinct TCP sequence numbers (UDP: every datagram), span = first to last segment with
+# payload (the flow's activity span, docs/fairness.md: a SYN or pure ACK does not start it)
 ORACLE = """
 with seg as (select run, ip_src, sport, ip_dst, dport, ip_proto, ts_ns, ta, seq, tcp_seq,
                     coalesce(tcp_payload_len, udp_len - 8) as len
              from frames where ip_proto in (6, 17) and not coalesce(fcs_bad, false)),
      tx as (select distinct run, ip_src, sport, ip_proto, ta, seq, tcp_seq, len from seg where len > 0),
      good as (select distinct run, ip_src, sport, ip_proto, coalesce(tcp_seq, seq) k, len from tx),
-     span as (select run, ip_src, sport, min(ts_ns) t0, max(ts_ns) t1 from seg group by all)
+     span as (select run, ip_src, sport, min(ts_ns) t0, max(ts_ns) t1 from seg where len > 0
+              group by all)
 select tx.run, tx.ip_src || ':' || tx.sport as src, sum(tx.len) as bytes,
        (select sum(len) from good g where g.run = tx.run and g.ip_src = tx.ip_src and g.sport = tx.sport) as goodput,
        any_value(s.t1 - s.t0) as span_ns
