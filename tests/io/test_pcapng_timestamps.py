@@ -2,6 +2,7 @@
 the packets are kept, as tshark keeps them, and marked; times are checked against the bytes."""
 import shutil
 import struct
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from sniffsync.decode.frames import read_capture
 from sniffsync.io.capture import read_records
 from sniffsync.io.pcapng import _ticks_to_ns
 
+ROOT = str(Path(__file__).resolve().parents[2])
 CRASHES = Path(__file__).parents[1] / "data" / "crashes"
 CASES = {   # file -> (reason in the bad column, packets tshark reads)
     "read-OverflowError-if_tsoffset.pcapng": ("if_tsoffset", 1),
@@ -56,7 +58,8 @@ def test_ticks_to_ns_exact_for_any_resolution():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_traceback_from_commands(cmd, name, tmp_path):
     p = subprocess.run([sys.executable, "-m", "sniffsync", cmd, str(CRASHES / name)],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": ROOT})   # this tree, not an installed copy
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
 
 
