@@ -20,6 +20,7 @@ def serve(app):
         yield f"http://127.0.0.1:{srv.server_port}"
     finally:
         srv.shutdown()
+        srv.server_close()
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import pandas as pd
 from airtime.summary import histogram, station_airtime
 from sniffsync.decode.macs import mac_text
 
-__all__ = ["analysis_data", "failed_bin_ns", "MAX_POINTS", "MAX_BINS"]
+__all__ = ["analysis_data", "data_notes", "failed_bin_ns", "MAX_POINTS", "MAX_BINS"]
 
 MAX_POINTS = 2000
 MAX_BINS = 120                      # bars of the failed-MPDU histogram, whatever the time span
@@ -73,7 +73,34 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
                         for f in flows.itertuples(index=False)]
     out["summary"] = fair.summary.get("runs") if fair is not None else None
     out["sync"] = sync_rows(run.sync_report, run.names)
+    out["notes"] = data_notes(run)
     return out
+
+
+def data_notes(run) -> dict:
+    """Why a view may be empty for the whole run, in words, from the frame table's counts:
+    ``flows`` (no TCP/UDP: encrypted, or no IP), ``mcs`` (legacy PHYs only). A view empty only
+    in a brushed range says so itself."""
+    f = getattr(run, "frames", None)
+    notes = {}
+    if f is None or not len(f):
+        return notes
+    data = (f["type"] == 2).fillna(False).to_numpy(bool) if "type" in f else np.zeros(len(f), bool)
+    prot = data & f["protected"].fillna(False).to_numpy(bool) if "protected" in f else np.zeros(len(f), bool)
+    ip = f["ip_proto"].notna().to_numpy(bool) if "ip_proto" in f else np.zeros(len(f), bool)
+    tcpudp = f["ip_proto"].isin([6, 17]).fillna(False).to_numpy(bool) if "ip_proto" in f else ip
+    flows = getattr(getattr(run, "fairness", None), "flows", None)
+    if flows is None or not len(flows):
+        if not tcpudp.any():
+            why = (f"{int(prot.sum())} encrypted data frames" if prot.any() else
+                   f"{int(data.sum())} data frames carry no IP" if data.any() else "no data frames captured")
+            notes["flows"] = f"no TCP/UDP: {why}"
+        else:
+            notes["flows"] = f"no TCP/UDP flow with data both ways among {int(tcpudp.sum())} TCP/UDP frames"
+    p = run.ppdus
+    if len(p) and not p.loc[p["kind"].astype(str) == "data", "mcs"].notna().any():
+        notes["mcs"] = "no HT/VHT/HE data PPDUs: legacy (non-MCS) rates only"
+    return notes
 
 
 def _fairness_series(fair, labels: dict, lo: int, hi: int, base: int) -> dict:

@@ -70,7 +70,7 @@ def _timeline_data(view, w0: int, w1: int) -> dict:
         "end_ns": (sel["end_ns"].to_numpy(np.int64) - w0).tolist(),
         "kind": kind.tolist(), "severity": sev.tolist(), "ppdu": sel["ppdu"].astype(int).tolist(),
         "ta": mac_texts(sel["ta"]), "ra": mac_texts(sel["ra"]), "phy": col("phy"), "mcs": col("mcs"),
-        "nss": col("nss"), "bw_mhz": col("bw_mhz"), "n_mpdus": col("n_mpdus"),
+        "nss": col("nss"), "bw_mhz": col("bw_mhz"), "n_mpdus": col("n_mpdus"), "rate_mbps": col("rate_mbps"),
         "airtime_us": ((sel["end_ns"] - sel["start_ns"]) / 1000).round(1).tolist(),
         "failed_seqs": [failed.get(int(i), []) for i in sel["ppdu"]],
         "heard_by": [names[b.astype(bool)].tolist() for b in bits],

@@ -11,9 +11,22 @@ import pandas as pd
 from sniffsync.decode.macs import mac_text
 from viz.tiles import KINDS, build_index, tile as make_tile
 
-__all__ = ["RunView"]
+__all__ = ["RunView", "with_legacy_rates"]
 
-_DETAIL = ("ppdu", "kind", "phy", "mcs", "nss", "bw_mhz", "n_mpdus", "psdu_bytes", "retries", "signal_dbm")
+_DETAIL = ("ppdu", "kind", "phy", "mcs", "nss", "bw_mhz", "n_mpdus", "psdu_bytes", "retries", "signal_dbm",
+           "rate_mbps")
+
+
+def with_legacy_rates(ppdus: pd.DataFrame, frames: pd.DataFrame | None) -> pd.DataFrame:
+    """``ppdus`` plus ``rate_mbps``: the radiotap Rate of each PPDU's first frame (legacy
+    DSSS/OFDM PPDUs have no MCS; their rate is what a reader wants), null where absent."""
+    if frames is None or "rate_kbps" not in frames or "first_frame" not in ppdus or not len(ppdus):
+        return ppdus
+    first = ppdus["first_frame"].to_numpy(np.int64)
+    if first.min() < 0 or first.max() >= len(frames):
+        return ppdus
+    kbps = frames["rate_kbps"].to_numpy(dtype=float, na_value=np.nan)[first]
+    return ppdus.assign(rate_mbps=pd.array(np.round(kbps / 1000, 1), dtype="Float64"))
 
 
 def _py(v):

@@ -12,6 +12,7 @@ import ipaddress
 import logging
 import secrets
 import socket
+import threading
 
 from sniffsync.errors import UsageError
 
@@ -29,19 +30,35 @@ class Server:
     def __init__(self, inner, host: str):
         self._inner = inner
         self.server_name, self.server_port = host, int(inner.effective_port)
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._done.set()
 
     def serve_forever(self):
-        self._inner.run()
+        """Serve until :meth:`shutdown` (or Ctrl-C): waitress's event loop, one poll at a time."""
+        from waitress import wasyncore
+        self._done.clear()
+        try:
+            while not self._stop.is_set() and self._inner._map:
+                wasyncore.loop(timeout=self._inner.adj.asyncore_loop_timeout, map=self._inner._map,
+                               use_poll=True, count=1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._done.set()
 
     def shutdown(self):
-        """Stop serving (from another thread): the worker threads end, the loop's map empties."""
-        from waitress import wasyncore
+        """Stop serving (from another thread): the loop ends, then the worker threads."""
+        self._stop.set()
+        self._inner.pull_trigger()                  # wakes the poll now
+        self._done.wait(5)
         self._inner.task_dispatcher.shutdown(timeout=5)
-        wasyncore.close_all(self._inner._map)
 
     def server_close(self):
         from waitress import wasyncore
-        wasyncore.close_all(self._inner._map)
+        self._stop.set()
+        if self._done.wait(5):                      # never close sockets under a running poll
+            wasyncore.close_all(self._inner._map)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -43,9 +43,10 @@ def run():
 def ui(run):
     """(base url, page, console errors) — one server and one browser for the module."""
     from viz.analysis_index import AnalysisIndex
-    from viz.runview import RunView
+    from viz.runview import RunView, with_legacy_rates
     from web import create_app
-    view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, "hidden-node A+B+C")
+    view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names,
+                   "hidden-node A+B+C")
     ARTIFACTS.mkdir(exist_ok=True)
     with serve(create_app(view)) as url, browser_page() as (page, errors):
         yield url, page, errors
@@ -244,6 +245,7 @@ def test_token_url_loads_the_ui_then_leaves_the_address_bar(ui, run):
         page.context.clear_cookies()
         r = page.goto(f"{url}/?lanes=x")
         assert r.status == 403 and "n_ppdus" not in page.content()
+        page.goto("about:blank")            # the 403 page's own console line is flushed before the clear
         errors.clear()
         statuses = []
         page.on("response", lambda resp: statuses.append(resp.status) if "/api/" in resp.url else None)
@@ -256,3 +258,106 @@ def test_token_url_loads_the_ui_then_leaves_the_address_bar(ui, run):
         page.screenshot(path=str(ARTIFACTS / "ui-token.png"))
         assert errors == []
         page.context.clear_cookies()
+
+
+# ---- issue 15: resizing, chart widths, tooltips, legacy rates, empty states --------------------
+
+def test_resize_keeps_the_visible_time_range(page, run):
+    s, e = _rel(run)
+    t0, t1 = int(s[len(s) // 3]), int(s[len(s) // 3]) + 3_000_000
+    before = _zoom(page, t0, t1)["domain"]
+    for w in (900, 1600, 1400):
+        page.set_viewport_size({"width": w, "height": 1000})
+        page.wait_for_function("(w) => document.getElementById('timeline').clientWidth < w", arg=w)
+        page.wait_for_timeout(150)
+        after = page.evaluate(HOOK)["domain"]
+        # the range we zoomed to, to within a nanosecond-scale rounding, whatever the width
+        assert abs(after[0] - t0) < 10 and abs(after[1] - t1) < 10, (w, before, after)
+        if w == 900:
+            page.screenshot(path=str(ARTIFACTS / "ui-resized-900.png"), full_page=True)
+
+
+def test_charts_fill_their_panels_after_a_resize(page):
+    for w in (1400, 900):
+        page.set_viewport_size({"width": w, "height": 1000})
+        page.wait_for_timeout(300)
+        got = page.eval_on_selector_all(
+            "#analysis section > div", "els => els.filter(e => e.querySelector('svg')).map(e => "
+            "[e.id, e.clientWidth, +e.querySelector('svg').getAttribute('width'), "
+            "e.closest('section').scrollWidth <= e.closest('section').clientWidth])")
+        assert len(got) >= 7
+        for cid, div_w, svg_w, no_clip in got:
+            assert abs(svg_w - div_w) <= 1 and no_clip, (w, cid, div_w, svg_w)
+        clipped = page.eval_on_selector_all("#analysis section", "els => els.filter(e => e.scrollWidth > "
+                                            "e.clientWidth).map(e => e.querySelector('h2').textContent)")
+        assert clipped == [], (w, clipped)                      # tables too: nothing wider than its panel
+    page.locator("#analysis").screenshot(path=str(ARTIFACTS / "ui-charts-900.png"))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_tooltip_goes_when_its_item_leaves_the_view(page, run):
+    i, s, e = _pick_ppdu(run, "data")
+    ppdu = int(run.ppdus.iloc[i]["ppdu"])
+    _zoom(page, s - 200_000, e + 200_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", ppdu)
+    page.mouse.click(pos["x"], pos["y"])                          # pin it
+    page.wait_for_function("() => document.querySelector('#timeline .tip.pinned') !== null")
+    _zoom(page, s - 400_000, e + 400_000)                         # still in view: the tip follows
+    assert page.locator("#timeline .tip").is_visible()
+    new = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", ppdu)
+    tip_x = page.locator("#timeline .tip").bounding_box()["x"]
+    assert abs(tip_x - new["x"]) < 80                             # next to the item, not where it was
+    _zoom(page, e + 50_000_000, e + 60_000_000)                   # zoomed away: the item is off screen
+    assert not page.locator("#timeline .tip").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "ui-tip-gone.png"))
+
+
+def test_legacy_phy_shows_its_rate_in_mbps_from_tshark(page, run):
+    """Oracle: tshark's radiotap.datarate for the PPDU's first frame (tests/data/tshark fixture)."""
+    import pandas as pd
+    from conftest import DATA
+    p, f = run.ppdus, run.frames
+    legacy = p[(p["phy"].astype(str) == "ofdm") & (p["kind"].astype(str) == "ack")]
+    row = legacy.iloc[len(legacy) // 2]
+    fr = f.iloc[int(row["first_frame"])]
+    name = SNIFFERS[int(fr["sniffer"])].name
+    ts = pd.read_csv(DATA / "tshark" / f"{name}.tsv.gz", sep="\t", dtype=str, usecols=["frame.number", "radiotap.datarate"])
+    rate = ts.loc[ts["frame.number"] == str(int(fr["frame"])), "radiotap.datarate"].iloc[0]
+    s, e = _rel(run)
+    k = int(np.flatnonzero(p["ppdu"].to_numpy() == row["ppdu"])[0])
+    _zoom(page, s[k] - 100_000, e[k] + 100_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", int(row["ppdu"]))
+    page.mouse.move(pos["x"], pos["y"])
+    page.wait_for_function("() => (window.__sniffsync.timeline.tip || '').includes('Mb/s')")
+    text = page.locator("#timeline .tip").text_content()
+    assert f"PHYofdm {_js_number(float(rate))} Mb/s" in text and "MCS" not in text
+    page.screenshot(path=str(ARTIFACTS / "ui-legacy-rate.png"))
+
+
+def test_empty_views_say_what_is_missing(ui):
+    """An encrypted capture: tshark counts 35 protected data frames (wlan.fc.type_subtype 0x20-0x2f
+    with wlan.fc.protected = 1 in tests/data/tshark/fragattacks_*.tsv.gz); no axes labelled 0."""
+    import pandas as pd
+    from conftest import DATA
+    from sniffsync.pipeline.run import analyse
+    from viz.analysis_index import AnalysisIndex
+    from viz.runview import RunView, with_legacy_rates
+    from web import create_app
+    name = "fragattacks_ping_D_BP_bcast_ra-fromap.pcapng"
+    ts = pd.read_csv(DATA / "tshark" / f"{name}.tsv.gz", sep="\t", dtype=str)
+    sub = ts["wlan.fc.type_subtype"].map(lambda v: int(v, 16)).astype(int)
+    n_enc = int(((sub // 16 == 2) & (ts["wlan.fc.protected"] == "1")).sum())
+    r = analyse([str(CAPTURES / name)])
+    view = RunView(with_legacy_rates(r.ppdus, r.frames), r.events, AnalysisIndex(r), r.names, "encrypted")
+    _, page, errors = ui
+    errors.clear()
+    with serve(create_app(view)) as url:
+        page.goto(url)
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        msg = f"no TCP/UDP: {n_enc} encrypted data frames"
+        for cid in ("goodput", "jain", "rtt", "flows"):
+            assert page.locator(f"#{cid}").text_content().count(msg) == 1, cid
+        ticks = page.eval_on_selector_all("#analysis .tick text", "els => els.map(e => e.textContent)")
+        assert not any("0.0 µs" in t for t in ticks)
+        page.locator("#analysis").screenshot(path=str(ARTIFACTS / "ui-empty-states.png"))
+    assert errors == []

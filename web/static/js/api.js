@@ -20,7 +20,7 @@ export function serverSource(base = "") {
 
 // items: columns lane, sniffer_lanes (list per item), start_ns, end_ns, kind, severity, ppdu,
 // and the detail columns shown on hover (ta, ra, phy, mcs, nss, bw_mhz, n_mpdus, airtime_us, ...).
-const DETAIL = ["ta", "ra", "phy", "mcs", "nss", "bw_mhz", "n_mpdus", "airtime_us", "failed_seqs", "heard_by"];
+const DETAIL = ["ta", "ra", "phy", "mcs", "nss", "bw_mhz", "rate_mbps", "n_mpdus", "airtime_us", "failed_seqs", "heard_by"];
 
 export function localSource(data) {
   const it = data.timeline.items;
