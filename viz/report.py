@@ -21,7 +21,7 @@ from viz.tiles import KINDS, SEVERITY
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
 
 STATIC = Path(__file__).resolve().parents[1] / "web" / "static"
-MODULE_ORDER = ["colors", "format", "api", "timeline", "lines", "bars", "table", "analysis", "main"]
+MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "analysis", "main"]
 MAX_ITEMS = 30_000
 
 
@@ -82,6 +82,15 @@ def _timeline_data(view, w0: int, w1: int) -> dict:
     return {"meta": meta, "items": items}
 
 
+def _window_tracks(run, t0: int, t1: int) -> dict:
+    """The counter tracks of the report's window at the finest resolution the page asks for,
+    on the window's own time axis (0 = its start, like the embedded timeline)."""
+    from viz.tracks import MAX_BUCKETS, TrackIndex
+    d = TrackIndex(run).tracks(t0, max(t1, t0 + 1), MAX_BUCKETS)
+    d["t0_ns"], d["t1_ns"] = 0, d["t1_ns"] - t0
+    return d
+
+
 def bundle_js() -> str:
     """The ES modules as one classic script (imports dropped, exports stripped), in an IIFE."""
     parts = []
@@ -111,7 +120,7 @@ def build_report(view, run, title: str = "sniffsync report") -> str:
     base = int(view.ppdus["start_ns"].min())
     tl["meta"]["title"] = (f"{title} — timeline of the most eventful seconds "
                            f"({(w0 - base) / 1e9:.1f}–{(w1 - base) / 1e9:.1f} s)")
-    data = {"timeline": tl, "analysis": analysis_data(run)}
+    data = {"timeline": tl, "analysis": analysis_data(run), "tracks": _window_tracks(run, w0 - base, w1 - base)}
     page = (STATIC / "index.html").read_text()
     css = (STATIC / "style.css").read_text()
     d3 = (STATIC / "vendor" / "d3" / "d3.min.js").read_text()

@@ -45,8 +45,10 @@ def ui(run):
     from viz.analysis_index import AnalysisIndex
     from viz.runview import RunView, with_legacy_rates
     from web import create_app
+    from viz.drill import DrillIndex
+    from viz.tracks import TrackIndex
     view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names,
-                   "hidden-node A+B+C")
+                   "hidden-node A+B+C", tracks=TrackIndex(run), drill=DrillIndex(run))
     ARTIFACTS.mkdir(exist_ok=True)
     with serve(create_app(view)) as url, browser_page() as (page, errors):
         yield url, page, errors
@@ -361,3 +363,53 @@ def test_empty_views_say_what_is_missing(ui):
         assert not any("0.0 µs" in t for t in ticks)
         page.locator("#analysis").screenshot(path=str(ARTIFACTS / "ui-empty-states.png"))
     assert errors == []
+
+
+# ---- counter tracks on the timeline's time axis -------------------------------------------------
+
+def _tracks_at(page, t0, t1):
+    _zoom(page, t0, t1)
+    page.wait_for_function("([a, b]) => { const d = window.__sniffsync.tracks.domain; "
+                           "return d && Math.abs(d[0] - a) < 2 && Math.abs(d[1] - b) < 2; }", arg=[int(t0), int(t1)])
+    return page.evaluate("() => window.__sniffsync.tracks")
+
+
+def test_tracks_follow_the_timeline_and_count_what_happened(page, run):
+    """Failed MPDUs per bucket summed over the view == mpdu_failed events in it (pandas mask over
+    run.events); channel utilisation of a bucket == airtime clipped to it (a per-PPDU loop here)."""
+    s, e = _rel(run)
+    base = int(run.ppdus["start_ns"].min())
+    ev = run.events
+    t_fail = ev.loc[ev["kind"].astype(str) == "mpdu_failed", "start_ns"].to_numpy(np.int64) - base
+    t0 = int(np.median(t_fail)) - 5_000_000
+    t1 = t0 + 10_000_000
+    hook = _tracks_at(page, t0, t1)
+    n = hook["n"]
+    url = page.url.rstrip("/") + f"/api/tracks?t0={t0}&t1={t1}&n={n}"
+    d = page.evaluate("async (u) => (await (await fetch(u)).json())", url)
+    tr = {t["id"]: t for t in d["tracks"]}
+    assert {"goodput", "rtt", "mcs", "ampdu", "util", "jain", "failed"} <= set(tr)
+    assert sum(tr["failed"]["series"][0]["y"]) == int(((t_fail >= t0) & (t_fail < t1)).sum()) > 0
+    edges = np.linspace(t0, t1, n + 1).round().astype(np.int64)
+    for k in (0, n // 3, n // 2, n - 1):
+        cover = sum(max(0, min(b, edges[k + 1]) - max(a, edges[k])) for a, b in zip(s, e)
+                    if a < edges[k + 1] and b > edges[k])
+        assert abs(tr["util"]["series"][0]["y"][k] - min(1.0, cover / (edges[k + 1] - edges[k]))) < 2e-3
+    # payload ~ pixels: a bucket per 2 px of plot, whatever the number of PPDUs
+    plot_w = page.locator("#timeline canvas").bounding_box()["width"] - 164
+    assert abs(n - round(plot_w / 2)) <= 1
+    assert hook["drawn"]["failed"] > 0 and hook["drawn"]["util"] > 0
+    page.screenshot(path=str(ARTIFACTS / "ui-tracks.png"), full_page=True)
+    hook2 = _tracks_at(page, t0 + 2_000_000, t1 + 2_000_000)          # a pan moves every track
+    assert hook2["fetches"] > hook["fetches"]
+
+
+def test_tracks_fold_and_unfold(page):
+    page.wait_for_function("() => window.__sniffsync.tracks.fetches > 0")
+    btn = page.locator('.track[data-id="rtt"] button.fold')
+    btn.click()
+    assert not page.locator('.track[data-id="rtt"] canvas').is_visible()
+    assert page.evaluate("() => window.__sniffsync.tracks.folded") == ["rtt"]
+    page.screenshot(path=str(ARTIFACTS / "ui-tracks-folded.png"))
+    btn.click()
+    assert page.locator('.track[data-id="rtt"] canvas').is_visible()

@@ -32,3 +32,16 @@ def ppdu(ppdu_id: int):
     if d is None:
         abort(404)
     return jsonify(d)
+
+
+@bp.get("/tracks")
+def tracks():
+    """Counter tracks in ``n`` buckets over [t0, t1) (run-relative ns); size ~ n, not packets."""
+    r = run()
+    span = r.meta()["span_ns"]
+    t0 = int_arg("t0", lo=0, hi=span)
+    t1 = int_arg("t1", lo=0, hi=span + 1)
+    n = int_arg("n", 500, lo=1, hi=2000)
+    if t1 <= t0:
+        abort(400, description="t1 must be greater than t0")
+    return jsonify(r.tracks(t0, t1, n))

@@ -13,6 +13,7 @@ export function serverSource(base = "") {
     tile: (t0, t1, px, lanes) =>
       getJSON(`${base}/api/tile?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&px=${px}&lanes=${lanes}`),
     ppdu: (id) => getJSON(`${base}/api/ppdu/${id}`),
+    tracks: (t0, t1, n) => getJSON(`${base}/api/tracks?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&n=${n}`),
     analysis: (t0, t1) => getJSON(t0 == null ? `${base}/api/analysis`
       : `${base}/api/analysis?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}`),
   };
@@ -33,6 +34,7 @@ export function localSource(data) {
       return i == null ? {ppdu: id} : Object.fromEntries([["ppdu", id], ...DETAIL.map((k) => [k, it[k][i]])]);
     },
     analysis: async () => data.analysis,
+    tracks: async () => data.tracks || {tracks: []},      // the report's window at a fixed resolution
     tile: async (t0, t1, px, lanes) => {
       const lanesOf = (i) => lanes === "sniffer" ? it.sniffer_lanes[i] : [it.lane[i]];
       const sel = [];

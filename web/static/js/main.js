@@ -2,6 +2,7 @@
 import {serverSource, localSource} from "./api.js";
 import {timeline} from "./timeline.js";
 import {renderAnalysis} from "./analysis.js";
+import {tracks} from "./tracks.js";
 
 export async function start(source) {
   const root = document.getElementById("app");
@@ -13,6 +14,7 @@ export async function start(source) {
     renderAnalysis(analysisRoot, await (range ? source.analysis(range[0], range[1]) : source.analysis()));
   };
   tl = await timeline(document.getElementById("timeline"), source, {onBrush});
+  tracks(document.getElementById("tracks"), source, tl);
   document.getElementById("lanes").addEventListener("change", (ev) => tl.setLanes(ev.target.value));
   document.getElementById("reset").addEventListener("click", () => tl.zoomTo(...[0, (window.__sniffsync.meta || {}).span_ns || 1]));
   const meta = await source.meta();

@@ -23,7 +23,8 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
   const x0 = d3.scaleLinear().domain([0, span]);
   let x = x0.copy(), width = 0, height = 0, tile = null, seq = 0, timer = null, pinned = null;
   let tipItem = null;    // {ppdu, start_ns, end_ns, lane, dy} of the shown tooltip: it follows its item or goes
-  const details = new Map();
+  const details = new Map(), viewers = [];
+  const tellView = () => { for (const f of viewers) f({x, left: left(), right: right(), width, span}); };
   const hook = (window.__sniffsync ||= {}).timeline = {domain: [0, span], drawn: 0, markers: 0, mode: null, tiles: 0};
 
   const lanes = () => meta.lanes[laneMode];
@@ -57,6 +58,7 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
       .tickFormat((t) => `${((t - base) / u.div).toFixed(u.digits)} ${u.unit}`));
     baseLabel.text(base ? `+${formatNs(base, 1e7)}` : "");
     hook.domain = [d0, d1];
+    tellView();
   }
 
   function draw() {
@@ -207,6 +209,7 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
     },
     setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
     domain: () => x.domain(),
+    onView(f) { viewers.push(f); f({x, left: left(), right: right(), width, span}); },
     itemScreenPos(ppdu) {   // test hook: where a drawn PPDU sits on screen
       if (!tile || tile.mode !== "items") return null;
       const i = tile.items.ppdu.indexOf(ppdu);
