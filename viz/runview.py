@@ -51,12 +51,15 @@ class RunView:
         Sniffer names in input order.
     """
 
-    def __init__(self, ppdus: pd.DataFrame, events: pd.DataFrame | None, analysis, sniffers, title=""):
+    def __init__(self, ppdus: pd.DataFrame, events: pd.DataFrame | None, analysis, sniffers, title="",
+                 tracks=None, drill=None):
         self.ppdus = ppdus.sort_values("ppdu", kind="stable").reset_index(drop=True)
         self.events = events if events is not None else pd.DataFrame({"kind": [], "ppdu": []})
         self._analysis = analysis
         self.sniffers = list(sniffers)
         self.title = title
+        self._tracks = tracks          # a viz.tracks.TrackIndex, or None (no counter tracks)
+        self._drill = drill            # a viz.drill.DrillIndex, or None (no MPDUs/BA/exchange in details)
         self._ids = self.ppdus["ppdu"].to_numpy(np.int64)
         # one PPDU's details: element reads from column arrays, its events a searchsorted slice
         # (pandas row and mask selection cost ~5 ms a request on a 23k-PPDU run)
@@ -75,7 +78,7 @@ class RunView:
         self._meta = {"title": title, "t0_abs_ns": idx.t0_ns, "span_ns": int(idx.t1_ns - idx.t0_ns),
                       "lanes": {k: v.lanes for k, v in self._index.items()}, "kinds": KINDS,
                       "sniffers": self.sniffers, "n_ppdus": int(len(self.ppdus)),
-                      "n_events": int(len(self.events))}
+                      "n_events": int(len(self.events)), "tracks": tracks is not None}
 
     def meta(self) -> dict:
         return self._meta
@@ -103,7 +106,12 @@ class RunView:
         mask = int(col["heard_mask"][i]) if "heard_mask" in col else \
             1 << int(col["sniffer"][i] if "sniffer" in col else 0)
         out["heard_by"] = [n for s, n in enumerate(self.sniffers) if mask >> s & 1]
+        if self._drill is not None:
+            out.update(self._drill.detail(ppdu_id))
         return out
+
+    def tracks(self, t0_ns: int, t1_ns: int, n: int) -> dict:
+        return self._tracks.tracks(t0_ns, t1_ns, n) if self._tracks is not None else {"tracks": []}
 
     def analysis(self, t0_ns: int | None = None, t1_ns: int | None = None) -> dict:
         if callable(self._analysis):

@@ -22,6 +22,8 @@ def build_view(args):
 
     from viz.analysis_index import AnalysisIndex
     from viz.runview import RunView, with_legacy_rates
+    from viz.drill import DrillIndex
+    from viz.tracks import TrackIndex
 
     from sniffsync.pipeline.cache import analyse_cached
     from sniffsync.cli.common import progress_printer
@@ -30,7 +32,8 @@ def build_view(args):
                                  allow_unsynced=args.allow_unsynced, tsft_at=args.tsft_at,
                                  progress=progress_printer(args.quiet))
     title = " + ".join(Path(p).name for p in args.captures)
-    view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title)
+    view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
+                   tracks=TrackIndex(run), drill=DrillIndex(run))
     return run, view, cached
 
 

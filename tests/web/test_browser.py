@@ -413,3 +413,51 @@ def test_tracks_fold_and_unfold(page):
     page.screenshot(path=str(ARTIFACTS / "ui-tracks-folded.png"))
     btn.click()
     assert page.locator('.track[data-id="rtt"] canvas').is_visible()
+
+
+# ---- drill-down -----------------------------------------------------------------------------------
+
+def test_click_a_ppdu_drills_down_to_mpdus_bitmap_and_exchange(page, run):
+    """Oracles: the MPDU rows (seq) of run.mpdus for the PPDU; the Block-Ack bitmap and SSN of
+    the answering BA frame as tshark prints them (wlan.ba.bm, wlan.fixed.ssc.sequence in the
+    tests/data/tshark fixture of the sniffer that captured it), bit i = bit i % 8 of byte i // 8."""
+    import pandas as pd
+    from conftest import DATA
+    m, p, f = run.mpdus, run.ppdus, run.frames
+    # a data PPDU (an A-MPDU, the largest one that can be clicked alone) with a BA right after it
+    bad = m["ppdu"].value_counts().index.to_numpy()           # most MPDUs first
+    s, e = _rel(run)
+    pid = None
+    for cand in bad:
+        k = int(np.flatnonzero(p["ppdu"].to_numpy() == cand)[0])
+        nxt = np.flatnonzero((s > e[k]) & (s < e[k] + 60_000) & (p["kind"].astype(str) == "ba").to_numpy())
+        alone = (s == s[k]).sum() == 1          # a PPDU sharing its start with another cannot be told apart by a click
+        if len(nxt) and p["kind"].iloc[k] == "data" and alone:
+            pid, k_ba = int(cand), int(nxt[0])
+            break
+    assert pid is not None
+    fr = f.iloc[int(p["first_frame"].iloc[k_ba])]
+    ts = pd.read_csv(DATA / "tshark" / f"{SNIFFERS[int(fr['sniffer'])].name}.tsv.gz", sep="\t", dtype=str,
+                     usecols=["frame.number", "wlan.ba.bm", "wlan.fixed.ssc.sequence"])
+    tsrow = ts[ts["frame.number"] == str(int(fr["frame"]))].iloc[0]
+    raw = bytes.fromhex(tsrow["wlan.ba.bm"].replace(":", ""))
+    bits = "".join(str(raw[i // 8] >> (i % 8) & 1) for i in range(8 * len(raw)))
+    _zoom(page, s[k] - 300_000, e[k] + 300_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", pid)
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function("(id) => window.__sniffsync.drill && window.__sniffsync.drill.ppdu === id", arg=pid)
+    hook = page.evaluate("() => window.__sniffsync.drill")
+    want = sorted(int(v) for v in m.loc[m["ppdu"] == pid, "seq"])
+    cells = page.eval_on_selector_all("#drill .mpdus tbody tr td:first-child", "els => els.map(e => +e.textContent)")
+    assert sorted(cells) == want and hook["mpdus"] == len(want)
+    assert hook["bits"] == bits
+    assert page.locator("#drill .bitmap text").first.text_content().count(f"SSN {int(tsrow['wlan.fixed.ssc.sequence'])}") == 1
+    assert page.locator("#drill .bitmap rect.bit").count() == len(bits)
+    assert "data" in hook["exchange"] and "ba" in hook["exchange"]
+    assert page.locator("#drill .exchange line.link").count() == len(hook["exchange"]) - 1
+    assert "capture" in page.locator("#drill .facts").text_content()
+    page.locator("#drill").screenshot(path=str(ARTIFACTS / "ui-drill.png"))
+    page.evaluate("() => window.scrollTo(0, 0)")                # the element screenshot scrolled the page
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", pid)
+    page.mouse.click(pos["x"], pos["y"])                          # unpin: the panel goes
+    page.wait_for_function("() => document.getElementById('drill').hidden")

@@ -31,7 +31,8 @@ export function localSource(data) {
     meta: async () => data.timeline.meta,
     ppdu: async (id) => {
       const i = byId.get(id);
-      return i == null ? {ppdu: id} : Object.fromEntries([["ppdu", id], ...DETAIL.map((k) => [k, it[k][i]])]);
+      return i == null ? {ppdu: id} : Object.fromEntries([["ppdu", id], ["kind", data.timeline.meta.kinds[it.kind[i]]],
+                                                         ["start_ns", it.start_ns[i]], ...DETAIL.map((k) => [k, it[k][i]])]);
     },
     analysis: async () => data.analysis,
     tracks: async () => data.tracks || {tracks: []},      // the report's window at a fixed resolution

@@ -3,6 +3,7 @@ import {serverSource, localSource} from "./api.js";
 import {timeline} from "./timeline.js";
 import {renderAnalysis} from "./analysis.js";
 import {tracks} from "./tracks.js";
+import {renderDrill} from "./drill.js";
 
 export async function start(source) {
   const root = document.getElementById("app");
@@ -13,7 +14,11 @@ export async function start(source) {
     status.textContent = range ? "filtered to the brushed range" : "";
     renderAnalysis(analysisRoot, await (range ? source.analysis(range[0], range[1]) : source.analysis()));
   };
-  tl = await timeline(document.getElementById("timeline"), source, {onBrush});
+  const drillRoot = document.getElementById("drill");
+  const onPick = async (id) => {
+    renderDrill(drillRoot, id == null ? null : await source.ppdu(id), (await source.meta()).kinds);
+  };
+  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick});
   tracks(document.getElementById("tracks"), source, tl);
   document.getElementById("lanes").addEventListener("change", (ev) => tl.setLanes(ev.target.value));
   document.getElementById("reset").addEventListener("click", () => tl.zoomTo(...[0, (window.__sniffsync.meta || {}).span_ns || 1]));

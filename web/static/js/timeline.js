@@ -7,7 +7,7 @@ import {timeUnit, formatNs, rows, phyText} from "./format.js";
 const MARGIN = {left: 150, right: 14, top: 10, bottom: 30};
 const LANE_H = 26;
 
-export async function timeline(root, source, {onBrush = () => {}} = {}) {
+export async function timeline(root, source, {onBrush = () => {}, onPick = () => {}} = {}) {
   const meta = await source.meta();
   const span = Math.max(meta.span_ns, 1000);
   let laneMode = "station";
@@ -185,8 +185,8 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
     .on("click", (ev) => {
       const [mx, my] = d3.pointer(ev, svg.node()), i = itemAt(mx, my);
       const pin = pinned == null && i != null ? tile.items.ppdu[i] : null;
-      if (i == null) { hideTip(); return; }
-      showTip(i, mx, my).then(() => { pinned = pin; tip.classed("pinned", pin != null); });
+      if (i == null) { hideTip(); onPick(null); return; }
+      showTip(i, mx, my).then(() => { pinned = pin; tip.classed("pinned", pin != null); onPick(pin); });
     });
 
   svg.call(zoom).on("dblclick.zoom", null);
