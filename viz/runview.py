@@ -11,10 +11,15 @@ import pandas as pd
 from sniffsync.decode.macs import mac_text
 from viz.tiles import KINDS, build_index, tile as make_tile
 
-__all__ = ["RunView", "with_legacy_rates"]
+__all__ = ["RunView", "with_legacy_rates", "FIND"]
 
 _DETAIL = ("ppdu", "kind", "phy", "mcs", "nss", "bw_mhz", "n_mpdus", "psdu_bytes", "retries", "signal_dbm",
            "rate_mbps")
+
+
+# "find next" classes -> the detection event kinds they stand for
+FIND = {"collision": ["rts_cts_collision", "overlap"], "failed": ["mpdu_failed"],
+        "unanswered": ["rts_unanswered", "ba_missing"]}
 
 
 def with_legacy_rates(ppdus: pd.DataFrame, frames: pd.DataFrame | None) -> pd.DataFrame:
@@ -74,6 +79,16 @@ class RunView:
         self._index = {"station": build_index(self.ppdus, self.events)}
         self._index["sniffer"] = build_index(self.ppdus, self.events, lanes="sniffer",
                                              n_sniffers=len(self.sniffers), names=self.sniffers)
+        # "find next": per class, the event PPDUs' starts in time order
+        starts = self.ppdus["start_ns"].to_numpy(np.int64)
+        self._find = {}
+        for what, kinds in FIND.items():
+            ids = np.unique(self._ev_ppdu[np.isin(self._ev_kind, kinds)]) if len(self._ev_ppdu) else np.zeros(0, np.int64)
+            pos = np.searchsorted(self._ids, ids)
+            ok = (pos < len(self._ids)) & (self._ids[np.minimum(pos, len(self._ids) - 1)] == ids) if len(ids) else ids.astype(bool)
+            t = starts[pos[ok]]
+            o = np.argsort(t, kind="stable")
+            self._find[what] = (t[o], ids[ok][o])
         idx = self._index["station"]
         self._meta = {"title": title, "t0_abs_ns": idx.t0_ns, "span_ns": int(idx.t1_ns - idx.t0_ns),
                       "lanes": {k: v.lanes for k, v in self._index.items()}, "kinds": KINDS,
@@ -109,6 +124,17 @@ class RunView:
         if self._drill is not None:
             out.update(self._drill.detail(ppdu_id))
         return out
+
+    def find(self, what: str, after_ns: int) -> dict | None:
+        """The first event of class ``what`` (:data:`FIND`) whose PPDU starts at or after
+        ``after_ns`` (run-relative): ``{ppdu, kind, start_ns, end_ns}``, or None."""
+        t, ids = self._find.get(what, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        k = int(np.searchsorted(t, after_ns + self._meta["t0_abs_ns"]))
+        if k >= len(t):
+            return None
+        i = int(np.searchsorted(self._ids, ids[k]))
+        return {"ppdu": int(ids[k]), "kind": what, "start_ns": int(t[k]) - self._meta["t0_abs_ns"],
+                "end_ns": int(self._cols["end_ns"][i]) - self._meta["t0_abs_ns"]}
 
     def tracks(self, t0_ns: int, t1_ns: int, n: int) -> dict:
         return self._tracks.tracks(t0_ns, t1_ns, n) if self._tracks is not None else {"tracks": []}

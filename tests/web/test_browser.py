@@ -461,3 +461,97 @@ def test_click_a_ppdu_drills_down_to_mpdus_bitmap_and_exchange(page, run):
     pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", pid)
     page.mouse.click(pos["x"], pos["y"])                          # unpin: the panel goes
     page.wait_for_function("() => document.getElementById('drill').hidden")
+
+
+# ---- state in the URL, keyboard, find next ---------------------------------------------------------
+
+def _hash(page):
+    return dict(parse_qs(urlparse(page.url).fragment))
+
+
+def test_view_lives_in_the_url_and_back_forward_walk_it(ui, page, run):
+    s, e = _rel(run)
+    i, a, b = _pick_ppdu(run, "data")
+    pid = int(run.ppdus.iloc[i]["ppdu"])
+    t0, t1 = a - 300_000, b + 300_000
+    _zoom(page, t0, t1)
+    page.wait_for_function("(a) => location.hash.includes('t0=' + a)", arg=t0)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", pid)
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function("(id) => location.hash.includes('ppdu=' + id)", arg=pid)
+    link = page.url
+    # back: the view before the pin (same range, no panel); forward: the pin again
+    page.evaluate("() => window.__sniffsync.tl.zoomTo(0, window.__sniffsync.meta.span_ns)")
+    page.wait_for_function("() => location.hash.includes('t0=0&')")
+    page.go_back()
+    page.wait_for_function("(a) => Math.abs(window.__sniffsync.timeline.domain[0] - a) < 10", arg=t0)
+    page.wait_for_function("(id) => window.__sniffsync.drill && window.__sniffsync.drill.ppdu === id", arg=pid)
+    assert _hash(page)["ppdu"] == [str(pid)]
+    page.go_back()
+    page.wait_for_function("() => document.getElementById('drill').hidden")
+    assert "ppdu" not in _hash(page)
+    page.go_forward()
+    page.wait_for_function("(id) => !document.getElementById('drill').hidden && window.__sniffsync.drill.ppdu === id",
+                           arg=pid)
+    # the link alone reproduces the view: range, lanes and the pinned PPDU's panel
+    page.goto("about:blank")
+    page.goto(link)
+    page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+    d = page.evaluate(HOOK)["domain"]
+    assert abs(d[0] - t0) < 10 and abs(d[1] - t1) < 10
+    page.wait_for_function("(id) => window.__sniffsync.drill && window.__sniffsync.drill.ppdu === id", arg=pid)
+    assert page.locator("#drill").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "ui-from-link.png"), full_page=True)
+
+
+def test_keyboard_zooms_pans_and_esc_clears(page, run):
+    s, e = _rel(run)
+    t0, t1 = int(s[len(s) // 2]), int(s[len(s) // 2]) + 8_000_000
+    _zoom(page, t0, t1)
+    page.locator("body").click(position={"x": 5, "y": 300})       # focus the page, not a control
+    page.keyboard.press("w")
+    page.wait_for_function("(w) => { const d = window.__sniffsync.timeline.domain; return Math.abs(d[1] - d[0] - w) < 10; }",
+                           arg=(t1 - t0) / 2)
+    d = page.evaluate(HOOK)["domain"]
+    assert abs((d[0] + d[1]) / 2 - (t0 + t1) / 2) < 10                # about the centre
+    page.keyboard.press("d")
+    page.wait_for_function("(a) => Math.abs(window.__sniffsync.timeline.domain[0] - a) < 10", arg=d[0] + (d[1] - d[0]) / 4)
+    page.keyboard.press("s")
+    page.wait_for_function("(w) => { const d = window.__sniffsync.timeline.domain; return Math.abs(d[1] - d[0] - w) < 10; }",
+                           arg=(t1 - t0))
+    page.keyboard.press("a")
+    i, a, b = _pick_ppdu(run, "data")
+    _zoom(page, a - 300_000, b + 300_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", int(run.ppdus.iloc[i]["ppdu"]))
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function("() => !document.getElementById('drill').hidden")
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => document.getElementById('drill').hidden")
+    assert not page.locator("#timeline .tip").is_visible()
+
+
+def test_find_next_collision_and_failed_mpdu(page, run):
+    """Oracle: run.events (pandas): the first event PPDU of the class starting at/after the view."""
+    base = int(run.ppdus["start_ns"].min())
+    start = dict(zip(run.ppdus["ppdu"].astype(int), run.ppdus["start_ns"].astype("int64") - base))
+    ev = run.events
+    for what, kinds, label in [("failed", ["mpdu_failed"], "failed MPDU"),
+                               ("collision", ["rts_cts_collision", "overlap"], "collision")]:
+        ids = ev.loc[ev["kind"].astype(str).isin(kinds), "ppdu"].astype(int).unique()
+        if not len(ids):
+            continue
+        t = np.array(sorted(start[i] for i in ids))
+        after = int(t[len(t) // 2]) - 1
+        _zoom(page, after, after + 5_000_000)
+        want = [i for i in ids if start[i] >= after]
+        want = min(want, key=lambda i: (start[i], i))
+        page.locator(f'[data-find="{what}"]').click()
+        page.wait_for_function("() => window.__sniffsync.drill && window.__sniffsync.drill.ppdu != null")
+        got = page.evaluate("() => window.__sniffsync.drill.ppdu")
+        assert start[got] == start[want], what                  # the same PPDU, or one sharing its start
+        nxt = min((i for i in ids if start[i] > start[got]), key=lambda i: start[i], default=None)
+        page.locator(f'[data-find="{what}"]').click()           # next again: the following one
+        page.wait_for_function("(id) => window.__sniffsync.drill.ppdu !== id", arg=got)
+        assert nxt is None or start[page.evaluate("() => window.__sniffsync.drill.ppdu")] == start[nxt]
+        page.screenshot(path=str(ARTIFACTS / f"ui-find-{what}.png"))
+        page.keyboard.press("Escape")

@@ -45,3 +45,15 @@ def tracks():
     if t1 <= t0:
         abort(400, description="t1 must be greater than t0")
     return jsonify(r.tracks(t0, t1, n))
+
+
+@bp.get("/find")
+def find():
+    """The next event of a class (``what``: collision, failed, unanswered) at or after ``after``."""
+    from viz.runview import FIND
+    r = run()
+    what = request.args.get("what", "")
+    if what not in FIND:
+        abort(400, description=f"parameter 'what' must be one of {', '.join(FIND)}")
+    after = int_arg("after", lo=0, hi=r.meta()["span_ns"] + 1)
+    return jsonify(r.find(what, after))

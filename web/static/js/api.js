@@ -13,6 +13,7 @@ export function serverSource(base = "") {
     tile: (t0, t1, px, lanes) =>
       getJSON(`${base}/api/tile?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&px=${px}&lanes=${lanes}`),
     ppdu: (id) => getJSON(`${base}/api/ppdu/${id}`),
+    find: (what, after) => getJSON(`${base}/api/find?what=${what}&after=${Math.max(0, Math.floor(after))}`),
     tracks: (t0, t1, n) => getJSON(`${base}/api/tracks?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&n=${n}`),
     analysis: (t0, t1) => getJSON(t0 == null ? `${base}/api/analysis`
       : `${base}/api/analysis?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}`),
@@ -35,7 +36,15 @@ export function localSource(data) {
                                                          ["start_ns", it.start_ns[i]], ...DETAIL.map((k) => [k, it[k][i]])]);
     },
     analysis: async () => data.analysis,
-    tracks: async () => data.tracks || {tracks: []},      // the report's window at a fixed resolution
+    tracks: async () => data.tracks || {tracks: []},
+    find: async (what, after) => {   // from the embedded items' worst event (severity 4: collision, 3: failed/overlap)
+      const sev = {collision: [4], failed: [3], unanswered: [2]}[what] || [];
+      let best = -1;
+      for (let i = 0; i < n; i++) {
+        if (sev.includes(it.severity[i]) && it.start_ns[i] >= after && (best < 0 || it.start_ns[i] < it.start_ns[best])) best = i;
+      }
+      return best < 0 ? null : {ppdu: it.ppdu[best], kind: what, start_ns: it.start_ns[best], end_ns: it.end_ns[best]};
+    },      // the report's window at a fixed resolution
     tile: async (t0, t1, px, lanes) => {
       const lanesOf = (i) => lanes === "sniffer" ? it.sniffer_lanes[i] : [it.lane[i]];
       const sel = [];

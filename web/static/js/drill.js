@@ -62,9 +62,6 @@ function exchange(el, ex, self, kinds) {
   const nth = new Map(), seen = [0, 0];
   for (const e of ex) nth.set(e, seen[row(e)]++);        // position within its row, for staggering
   const svg = d3.select(el).append("svg").attr("width", w).attr("height", h);
-  svg.append("defs").append("marker").attr("id", "arrow").attr("viewBox", "0 0 10 10").attr("refX", 9).attr("refY", 5)
-    .attr("markerWidth", 6).attr("markerHeight", 6).attr("orient", "auto")
-    .append("path").attr("d", "M0,0L10,5L0,10z").attr("fill", "#555");
   const g = svg.selectAll("g.ex").data(ex).join("g").attr("class", "ex");
   g.append("rect").attr("x", (e) => x(e.start_ns)).attr("y", y).attr("height", 20)
     .attr("width", (e) => Math.max(3, x(e.end_ns) - x(e.start_ns)))
@@ -77,7 +74,15 @@ function exchange(el, ex, self, kinds) {
   svg.selectAll("line.link").data(ex.slice(1)).join("line").attr("class", "link")
     .attr("x1", (_, i) => x(ex[i].end_ns)).attr("y1", (_, i) => y(ex[i]) + 10)
     .attr("x2", (e) => x(e.start_ns)).attr("y2", (e) => y(e) + 10)
-    .attr("stroke", "#555").attr("marker-end", "url(#arrow)");
+    .attr("stroke", "#555");
+  // arrowheads drawn as triangles: an SVG marker needs a fragment reference, which the report forbids
+  svg.selectAll("path.head").data(ex.slice(1)).join("path").attr("class", "head").attr("fill", "#555")
+    .attr("d", (e, i) => {
+      const x1 = x(ex[i].end_ns), y1 = y(ex[i]) + 10, x2 = x(e.start_ns), y2 = y(e) + 10;
+      const ang = Math.atan2(y2 - y1, x2 - x1), L = 7, W = 3.5;
+      const bx = x2 - L * Math.cos(ang), by = y2 - L * Math.sin(ang);
+      return `M${x2},${y2}L${bx - W * Math.sin(ang)},${by + W * Math.cos(ang)}L${bx + W * Math.sin(ang)},${by - W * Math.cos(ang)}Z`;
+    });
   svg.append("text").attr("class", "y-label").attr("x", m).attr("y", h - 2)
     .text(`${formatNs(t0, 1e7)} … ${formatNs(t1, 1e7)} · top: sent by ${A || "?"} · bottom: by its peer`);
 }

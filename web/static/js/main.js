@@ -1,31 +1,81 @@
-// Page wiring: timeline on top, analysis views below; brushing the timeline filters them.
+// Page wiring: timeline on top with its counter tracks, the drill-down panel, analysis views
+// below; brushing the timeline filters them. The view (range, lanes, pinned PPDU) lives in the
+// URL's hash: a link reproduces it, back/forward walk through views. Keys: W/S zoom, A/D pan,
+// Esc clears the selection; the header's buttons jump to the next collision / failed MPDU.
 import {serverSource, localSource} from "./api.js";
 import {timeline} from "./timeline.js";
 import {renderAnalysis} from "./analysis.js";
 import {tracks} from "./tracks.js";
 import {renderDrill} from "./drill.js";
 
+const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
+
 export async function start(source) {
   const root = document.getElementById("app");
   const status = document.getElementById("status");
   const analysisRoot = document.getElementById("analysis");
-  let tl;
+  const drillRoot = document.getElementById("drill");
+  const meta = await source.meta();
+  let tl, applying = false, ready = false;
   const onBrush = async (range) => {
     status.textContent = range ? "filtered to the brushed range" : "";
     renderAnalysis(analysisRoot, await (range ? source.analysis(range[0], range[1]) : source.analysis()));
   };
-  const drillRoot = document.getElementById("drill");
-  const onPick = async (id) => {
-    renderDrill(drillRoot, id == null ? null : await source.ppdu(id), (await source.meta()).kinds);
+  const saveView = () => {      // a settled view that differs from the URL's becomes a history entry
+    if (!ready || applying) return;
+    const [a, b] = tl.domain(), st = {t0: Math.round(a), t1: Math.round(b), lanes: tl.laneMode()};
+    if (tl.pinned() != null) st.ppdu = tl.pinned();
+    const h = "#" + new URLSearchParams(st).toString();
+    if (h !== location.hash) history.pushState(null, "", h);
   };
-  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick});
+  const onPick = async (id) => {
+    renderDrill(drillRoot, id == null ? null : await source.ppdu(id), meta.kinds);
+    saveView();
+  };
+  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle: saveView});
   tracks(document.getElementById("tracks"), source, tl);
-  document.getElementById("lanes").addEventListener("change", (ev) => tl.setLanes(ev.target.value));
-  document.getElementById("reset").addEventListener("click", () => tl.zoomTo(...[0, (window.__sniffsync.meta || {}).span_ns || 1]));
-  const meta = await source.meta();
+
+  async function applyHash() {   // the URL's view: lanes, range, pinned PPDU
+    const h = readHash(), t0 = Number(h.t0), t1 = Number(h.t1);
+    applying = true;
+    try {
+      if (h.lanes && h.lanes !== tl.laneMode() && meta.lanes[h.lanes]) {
+        document.getElementById("lanes").value = h.lanes;
+        await tl.setLanes(h.lanes);
+      }
+      if (Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0) await tl.zoomTo(Math.max(0, t0), Math.min(meta.span_ns, t1));
+      await tl.pick(h.ppdu == null || h.ppdu === "" ? null : Number(h.ppdu));
+    } finally { applying = false; }
+  }
+  window.addEventListener("popstate", applyHash);
+
+  document.getElementById("lanes").addEventListener("change", async (ev) => { await tl.setLanes(ev.target.value); saveView(); });
+  document.getElementById("reset").addEventListener("click", () => tl.zoomTo(0, meta.span_ns));
+  for (const b of document.querySelectorAll("[data-find]")) {
+    b.addEventListener("click", () => findNext(b.dataset.find));
+  }
+  async function findNext(what) {
+    const ps = tl.pinnedStart(), after = ps != null ? ps + 1 : tl.domain()[0];
+    const hit = await source.find(what, after);
+    (window.__sniffsync.find ||= []).push(hit);
+    if (!hit) { status.textContent = `no ${what} after ${Math.round(after / 1e6)} ms`; return; }
+    status.textContent = "";
+    const pad = Math.max(200_000, (hit.end_ns - hit.start_ns) * 2);
+    await tl.zoomTo(Math.max(0, hit.start_ns - pad), Math.min(meta.span_ns, hit.end_ns + pad));
+    await tl.pick(hit.ppdu);
+  }
+  document.addEventListener("keydown", (ev) => {
+    if (ev.target.closest && ev.target.closest("input, select, textarea") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const k = ev.key.toLowerCase();
+    if ("wasd".includes(k) && k.length === 1) { tl.key(k); ev.preventDefault(); }
+    else if (k === "escape") { tl.pick(null); tl.clearBrush(); }
+  });
+
   window.__sniffsync.meta = meta;
   window.__sniffsync.tl = tl;
   document.getElementById("title").textContent = meta.title || "sniffsync";
+  if (location.hash.length > 1) await applyHash();
+  ready = true;
   renderAnalysis(analysisRoot, await source.analysis());
   root.dataset.ready = "1";
 }

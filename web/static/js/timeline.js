@@ -7,7 +7,7 @@ import {timeUnit, formatNs, rows, phyText} from "./format.js";
 const MARGIN = {left: 150, right: 14, top: 10, bottom: 30};
 const LANE_H = 26;
 
-export async function timeline(root, source, {onBrush = () => {}, onPick = () => {}} = {}) {
+export async function timeline(root, source, {onBrush = () => {}, onPick = () => {}, onSettle = () => {}} = {}) {
   const meta = await source.meta();
   const span = Math.max(meta.span_ns, 1000);
   let laneMode = "station";
@@ -115,7 +115,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     const px = Math.max(1, Math.round(right() - left()));
     return source.tile(Math.max(0, d0), Math.min(span, d1), px, laneMode).then((t) => {
       if (mine !== seq) return;
-      tile = t; hook.tiles++; draw();
+      tile = t; hook.tiles++; draw(); onSettle();
     });
   }
   function schedule() { clearTimeout(timer); timer = setTimeout(fetchTile, 40); }
@@ -209,6 +209,29 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     },
     setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
     domain: () => x.domain(),
+    laneMode: () => laneMode,
+    clearBrush() { gBrush.call(brush.move, null); },
+    pinned: () => pinned,
+    pinnedStart: () => (pinned != null && tipItem ? tipItem.start_ns : null),
+    async pick(id) {   // pin a PPDU of the current tile programmatically (URL state, "find next")
+      if (id == null) { hideTip(); onPick(null); return false; }
+      const i = tile && tile.mode === "items" ? tile.items.ppdu.indexOf(id) : -1;
+      if (i < 0) return false;
+      const a = x(tile.items.start_ns[i]), b = Math.max(a + 1, x(tile.items.end_ns[i]));
+      await showTip(i, (a + b) / 2, laneY(tile.items.lane[i]) + LANE_H / 2);
+      pinned = id; tip.classed("pinned", true); onPick(id);
+      return true;
+    },
+    key(k) {   // W/S zoom about the centre, A/D pan a quarter of the view
+      const [d0, d1] = x.domain(), w = d1 - d0, c = (d0 + d1) / 2;
+      const nw = k === "w" ? w / 2 : k === "s" ? w * 2 : w, shift = k === "a" ? -w / 4 : k === "d" ? w / 4 : 0;
+      let a = c + shift - nw / 2, b = c + shift + nw / 2;
+      if (b - a > span) { a = 0; b = span; }
+      if (a < 0) { b -= a; a = 0; }
+      if (b > span) { a -= b - span; b = span; }
+      setDomain(a, b); clearTimeout(timer);
+      return fetchTile();
+    },
     onView(f) { viewers.push(f); f({x, left: left(), right: right(), width, span}); },
     itemScreenPos(ppdu) {   // test hook: where a drawn PPDU sits on screen
       if (!tile || tile.mode !== "items") return null;
