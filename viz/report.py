@@ -21,7 +21,7 @@ from viz.tiles import KINDS, SEVERITY
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
 
 STATIC = Path(__file__).resolve().parents[1] / "web" / "static"
-MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "drill", "analysis", "main"]
+MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "drill", "filters", "analysis", "main"]
 MAX_ITEMS = 30_000
 
 
@@ -78,7 +78,7 @@ def _timeline_data(view, w0: int, w1: int) -> dict:
     labels = [mac_text(u) if u else "unknown" for u in uniq]
     meta = {"title": view.title, "span_ns": int(w1 - w0), "t0_abs_ns": int(w0),
             "lanes": {"station": labels, "sniffer": list(view.sniffers)}, "kinds": KINDS,
-            "n_ppdus": len(sel)}
+            "n_ppdus": len(sel), "offset_ns": int(w0 - int(view.ppdus["start_ns"].min()))}
     return {"meta": meta, "items": items}
 
 

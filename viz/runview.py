@@ -139,7 +139,9 @@ class RunView:
     def tracks(self, t0_ns: int, t1_ns: int, n: int) -> dict:
         return self._tracks.tracks(t0_ns, t1_ns, n) if self._tracks is not None else {"tracks": []}
 
-    def analysis(self, t0_ns: int | None = None, t1_ns: int | None = None) -> dict:
+    def analysis(self, t0_ns: int | None = None, t1_ns: int | None = None, **filters) -> dict:
+        """The views' data for a range; ``filters`` (stations, kinds, flows) need an analysis
+        that takes them (:class:`viz.analysis_index.AnalysisIndex`)."""
         if callable(self._analysis):
-            return self._analysis(t0_ns, t1_ns)
+            return self._analysis(t0_ns, t1_ns, **filters) if filters else self._analysis(t0_ns, t1_ns)
         return self._analysis

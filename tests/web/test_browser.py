@@ -385,7 +385,8 @@ def test_tracks_follow_the_timeline_and_count_what_happened(page, run):
     t1 = t0 + 10_000_000
     hook = _tracks_at(page, t0, t1)
     n = hook["n"]
-    url = page.url.rstrip("/") + f"/api/tracks?t0={t0}&t1={t1}&n={n}"
+    u = urlparse(page.url)
+    url = f"{u.scheme}://{u.netloc}/api/tracks?t0={t0}&t1={t1}&n={n}"
     d = page.evaluate("async (u) => (await (await fetch(u)).json())", url)
     tr = {t["id"]: t for t in d["tracks"]}
     assert {"goodput", "rtt", "mcs", "ampdu", "util", "jain", "failed"} <= set(tr)
@@ -555,3 +556,28 @@ def test_find_next_collision_and_failed_mpdu(page, run):
         assert nxt is None or start[page.evaluate("() => window.__sniffsync.drill.ppdu")] == start[nxt]
         page.screenshot(path=str(ARTIFACTS / f"ui-find-{what}.png"))
         page.keyboard.press("Escape")
+
+
+# ---- one selection: brush + filters -------------------------------------------------------------------
+
+def test_filters_recompute_every_view(page, run):
+    """Unticking a station and a flow: the views show what AnalysisIndex gives for that selection
+    (itself checked against pandas in tests/viz/test_analysis_filters.py)."""
+    from viz.analysis_index import AnalysisIndex
+    page.locator('#filters fieldset[data-key="sta"] input[value="00:00:00:00:00:01"]').uncheck()
+    page.wait_for_function("() => window.__sniffsync.selection && window.__sniffsync.selection.filters.sta")
+    keep = sorted(page.eval_on_selector_all('#filters fieldset[data-key="sta"] input:checked', "els => els.map(e => e.value)"))
+    want = AnalysisIndex(run)(None, None, stations=tuple(keep))
+    page.wait_for_function("(n) => document.querySelectorAll('#airtime svg rect.bar').length === n",
+                           arg=len(want["airtime_share"]))
+    titles = page.eval_on_selector_all("#airtime svg rect.bar title", "els => els.map(e => e.textContent)")
+    assert titles == [f"{s['station']}: {_js_number(round(s['share_pct'], 1))}" for s in want["airtime_share"]]
+    assert "00:00:00:00:00:01" not in " ".join(titles)
+    note = page.locator("#selection-note").text_content()
+    assert "stations " + ", ".join(keep) in note and "timeline and its tracks show everything" in note
+    page.locator('#filters fieldset[data-key="flows"] input[value="0"]').uncheck()
+    page.wait_for_function("() => window.__sniffsync.selection.filters.flows")
+    n_flows = page.eval_on_selector_all('#filters fieldset[data-key="flows"] input:checked', "els => els.length")
+    page.wait_for_function("(n) => document.querySelectorAll('#flows tbody tr').length === n", arg=n_flows)
+    page.locator("#filters").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "ui-filters.png"), full_page=True)

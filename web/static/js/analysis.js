@@ -22,7 +22,8 @@ export function renderAnalysis(root, a) {
   last = a; lastW = root.clientWidth; watch(root);
   const $ = (id) => root.querySelector(`#${id}`);
   const notes = a.notes || {}, ranged = a.range_ns && a.range_ns[0] != null;
-  const inRange = (what) => ranged ? `no ${what} in the selected range` : `no ${what}`;
+  const selected = ranged || (a.filters && Object.values(a.filters).some((v) => v != null));
+  const inRange = (what) => selected ? `no ${what} in the selection` : `no ${what}`;
   const noFlow = (what) => notes.flows || inRange(what);
   const g = a.goodput || {t_ns: [], series: []};
   lines($("goodput"), g.series.map((s) => ({label: s.label, x: g.t_ns, y: s.mbps})), {yLabel: "goodput Mb/s", empty: noFlow("goodput windows")});
@@ -31,12 +32,13 @@ export function renderAnalysis(root, a) {
                     ...(j.airtime && j.airtime.length ? [{label: "Jain (airtime)", x: j.t_ns, y: j.airtime}] : [])],
         {yLabel: "Jain's index", yDomain: [0, 1], empty: noFlow("fairness windows")});
   lines($("cdf"), (a.cdf || []).map((c) => ({label: c.run, x: c.x, y: c.p})),
-        {yLabel: "CDF", xIsValue: true, step: true, yDomain: [0, 1], xLabel: "Jain's index",
-         empty: notes.flows || "no fairness windows"});
+        {yLabel: selected ? "CDF (whole run, not the selection)" : "CDF", xIsValue: true, step: true,
+         yDomain: [0, 1], xLabel: "Jain's index",
+         empty: notes.flows || (selected ? "whole run only: clear the selection to see it" : "no fairness windows")});
   const r = a.rtt || {series: []};
   lines($("rtt"), r.series.flatMap((s) => [{label: `${s.label} RTT`, x: s.t_ns, y: s.rtt_ms},
                                            {label: `${s.label} queueing`, x: s.t_ns, y: s.qdelay_ms}]),
-        {yLabel: "ms", empty: notes.flows || (ranged ? "no RTT samples in the selected range"
+        {yLabel: "ms", empty: notes.flows || (selected ? "no RTT samples in the selection"
                                                       : "no RTT samples: no TCP segment's ACK was matched")});
   bars($("airtime"), (a.airtime_share || []).map((s) => ({label: s.station, value: +s.share_pct.toFixed(1)})),
        {yLabel: "airtime %", empty: inRange("PPDUs")});

@@ -7,6 +7,8 @@ import {timeline} from "./timeline.js";
 import {renderAnalysis} from "./analysis.js";
 import {tracks} from "./tracks.js";
 import {renderDrill} from "./drill.js";
+import {filters, describe} from "./filters.js";
+import {formatNs} from "./format.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 
@@ -17,10 +19,17 @@ export async function start(source) {
   const drillRoot = document.getElementById("drill");
   const meta = await source.meta();
   let tl, applying = false, ready = false;
-  const onBrush = async (range) => {
-    status.textContent = range ? "filtered to the brushed range" : "";
-    renderAnalysis(analysisRoot, await (range ? source.analysis(range[0], range[1]) : source.analysis()));
+  let range = null, filt = {}, asked = 0;
+  const recompute = async () => {   // one selection (range + filters) for every analysis view
+    const mine = ++asked, note = describe(range, filt, (t) => formatNs(t, meta.span_ns));
+    const a = await source.analysis(range ? range[0] : null, range ? range[1] : null, filt);
+    if (mine !== asked) return;
+    status.textContent = range || Object.keys(filt).length ? "selection applied to the analysis views" : "";
+    document.getElementById("selection-note").textContent = a.approx ? `${note} ${a.approx}` : note;
+    renderAnalysis(analysisRoot, a);
+    window.__sniffsync.selection = {range, filters: filt, note: document.getElementById("selection-note").textContent};
   };
+  const onBrush = (r) => { range = r; return recompute(); };
   const saveView = () => {      // a settled view that differs from the URL's becomes a history entry
     if (!ready || applying) return;
     const [a, b] = tl.domain(), st = {t0: Math.round(a), t1: Math.round(b), lanes: tl.laneMode()};
@@ -76,7 +85,10 @@ export async function start(source) {
   document.getElementById("title").textContent = meta.title || "sniffsync";
   if (location.hash.length > 1) await applyHash();
   ready = true;
-  renderAnalysis(analysisRoot, await source.analysis());
+  const whole = await source.analysis();
+  renderAnalysis(analysisRoot, whole);
+  filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
+  document.getElementById("selection-note").textContent = describe(null, {}, formatNs);
   root.dataset.ready = "1";
 }
 
