@@ -55,6 +55,8 @@ class _Series:
 class AnalysisIndex:
     """``index(t0, t1)`` -> the dict :func:`viz.analysis.analysis_data` gives for ``run``."""
 
+    takes_filters = True
+
     def __init__(self, run):
         p = _by_time(run.ppdus, "start_ns")
         ev = _by_time(run.events, "start_ns") if len(run.events) else run.events

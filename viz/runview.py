@@ -142,6 +142,8 @@ class RunView:
     def analysis(self, t0_ns: int | None = None, t1_ns: int | None = None, **filters) -> dict:
         """The views' data for a range; ``filters`` (stations, kinds, flows) need an analysis
         that takes them (:class:`viz.analysis_index.AnalysisIndex`)."""
+        if filters and not getattr(self._analysis, "takes_filters", False):
+            raise ValueError("this run's analysis takes no station/kind/flow filters")
         if callable(self._analysis):
             return self._analysis(t0_ns, t1_ns, **filters) if filters else self._analysis(t0_ns, t1_ns)
         return self._analysis

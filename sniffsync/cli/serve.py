@@ -16,14 +16,20 @@ def add_arguments(p):
     p.add_argument("--no-cache", action="store_true", help="recompute instead of using the Parquet cache")
 
 
+def make_view(run, title):
+    """The UI's view of an analysed run: timeline index, analysis index (ranges and filters),
+    counter tracks, drill-down, legacy rates."""
+    from viz.analysis_index import AnalysisIndex
+    from viz.drill import DrillIndex
+    from viz.runview import RunView, with_legacy_rates
+    from viz.tracks import TrackIndex
+    return RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
+                   tracks=TrackIndex(run), drill=DrillIndex(run))
+
+
 def build_view(args):
     """Analyse (through the cache) and wrap the run for the UI."""
     from pathlib import Path
-
-    from viz.analysis_index import AnalysisIndex
-    from viz.runview import RunView, with_legacy_rates
-    from viz.drill import DrillIndex
-    from viz.tracks import TrackIndex
 
     from sniffsync.pipeline.cache import analyse_cached
     from sniffsync.cli.common import progress_printer
@@ -32,9 +38,7 @@ def build_view(args):
                                  allow_unsynced=args.allow_unsynced, tsft_at=args.tsft_at,
                                  progress=progress_printer(args.quiet))
     title = " + ".join(Path(p).name for p in args.captures)
-    view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
-                   tracks=TrackIndex(run), drill=DrillIndex(run))
-    return run, view, cached
+    return run, make_view(run, title), cached
 
 
 def start_server(view, host, port, allow_hosts=()):

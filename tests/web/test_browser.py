@@ -219,7 +219,8 @@ def test_shift_brush_requests_range_and_rerenders(page):
     page.mouse.move(xb, y, steps=6)
     page.mouse.up()
     page.keyboard.up("Shift")
-    page.wait_for_function("() => document.querySelector('#status').textContent.includes('brushed')")
+    page.wait_for_function("() => document.querySelector('#status').textContent.includes('selection')")
+    assert page.locator('#selection-note').text_content().startswith('Analysis views below: range ')
     page.wait_for_function("() => !document.contains(window.__old)")      # the bars were redrawn
     assert len(seen) == 1
     q = parse_qs(urlparse(seen[0]).query)

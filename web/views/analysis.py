@@ -41,5 +41,7 @@ def analysis():
         if t0 is None:
             return cached_json(("analysis",), r.analysis)
         return cached_json(("analysis", t0, t1), lambda: r.analysis(t0, t1))
+    if not getattr(r._analysis, "takes_filters", False):
+        abort(400, description="this server's analysis takes no 'sta', 'kinds' or 'flows' filters")
     return cached_json(("analysis", t0, t1, stations, kinds, flows),
                        lambda: r.analysis(t0, t1, stations=stations, kinds=kinds, flows=flows))
