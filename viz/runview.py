@@ -20,6 +20,7 @@ _DETAIL = ("ppdu", "kind", "phy", "mcs", "nss", "bw_mhz", "n_mpdus", "psdu_bytes
 # "find next" classes -> the detection event kinds they stand for
 FIND = {"collision": ["rts_cts_collision", "overlap"], "failed": ["mpdu_failed"],
         "unanswered": ["rts_unanswered", "ba_missing"]}
+FIND["event"] = sorted({k for v in FIND.values() for k in v} | {"retry"})       # any of them (arrow keys)
 
 
 def with_legacy_rates(ppdus: pd.DataFrame, frames: pd.DataFrame | None) -> pd.DataFrame:
@@ -125,12 +126,13 @@ class RunView:
             out.update(self._drill.detail(ppdu_id))
         return out
 
-    def find(self, what: str, after_ns: int) -> dict | None:
+    def find(self, what: str, after_ns: int, before: bool = False) -> dict | None:
         """The first event of class ``what`` (:data:`FIND`) whose PPDU starts at or after
-        ``after_ns`` (run-relative): ``{ppdu, kind, start_ns, end_ns}``, or None."""
+        ``after_ns`` (run-relative) — with ``before``, the last one starting before it:
+        ``{ppdu, kind, start_ns, end_ns}``, or None."""
         t, ids = self._find.get(what, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-        k = int(np.searchsorted(t, after_ns + self._meta["t0_abs_ns"]))
-        if k >= len(t):
+        k = int(np.searchsorted(t, after_ns + self._meta["t0_abs_ns"])) - int(before)
+        if k >= len(t) or k < 0:
             return None
         i = int(np.searchsorted(self._ids, ids[k]))
         return {"ppdu": int(ids[k]), "kind": what, "start_ns": int(t[k]) - self._meta["t0_abs_ns"],

@@ -582,3 +582,24 @@ def test_filters_recompute_every_view(page, run):
     page.wait_for_function("(n) => document.querySelectorAll('#flows tbody tr').length === n", arg=n_flows)
     page.locator("#filters").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "ui-filters.png"), full_page=True)
+
+
+def test_arrow_keys_step_through_events(page, run):
+    """Oracle: run.events' PPDU starts (any event kind), in time order."""
+    base = int(run.ppdus["start_ns"].min())
+    start = dict(zip(run.ppdus["ppdu"].astype(int), run.ppdus["start_ns"].astype("int64") - base))
+    t = np.array(sorted({start[int(i)] for i in run.events["ppdu"]}))
+    k = len(t) // 2
+    _zoom(page, int(t[k]) - 1, int(t[k]) + 3_000_000)
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => window.__sniffsync.drill && window.__sniffsync.drill.ppdu != null")
+    first = page.evaluate("() => window.__sniffsync.drill.ppdu")
+    assert start[first] == t[k]
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("(id) => window.__sniffsync.drill.ppdu !== id", arg=first)
+    assert start[page.evaluate("() => window.__sniffsync.drill.ppdu")] == t[k + 1]
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("(s) => window.__sniffsync.drill.ppdu != null", arg=0)
+    page.wait_for_function("() => window.__sniffsync.find.length >= 3")
+    assert page.evaluate("() => window.__sniffsync.find.at(-1).start_ns") == t[k]

@@ -49,11 +49,13 @@ def tracks():
 
 @bp.get("/find")
 def find():
-    """The next event of a class (``what``: collision, failed, unanswered) at or after ``after``."""
+    """The next event of a class (``what``: collision, failed, unanswered, event) at or after
+    ``after``, or with ``before=1`` the last one before it."""
     from viz.runview import FIND
     r = run()
     what = request.args.get("what", "")
     if what not in FIND:
         abort(400, description=f"parameter 'what' must be one of {', '.join(FIND)}")
     after = int_arg("after", lo=0, hi=r.meta()["span_ns"] + 1)
-    return jsonify(r.find(what, after))
+    before = int_arg("before", 0, lo=0, hi=1)
+    return jsonify(r.find(what, after, before=bool(before)))

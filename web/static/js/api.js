@@ -13,7 +13,8 @@ export function serverSource(base = "") {
     tile: (t0, t1, px, lanes) =>
       getJSON(`${base}/api/tile?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&px=${px}&lanes=${lanes}`),
     ppdu: (id) => getJSON(`${base}/api/ppdu/${id}`),
-    find: (what, after) => getJSON(`${base}/api/find?what=${what}&after=${Math.max(0, Math.floor(after))}`),
+    find: (what, after, before = false) =>
+      getJSON(`${base}/api/find?what=${what}&after=${Math.max(0, Math.floor(after))}${before ? "&before=1" : ""}`),
     tracks: (t0, t1, n) => getJSON(`${base}/api/tracks?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&n=${n}`),
     analysis: (t0, t1, f = {}) => {
       const q = new URLSearchParams();
@@ -43,11 +44,12 @@ export function localSource(data) {
     analysis: async (t0, t1, f = {}) => (t0 == null && !Object.keys(f).length ? data.analysis
                                                                             : localAnalysis(data, t0, t1, f)),
     tracks: async () => data.tracks || {tracks: []},
-    find: async (what, after) => {   // from the embedded items' worst event (severity 4: collision, 3: failed/overlap)
-      const sev = {collision: [4], failed: [3], unanswered: [2]}[what] || [];
+    find: async (what, after, before = false) => {   // from the embedded items' worst event (4: collision, 3: failed/overlap)
+      const sev = {collision: [4], failed: [3], unanswered: [2], event: [1, 2, 3, 4]}[what] || [];
       let best = -1;
       for (let i = 0; i < n; i++) {
-        if (sev.includes(it.severity[i]) && it.start_ns[i] >= after && (best < 0 || it.start_ns[i] < it.start_ns[best])) best = i;
+        if (!sev.includes(it.severity[i]) || (before ? it.start_ns[i] >= after : it.start_ns[i] < after)) continue;
+        if (best < 0 || (before ? it.start_ns[i] > it.start_ns[best] : it.start_ns[i] < it.start_ns[best])) best = i;
       }
       return best < 0 ? null : {ppdu: it.ppdu[best], kind: what, start_ns: it.start_ns[best], end_ns: it.end_ns[best]};
     },      // the report's window at a fixed resolution

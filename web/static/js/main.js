@@ -63,11 +63,11 @@ export async function start(source) {
   for (const b of document.querySelectorAll("[data-find]")) {
     b.addEventListener("click", () => findNext(b.dataset.find));
   }
-  async function findNext(what) {
-    const ps = tl.pinnedStart(), after = ps != null ? ps + 1 : tl.domain()[0];
-    const hit = await source.find(what, after);
+  async function findNext(what, before = false) {
+    const ps = tl.pinnedStart(), after = ps != null ? ps + (before ? 0 : 1) : tl.domain()[before ? 1 : 0];
+    const hit = await source.find(what, after, before);
     (window.__sniffsync.find ||= []).push(hit);
-    if (!hit) { status.textContent = `no ${what} after ${Math.round(after / 1e6)} ms`; return; }
+    if (!hit) { status.textContent = `no ${what} ${before ? "before" : "after"} ${Math.round(after / 1e6)} ms`; return; }
     status.textContent = "";
     const pad = Math.max(200_000, (hit.end_ns - hit.start_ns) * 2);
     await tl.zoomTo(Math.max(0, hit.start_ns - pad), Math.min(meta.span_ns, hit.end_ns + pad));
@@ -78,6 +78,7 @@ export async function start(source) {
     const k = ev.key.toLowerCase();
     if ("wasd".includes(k) && k.length === 1) { tl.key(k); ev.preventDefault(); }
     else if (k === "escape") { tl.pick(null); tl.clearBrush(); }
+    else if (k === "arrowright" || k === "arrowleft") { findNext("event", k === "arrowleft"); ev.preventDefault(); }
   });
 
   window.__sniffsync.meta = meta;
