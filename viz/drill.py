@@ -61,6 +61,19 @@ class DrillIndex:
         self.m = m
         self.m_ppdu = m["ppdu"].to_numpy(np.int64)
 
+    def ppdu_with_seq(self, seq: int, after_ns: int) -> int | None:
+        """The first PPDU (by start, at or after ``after_ns`` run-relative) holding an MPDU with
+        sequence number ``seq``."""
+        if "seq" not in self.m or not len(self.m):
+            return None
+        ids = self.m_ppdu[self.m["seq"].to_numpy(dtype=float, na_value=np.nan) == seq]
+        if not len(ids):
+            return None
+        rows = self.row_of.reindex(np.unique(ids)).dropna().to_numpy(np.int64)
+        t = self.start[rows]
+        ok = t >= after_ns + self.base
+        return int(self.p["ppdu"].iloc[rows[ok][np.argmin(t[ok])]]) if ok.any() else None
+
     def detail(self, ppdu_id: int) -> dict:
         if ppdu_id not in self.row_of.index:
             return {}

@@ -5,6 +5,8 @@ so a tile is a few ``searchsorted`` calls whatever the run's size.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -137,6 +139,40 @@ class RunView:
         i = int(np.searchsorted(self._ids, ids[k]))
         return {"ppdu": int(ids[k]), "kind": what, "start_ns": int(t[k]) - self._meta["t0_abs_ns"],
                 "end_ns": int(self._cols["end_ns"][i]) - self._meta["t0_abs_ns"]}
+
+    def search(self, q: str, after_ns: int) -> dict:
+        """What ``q`` names: a MAC (``aa:bb:..``) -> the first PPDU it sends or receives at or
+        after ``after_ns``; ``seq N`` -> the first PPDU holding an MPDU with that sequence
+        number; an IPv4 address or a port -> the flows (positions in the analysis' flow table)
+        with it at either end. ``{"ppdu": {...}}``, ``{"flows": [...]}`` or ``{"none": why}``."""
+        q = q.strip().lower()
+        t0 = self._meta["t0_abs_ns"]
+        if re.fullmatch(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}", q):
+            v = int(q.replace(":", ""), 16)
+            hit = np.zeros(len(self._ids), bool)
+            for k in ("ta", "ra"):
+                if k in self._cols:
+                    hit |= self.ppdus[k].to_numpy(dtype=float, na_value=np.nan) == v
+            hit &= self._cols["start_ns"].to_numpy(np.int64) >= after_ns + t0
+            return self._hit(np.flatnonzero(hit)) if hit.any() else {"none": f"no PPDU to or from {q}"}
+        m = re.fullmatch(r"seq\s*([0-9]{1,4})", q)
+        if m:
+            pid = self._drill.ppdu_with_seq(int(m.group(1)), after_ns) if self._drill is not None else None
+            if pid is None:
+                return {"none": f"no MPDU with sequence number {m.group(1)}"}
+            return self._hit(np.array([int(np.searchsorted(self._ids, pid))]))
+        if re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9]{1,5}", q):
+            flows = (self.analysis() or {}).get("flows") or []
+            ends = [re.split(r"→", f["label"]) for f in flows]
+            hit = [i for i, e in enumerate(ends) if any(q in (p.rsplit(":", 1)) for p in e)]
+            return {"flows": hit} if hit else {"none": f"no flow with {q} at either end"}
+        return {"none": "search for a MAC (aa:bb:cc:dd:ee:ff), an IPv4 address, a port or 'seq N'"}
+
+    def _hit(self, rows: np.ndarray) -> dict:
+        i = int(rows[np.argmin(self._cols["start_ns"].to_numpy(np.int64)[rows])])
+        t0 = self._meta["t0_abs_ns"]
+        return {"ppdu": {"ppdu": int(self._ids[i]), "start_ns": int(self._cols["start_ns"][i]) - t0,
+                         "end_ns": int(self._cols["end_ns"][i]) - t0}}
 
     def tracks(self, t0_ns: int, t1_ns: int, n: int) -> dict:
         return self._tracks.tracks(t0_ns, t1_ns, n) if self._tracks is not None else {"tracks": []}

@@ -603,3 +603,37 @@ def test_arrow_keys_step_through_events(page, run):
     page.wait_for_function("(s) => window.__sniffsync.drill.ppdu != null", arg=0)
     page.wait_for_function("() => window.__sniffsync.find.length >= 3")
     assert page.evaluate("() => window.__sniffsync.find.at(-1).start_ns") == t[k]
+
+
+def test_search_by_mac_seq_and_port(page, run):
+    """Oracles: run.ppdus (first PPDU from/to a MAC), run.mpdus (the PPDU holding a sequence
+    number), the flow table's ports."""
+    base = int(run.ppdus["start_ns"].min())
+    p, m = run.ppdus, run.mpdus
+    box = page.locator("#search")
+    mac = 0x000000000003
+    hit = p[(p["ta"] == mac) | (p["ra"] == mac)]
+    want = hit.loc[hit["start_ns"].idxmin()]
+    box.fill("00:00:00:00:00:03")
+    box.press("Enter")
+    page.wait_for_function("() => window.__sniffsync.drill && window.__sniffsync.drill.ppdu != null")
+    got = page.evaluate("() => window.__sniffsync.drill.ppdu")
+    assert int(p.loc[p["ppdu"] == got, "start_ns"].iloc[0]) == int(want["start_ns"])
+    seq = int(m["seq"].iloc[len(m) // 2])
+    ids = m.loc[m["seq"] == seq, "ppdu"].to_numpy()
+    first = p[p["ppdu"].isin(ids)]["start_ns"].min() - base
+    page.keyboard.press("Escape")                               # from the search box: unpins too
+    page.wait_for_function("() => window.__sniffsync.drill.ppdu === null")
+    page.evaluate("() => window.__sniffsync.tl.zoomTo(0, window.__sniffsync.meta.span_ns)")
+    box.fill(f"seq {seq}")
+    box.press("Enter")
+    page.wait_for_function("() => window.__sniffsync.search.length === 2 && window.__sniffsync.drill.ppdu != null")
+    got = page.evaluate("() => window.__sniffsync.drill.ppdu")
+    assert got in set(ids) and int(p.loc[p["ppdu"] == got, "start_ns"].iloc[0]) - base == first
+    page.screenshot(path=str(ARTIFACTS / "ui-search-seq.png"))
+    flows = run.fairness.flows
+    want_n = int(((flows["sport"] == 6001) | (flows["dport"] == 6001)).sum())
+    box.fill("6001")
+    box.press("Enter")
+    page.wait_for_function("(n) => document.querySelectorAll('#flows tbody tr').length === n", arg=want_n)
+    assert page.evaluate("() => window.__sniffsync.search.at(-1).flows.length") == want_n

@@ -59,3 +59,14 @@ def find():
     after = int_arg("after", lo=0, hi=r.meta()["span_ns"] + 1)
     before = int_arg("before", 0, lo=0, hi=1)
     return jsonify(r.find(what, after, before=bool(before)))
+
+
+@bp.get("/search")
+def search():
+    """``q``: a MAC, an IPv4 address, a port or ``seq N``; ``after``: where to look from (ns)."""
+    r = run()
+    q = request.args.get("q", "")
+    if not q.strip() or len(q) > 64:
+        abort(400, description="parameter 'q' must be 1-64 characters")
+    after = int_arg("after", 0, lo=0, hi=r.meta()["span_ns"] + 1)
+    return jsonify(r.search(q, after))

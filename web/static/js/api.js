@@ -15,6 +15,7 @@ export function serverSource(base = "") {
     ppdu: (id) => getJSON(`${base}/api/ppdu/${id}`),
     find: (what, after, before = false) =>
       getJSON(`${base}/api/find?what=${what}&after=${Math.max(0, Math.floor(after))}${before ? "&before=1" : ""}`),
+    search: (q, after) => getJSON(`${base}/api/search?q=${encodeURIComponent(q)}&after=${Math.max(0, Math.floor(after))}`),
     tracks: (t0, t1, n) => getJSON(`${base}/api/tracks?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&n=${n}`),
     analysis: (t0, t1, f = {}) => {
       const q = new URLSearchParams();
@@ -171,4 +172,25 @@ export function localAnalysis(data, t0, t1, f) {
     "an RTS with a collision counts as unanswered; failed MPDUs from each PPDU's failed sequence numbers; " +
     "Jain of a flow selection over the kept flows with goodput in a window; no Jain CDF for a selection.)";
   return out;
+}
+
+// The report's search: MACs among the embedded window's PPDUs, IPs/ports among the flows.
+function localSearch(data, q, after) {
+  const it = data.timeline.items;
+  if (/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/.test(q)) {
+    let best = -1;
+    for (let i = 0; i < it.start_ns.length; i++) {
+      if ((it.ta[i] === q || it.ra[i] === q) && it.start_ns[i] >= after && (best < 0 || it.start_ns[i] < it.start_ns[best])) best = i;
+    }
+    return best < 0 ? {none: `no PPDU to or from ${q} in this report's window`}
+      : {ppdu: {ppdu: it.ppdu[best], start_ns: it.start_ns[best], end_ns: it.end_ns[best]}};
+  }
+  if (/^seq\s*[0-9]{1,4}$/.test(q)) return {none: "sequence numbers are searched by `sniffsync serve` (the report does not embed MPDUs)"};
+  if (/^[0-9]{1,3}(\.[0-9]{1,3}){3}$|^[0-9]{1,5}$/.test(q)) {
+    const hit = (data.analysis.flows || []).map((f, i) => [f, i])
+      .filter(([f]) => f.label.split("→").some((e) => { const k = e.lastIndexOf(":"); return e.slice(0, k) === q || e.slice(k + 1) === q; }))
+      .map(([, i]) => i);
+    return hit.length ? {flows: hit} : {none: `no flow with ${q} at either end`};
+  }
+  return {none: "search for a MAC (aa:bb:cc:dd:ee:ff), an IPv4 address, a port or 'seq N'"};
 }

@@ -29,7 +29,12 @@ export function filters(root, meta, flows, onChange) {
     }
     return out;
   }
-  return {current, reset() { box.querySelectorAll("input").forEach((c) => { c.checked = true; }); }};
+  return {current, reset() { box.querySelectorAll("input").forEach((c) => { c.checked = true; }); },
+          only(key, values) {   // tick exactly these boxes of one group (a search's flows)
+            const want = new Set(values.map(String));
+            box.querySelectorAll(`fieldset[data-key="${key}"] input`).forEach((c) => { c.checked = want.has(c.value); });
+            onChange(current());
+          }};
 }
 
 // One line saying what the views below show, and what they do not.

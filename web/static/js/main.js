@@ -74,8 +74,9 @@ export async function start(source) {
     await tl.pick(hit.ppdu);
   }
   document.addEventListener("keydown", (ev) => {
-    if (ev.target.closest && ev.target.closest("input, select, textarea") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const k = ev.key.toLowerCase();
+    if (k === "escape" && ev.target.blur) ev.target.blur();     // Esc works from the search box too
+    else if (ev.target.closest && ev.target.closest("input, select, textarea") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if ("wasd".includes(k) && k.length === 1) { tl.key(k); ev.preventDefault(); }
     else if (k === "escape") { tl.pick(null); tl.clearBrush(); }
     else if (k === "arrowright" || k === "arrowleft") { findNext("event", k === "arrowleft"); ev.preventDefault(); }
@@ -88,7 +89,21 @@ export async function start(source) {
   ready = true;
   const whole = await source.analysis();
   renderAnalysis(analysisRoot, whole);
-  filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
+  const sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
+  document.getElementById("search").addEventListener("keydown", async (ev) => {
+    if (ev.key !== "Enter") return;
+    const ps = tl.pinnedStart(), r = await source.search(ev.target.value, ps != null ? ps + 1 : tl.domain()[0]);
+    (window.__sniffsync.search ||= []).push(r);
+    if (r.ppdu) {
+      status.textContent = "";
+      const pad = Math.max(200_000, (r.ppdu.end_ns - r.ppdu.start_ns) * 2);
+      await tl.zoomTo(Math.max(0, r.ppdu.start_ns - pad), Math.min(meta.span_ns, r.ppdu.end_ns + pad));
+      await tl.pick(r.ppdu.ppdu);
+    } else if (r.flows) {
+      status.textContent = `${r.flows.length} flow(s) selected`;
+      sel.only("flows", r.flows);
+    } else status.textContent = r.none || "not found";
+  });
   document.getElementById("selection-note").textContent = describe(null, {}, formatNs);
   root.dataset.ready = "1";
 }
