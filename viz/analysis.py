@@ -78,29 +78,35 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
 
 
 def data_notes(run) -> dict:
-    """Why a view may be empty for the whole run, in words, from the frame table's counts:
-    ``flows`` (no TCP/UDP: encrypted, or no IP), ``mcs`` (legacy PHYs only). A view empty only
-    in a brushed range says so itself."""
-    f = getattr(run, "frames", None)
+    """Why a view may be empty for the whole run, in words, from the frame table's counts
+    (or the counts :mod:`sniffsync.pipeline.uicols` kept for a cached run): ``flows`` (no
+    TCP/UDP: encrypted, or no IP), ``mcs`` (legacy PHYs only). A view empty only in a brushed
+    range says so itself."""
     notes = {}
-    if f is None or not len(f):
-        return notes
-    data = (f["type"] == 2).fillna(False).to_numpy(bool) if "type" in f else np.zeros(len(f), bool)
-    prot = data & f["protected"].fillna(False).to_numpy(bool) if "protected" in f else np.zeros(len(f), bool)
-    ip = f["ip_proto"].notna().to_numpy(bool) if "ip_proto" in f else np.zeros(len(f), bool)
-    tcpudp = f["ip_proto"].isin([6, 17]).fillna(False).to_numpy(bool) if "ip_proto" in f else ip
+    n = _frame_counts(run)
     flows = getattr(getattr(run, "fairness", None), "flows", None)
-    if flows is None or not len(flows):
-        if not tcpudp.any():
-            why = (f"{int(prot.sum())} encrypted data frames" if prot.any() else
-                   f"{int(data.sum())} data frames carry no IP" if data.any() else "no data frames captured")
+    if n is not None and (flows is None or not len(flows)):
+        if not n["tcpudp"]:
+            why = (f"{n['protected_data']} encrypted data frames" if n["protected_data"] else
+                   f"{n['data']} data frames carry no IP" if n["data"] else "no data frames captured")
             notes["flows"] = f"no TCP/UDP: {why}"
         else:
-            notes["flows"] = f"no TCP/UDP flow with data both ways among {int(tcpudp.sum())} TCP/UDP frames"
+            notes["flows"] = f"no TCP/UDP flow with data both ways among {n['tcpudp']} TCP/UDP frames"
     p = run.ppdus
     if len(p) and not p.loc[p["kind"].astype(str) == "data", "mcs"].notna().any():
         notes["mcs"] = "no HT/VHT/HE data PPDUs: legacy (non-MCS) rates only"
     return notes
+
+
+def _frame_counts(run) -> dict | None:
+    f = getattr(run, "frames", None)
+    if f is None or not len(f):
+        return run.ppdus.attrs.get("frame_counts")
+    data = (f["type"] == 2).fillna(False).to_numpy(bool) if "type" in f else np.zeros(len(f), bool)
+    prot = f["protected"].fillna(False).to_numpy(bool) if "protected" in f else np.zeros(len(f), bool)
+    proto = f["ip_proto"] if "ip_proto" in f else pd.Series(pd.NA, index=f.index)
+    return {"data": int(data.sum()), "protected_data": int((data & prot).sum()),
+            "ip": int(proto.notna().sum()), "tcpudp": int(proto.isin([6, 17]).fillna(False).sum())}
 
 
 def _fairness_series(fair, labels: dict, lo: int, hi: int, base: int) -> dict:

@@ -43,20 +43,27 @@ class DrillIndex:
         self.p = p
         self.start = p["start_ns"].to_numpy(np.int64)
         self.row_of = pd.Series(np.arange(len(p)), index=p["ppdu"].to_numpy(np.int64))
-        f = run.frames
+        f = run.frames if run.frames is not None else pd.DataFrame()   # None: run loaded from the cache
         ff = p["first_frame"].to_numpy(np.int64) if "first_frame" in p else None
-        ok = ff is not None and len(f) and ff.max() < len(f)
-        self.nav_us = f["duration_us"].to_numpy(dtype=float, na_value=np.nan)[ff] if ok and "duration_us" in f \
-            else np.full(len(p), np.nan)
-        self.ba_ssn = f["ba_ssn"].to_numpy(dtype=float, na_value=np.nan)[ff] if ok and "ba_ssn" in f \
-            else np.full(len(p), np.nan)
-        self.ba_bitmap = f["ba_bitmap"].astype(object).to_numpy()[ff] if ok and "ba_bitmap" in f \
-            else np.full(len(p), None, object)
+        ok = ff is not None and len(f) and len(ff) and ff.max() < len(f)
+        # the frame facts: columns the pipeline attached (sniffsync.pipeline.uicols), else the frames
+        self.has_frames = "nav_us" in p or bool(ok)
+
+        def col(pcol, fcol, dtype=float):
+            if pcol in p:
+                return p[pcol].to_numpy(dtype=dtype, na_value=np.nan if dtype is float else None)
+            if ok and fcol in f:
+                return f[fcol].to_numpy(dtype=dtype, na_value=np.nan if dtype is float else None)[ff]
+            return np.full(len(p), np.nan if dtype is float else None, dtype=dtype)
+        self.nav_us, self.ba_ssn = col("nav_us", "duration_us"), col("ba_ssn", "ba_ssn")
+        self.ba_bitmap = col("ba_bitmap", "ba_bitmap", object)
         m = getattr(run, "mpdus", None)
         if m is None or not len(m):
             m = pd.DataFrame({"ppdu": np.zeros(0, np.int64)})
         m = m.sort_values(["ppdu", "seq"], kind="stable").reset_index(drop=True)
-        if "frame" in m and "mpdu_len" in f and len(m):
+        if "mpdu_len" in m:
+            m = m.assign(length=m["mpdu_len"].to_numpy(dtype=float, na_value=np.nan))
+        elif "frame" in m and "mpdu_len" in f and len(m):
             m = m.assign(length=f["mpdu_len"].to_numpy(dtype=float, na_value=np.nan)[m["frame"].to_numpy(np.int64)])
         self.m = m
         self.m_ppdu = m["ppdu"].to_numpy(np.int64)
@@ -85,7 +92,7 @@ class DrillIndex:
         mpdus = [{c: _v(r[c]) for c in cols} for _, r in mp.iterrows()]   # one PPDU's MPDUs: <= 256 rows
         ex = self._exchange(i)
         ba = next((e for e in ex if e["kind"] == "ba" and e["start_ns"] > int(row["start_ns"]) - self.base), None)
-        out = {"mpdus": mpdus, "exchange": ex,
+        out = {"mpdus": mpdus, "exchange": ex, "frames_loaded": self.has_frames,
                "capture": {k: _v(row[k]) for k in ("complete", "extent_src", "captured_airtime_ns") if k in row}}
         if ba is not None and ba.get("bitmap"):
             seqs = {int(s) for s in mp["seq"].dropna()} if "seq" in mp else set()

@@ -28,7 +28,8 @@ FIND["event"] = sorted({k for v in FIND.values() for k in v} | {"retry"})       
 def with_legacy_rates(ppdus: pd.DataFrame, frames: pd.DataFrame | None) -> pd.DataFrame:
     """``ppdus`` plus ``rate_mbps``: the radiotap Rate of each PPDU's first frame (legacy
     DSSS/OFDM PPDUs have no MCS; their rate is what a reader wants), null where absent."""
-    if frames is None or "rate_kbps" not in frames or "first_frame" not in ppdus or not len(ppdus):
+    if "rate_mbps" in ppdus or frames is None or "rate_kbps" not in frames or "first_frame" not in ppdus \
+            or not len(ppdus):
         return ppdus
     first = ppdus["first_frame"].to_numpy(np.int64)
     if first.min() < 0 or first.max() >= len(frames):

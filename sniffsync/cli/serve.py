@@ -23,6 +23,9 @@ def make_view(run, title):
     from viz.drill import DrillIndex
     from viz.runview import RunView, with_legacy_rates
     from viz.tracks import TrackIndex
+
+    from sniffsync.pipeline.uicols import attach_frame_columns
+    run = attach_frame_columns(run)              # no-op when the pipeline (or the cache) did it
     return RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
                    tracks=TrackIndex(run), drill=DrillIndex(run))
 

@@ -80,3 +80,18 @@ def test_api_filters_validated_and_cached(run, index):
     for bad in ("sta=00:00:00:00:00", "sta=<x>", "kinds=nope", "flows=-1", "flows=1_0", "flows=٥"):
         r = c.get(f"/api/analysis?{bad}")
         assert r.status_code == 400 and bad.split("=")[0] in r.get_json()["error"], bad
+
+
+def test_notes_and_frame_facts_survive_without_the_frame_table():
+    """A cached run has no frame table: the encrypted-frames note (tshark counts 35 protected data
+    frames in this capture) and the legacy rates come from the columns the pipeline attached."""
+    import dataclasses
+    from sniffsync.pipeline.run import analyse
+    from sniffsync.pipeline.uicols import attach_frame_columns
+    from viz.analysis import data_notes
+    r = attach_frame_columns(analyse([str(CAPTURES / "fragattacks_ping_D_BP_bcast_ra-fromap.pcapng")]))
+    cached = dataclasses.replace(r, frames=None)
+    assert data_notes(cached) == data_notes(r) == {"flows": "no TCP/UDP: 35 encrypted data frames"}
+    first = r.frames["rate_kbps"].to_numpy(dtype=float, na_value=np.nan)[r.ppdus["first_frame"].to_numpy()]
+    got = r.ppdus["rate_mbps"].to_numpy(dtype=float, na_value=np.nan)
+    assert np.array_equal(np.isnan(first), np.isnan(got)) and np.allclose(got[~np.isnan(got)], first[~np.isnan(first)] / 1000)

@@ -23,17 +23,19 @@ export function renderDrill(root, d, kinds) {
                                            ["length", "bytes"], ["fate", "fate"]],
         d.mpdus ? "no MPDUs (not a data PPDU)" : "MPDU details not available here");
   root.querySelectorAll(".mpdus tbody tr").forEach((tr, i) => { tr.style.color = FATE_COLOR[mp[i].fate] || ""; });
-  bitmap(root.querySelector(".bitmap"), d.ba);
+  bitmap(root.querySelector(".bitmap"), d.ba, d.frames_loaded === false);
   exchange(root.querySelector(".exchange"), d.exchange || [], d.ppdu, kinds);
   hook.mpdus = mp.length; hook.bits = d.ba ? d.ba.bits : null; hook.exchange = (d.exchange || []).map((e) => e.kind);
 }
 
-function bitmap(el, ba) {
+function bitmap(el, ba, noFrames) {
   el.replaceChildren();
   const svg = d3.select(el).append("svg");
   if (!ba) {
-    svg.attr("width", 300).attr("height", 20).append("text").attr("class", "empty-note").attr("y", 14)
-      .text("no Block-Ack answered this PPDU in its exchange");
+    svg.attr("width", 700).attr("height", 20).append("text").attr("class", "empty-note").attr("y", 14)
+      .text(noFrames ? "Block-Ack bitmaps, NAV and MPDU lengths need the frame table: this run came from the cache "
+                       + "without it (restart with --no-cache to see them)"
+                     : "no Block-Ack answered this PPDU in its exchange");
     return;
   }
   const bits = ba.bits, mine = new Set(ba.seqs), C = 11, per = 64;
