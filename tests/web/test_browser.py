@@ -637,3 +637,23 @@ def test_search_by_mac_seq_and_port(page, run):
     box.press("Enter")
     page.wait_for_function("(n) => document.querySelectorAll('#flows tbody tr').length === n", arg=want_n)
     assert page.evaluate("() => window.__sniffsync.search.at(-1).flows.length") == want_n
+
+
+def test_png_export_of_the_visible_view(page, tmp_path):
+    """The downloaded file is a PNG of the lanes plus every unfolded track at device pixels, and
+    its first lane's pixels are the page's own (a data PPDU's colour is in it)."""
+    import struct
+    page.wait_for_function("() => window.__sniffsync.tracks.fetches > 0")
+    with page.expect_download() as dl:
+        page.locator("#export").click()
+    path = tmp_path / "view.png"
+    dl.value.save_as(path)
+    dl.value.save_as(ARTIFACTS / "export-view.png")            # for a human to look at
+    raw = path.read_bytes()
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = struct.unpack(">II", raw[16:24])
+    info = page.evaluate("() => window.__sniffsync.exported")
+    lanes = page.evaluate("() => { const c = document.querySelector('#timeline canvas'); return [c.width, c.height]; }")
+    tracks = page.evaluate("() => [...document.querySelectorAll('#tracks .track canvas')].map(c => c.height)")
+    assert (w, h) == (info["width"], info["height"]) == (lanes[0], lanes[1] + sum(tracks) + 16 * len(tracks))
+    assert dl.value.suggested_filename.startswith("sniffsync-") and info["tracks"] == len(tracks)

@@ -9,6 +9,7 @@ import {tracks} from "./tracks.js";
 import {renderDrill} from "./drill.js";
 import {filters, describe} from "./filters.js";
 import {formatNs} from "./format.js";
+import {exportPng} from "./export.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 
@@ -60,6 +61,10 @@ export async function start(source) {
 
   document.getElementById("lanes").addEventListener("change", async (ev) => { await tl.setLanes(ev.target.value); saveView(); });
   document.getElementById("reset").addEventListener("click", () => tl.zoomTo(0, meta.span_ns));
+  document.getElementById("export").addEventListener("click", async () => {
+    const [a, b] = tl.domain();
+    window.__sniffsync.exported = await exportPng(`sniffsync-${Math.round(a / 1e3)}-${Math.round(b / 1e3)}us.png`);
+  });
   for (const b of document.querySelectorAll("[data-find]")) {
     b.addEventListener("click", () => findNext(b.dataset.find));
   }
