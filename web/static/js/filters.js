@@ -44,6 +44,8 @@ export function describe(range, f, fmt) {
   if (f.kinds) parts.push(`kinds ${f.kinds.filter(Boolean).join(", ") || "none"}`);
   if (f.flows) parts.push(`${f.flows.filter(Boolean).length} flow(s)`);
   const any = range || f.sta || f.kinds || f.flows;
-  return any ? `Analysis views below: ${parts.join("; ")}. The timeline and its tracks show everything.`
+  const trk = f.sta || f.flows ? " The tracks show the selected stations' and flows' series (utilisation, Jain and"
+    + " event counts: all); the timeline shows everything." : " The timeline and its tracks show everything.";
+  return any ? `Analysis views below: ${parts.join("; ")}.${trk}`
              : "Analysis views below: whole run, everything.";
 }

@@ -20,7 +20,7 @@ export async function start(source) {
   const drillRoot = document.getElementById("drill");
   const meta = await source.meta();
   let tl, applying = false, ready = false;
-  let range = null, filt = {}, asked = 0;
+  let range = null, filt = {}, asked = 0, whole = null;
   const recompute = async () => {   // one selection (range + filters) for every analysis view
     const mine = ++asked, note = describe(range, filt, (t) => formatNs(t, meta.span_ns));
     const a = await source.analysis(range ? range[0] : null, range ? range[1] : null, filt);
@@ -28,6 +28,8 @@ export async function start(source) {
     status.textContent = range || Object.keys(filt).length ? "selection applied to the analysis views" : "";
     document.getElementById("selection-note").textContent = a.approx ? `${note} ${a.approx}` : note;
     renderAnalysis(analysisRoot, a);
+    const fl = filt.flows ? filt.flows.filter((v) => v !== "").map((i) => (whole.flows || [])[+i]?.label) : null;
+    trk.select(filt.sta ? filt.sta.filter((v) => v !== "") : null, fl);
     window.__sniffsync.selection = {range, filters: filt, note: document.getElementById("selection-note").textContent};
   };
   const onBrush = (r) => { range = r; return recompute(); };
@@ -43,7 +45,7 @@ export async function start(source) {
     saveView();
   };
   tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle: saveView});
-  tracks(document.getElementById("tracks"), source, tl);
+  const trk = tracks(document.getElementById("tracks"), source, tl);
 
   async function applyHash() {   // the URL's view: lanes, range, pinned PPDU
     const h = readHash(), t0 = Number(h.t0), t1 = Number(h.t1);
@@ -92,7 +94,7 @@ export async function start(source) {
   document.getElementById("title").textContent = meta.title || "sniffsync";
   if (location.hash.length > 1) await applyHash();
   ready = true;
-  const whole = await source.analysis();
+  whole = await source.analysis();
   renderAnalysis(analysisRoot, whole);
   const sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
   document.getElementById("search").addEventListener("keydown", async (ev) => {

@@ -8,6 +8,13 @@ export function tracks(root, source, tl) {
   const hook = (window.__sniffsync ||= {}).tracks = {fetches: 0, domain: null, drawn: {}, folded: []};
   const folded = new Set();
   let data = null, view = null, timer = null, seq = 0, rows = new Map();
+  let only = null;      // {sta: Set|null, flows: Set|null}: the selection's stations and flows (per-station/flow series)
+  const shown = (t, s) => {
+    if (!only) return true;
+    if (/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(s.label)) return !only.sta || only.sta.has(s.label);
+    if (t.id === "goodput" || t.id === "rtt") return !only.flows || only.flows.has(s.label);
+    return true;
+  };
 
   function build(d) {
     if (rows.size) return;
@@ -53,12 +60,13 @@ export function tracks(root, source, tl) {
       ctx.fillStyle = "#fafafa"; ctx.fillRect(left, 0, right - left, TRACK_H);
       const fixed = t.id === "jain" || t.id === "util" ? 1 : null;
       let ymax = fixed || 0;
-      if (!fixed) for (const s of t.series) for (const v of s.y) if (v != null && v > ymax) ymax = v;
+      if (!fixed) for (const s of t.series) if (shown(t, s)) for (const v of s.y) if (v != null && v > ymax) ymax = v;
       ymax = ymax || 1;
       const y = (v) => TRACK_H - 4 - (v / ymax) * (TRACK_H - 12);
       ctx.save(); ctx.beginPath(); ctx.rect(left, 0, right - left, TRACK_H); ctx.clip();
       let drawn = 0;
       t.series.forEach((s, si) => {
+        if (!shown(t, s)) return;
         ctx.fillStyle = ctx.strokeStyle = t.id === "util" ? "#4e79a7" : t.id === "failed" && si === 0 ? "#e15759" : color(si);
         if (t.how === "count" || t.how === "busy") {       // bars: a value per bucket
           for (let k = 0; k < n; k++) {
@@ -117,5 +125,15 @@ export function tracks(root, source, tl) {
     view = v; draw();
     clearTimeout(timer); timer = setTimeout(fetchData, 40);
   });
-  return {refresh: fetchData};
+  return {
+    refresh: fetchData,
+    select(sta, flows) {   // show only these stations' / flows' series (null: all); legends follow
+      only = sta || flows ? {sta: sta && new Set(sta), flows: flows && new Set(flows)} : null;
+      for (const t of data ? data.tracks : []) {
+        rows.get(t.id)?.row.selectAll(".track-legend span").classed("off", (s) => !shown(t, s));
+      }
+      hook.selected = only ? {sta: sta, flows: flows} : null;
+      draw();
+    },
+  };
 }
