@@ -3,7 +3,7 @@ import contextlib
 import threading
 from pathlib import Path
 
-from werkzeug.serving import make_server
+from web.server import make_server
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -13,13 +13,14 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 
 @contextlib.contextmanager
 def serve(app):
-    srv = make_server("127.0.0.1", 0, app, threaded=True)
+    srv = make_server(app, "127.0.0.1", 0)
     th = threading.Thread(target=srv.serve_forever, daemon=True)
     th.start()
     try:
         yield f"http://127.0.0.1:{srv.server_port}"
     finally:
         srv.shutdown()
+        srv.server_close()
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import pandas as pd
 from airtime.summary import histogram, station_airtime
 from sniffsync.decode.macs import mac_text
 
-__all__ = ["analysis_data", "failed_bin_ns", "MAX_POINTS", "MAX_BINS"]
+__all__ = ["analysis_data", "data_notes", "failed_bin_ns", "MAX_POINTS", "MAX_BINS"]
 
 MAX_POINTS = 2000
 MAX_BINS = 120                      # bars of the failed-MPDU histogram, whatever the time span
@@ -74,7 +74,40 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
     out["summary"] = fair.summary.get("runs") if fair is not None else None
     out["sync"] = sync_rows(run.sync_report, run.names)
     out["reception"] = (run.detect_summary or {}).get("reception")     # bad-FCS counts per sniffer
+    out["notes"] = data_notes(run)
     return out
+
+
+def data_notes(run) -> dict:
+    """Why a view may be empty for the whole run, in words, from the frame table's counts
+    (or the counts :mod:`sniffsync.pipeline.uicols` kept for a cached run): ``flows`` (no
+    TCP/UDP: encrypted, or no IP), ``mcs`` (legacy PHYs only). A view empty only in a brushed
+    range says so itself."""
+    notes = {}
+    n = _frame_counts(run)
+    flows = getattr(getattr(run, "fairness", None), "flows", None)
+    if n is not None and (flows is None or not len(flows)):
+        if not n["tcpudp"]:
+            why = (f"{n['protected_data']} encrypted data frames" if n["protected_data"] else
+                   f"{n['data']} data frames carry no IP" if n["data"] else "no data frames captured")
+            notes["flows"] = f"no TCP/UDP: {why}"
+        else:
+            notes["flows"] = f"no TCP/UDP flow with data both ways among {n['tcpudp']} TCP/UDP frames"
+    p = run.ppdus
+    if len(p) and not p.loc[p["kind"].astype(str) == "data", "mcs"].notna().any():
+        notes["mcs"] = "no HT/VHT/HE data PPDUs: legacy (non-MCS) rates only"
+    return notes
+
+
+def _frame_counts(run) -> dict | None:
+    f = getattr(run, "frames", None)
+    if f is None or not len(f):
+        return run.ppdus.attrs.get("frame_counts")
+    data = (f["type"] == 2).fillna(False).to_numpy(bool) if "type" in f else np.zeros(len(f), bool)
+    prot = f["protected"].fillna(False).to_numpy(bool) if "protected" in f else np.zeros(len(f), bool)
+    proto = f["ip_proto"] if "ip_proto" in f else pd.Series(pd.NA, index=f.index)
+    return {"data": int(data.sum()), "protected_data": int((data & prot).sum()),
+            "ip": int(proto.notna().sum()), "tcpudp": int(proto.isin([6, 17]).fillna(False).sum())}
 
 
 def _fairness_series(fair, labels: dict, lo: int, hi: int, base: int) -> dict:

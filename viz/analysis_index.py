@@ -55,6 +55,8 @@ class _Series:
 class AnalysisIndex:
     """``index(t0, t1)`` -> the dict :func:`viz.analysis.analysis_data` gives for ``run``."""
 
+    takes_filters = True
+
     def __init__(self, run):
         p = _by_time(run.ppdus, "start_ns")
         ev = _by_time(run.events, "start_ns") if len(run.events) else run.events
@@ -67,6 +69,7 @@ class AnalysisIndex:
         self.ta = _codes(p["ta"], self.ta_values)
         kind = p["kind"].astype(str).to_numpy()
         self.is_data, self.is_rts = kind == "data", kind == "rts"
+        self.kind = kind
         self.n_mpdus = p["n_mpdus"].to_numpy(np.int64)
         self.mcs_na = p["mcs"].isna().to_numpy()
         self.mcs = p["mcs"].to_numpy(dtype=np.float64, na_value=0).astype(np.int64)
@@ -90,28 +93,52 @@ class AnalysisIndex:
             self.jain_t = self.jain["start_ns"].to_numpy(np.int64) if self.jain is not None else None
             self.rtt = _Series(fair.rtt, "ts_ns", labels) if len(fair.rtt) else None
 
-    def __call__(self, t0: int | None = None, t1: int | None = None) -> dict:
-        if t0 is None and t1 is None:
+    def __call__(self, t0: int | None = None, t1: int | None = None, stations=None, kinds=None,
+                 flows=None) -> dict:
+        """The views' data for [t0, t1) (run-relative ns, None = open), optionally only for the
+        PPDUs and events of ``stations`` (TA as colon-hex), PPDUs of ``kinds`` and the flows at
+        positions ``flows`` of the whole run's flow table."""
+        filtered = stations is not None or kinds is not None or flows is not None
+        if t0 is None and t1 is None and not filtered:
             return self.whole
         lo = self.base + (t0 if t0 is not None else -_FAR)
         hi = self.base + (t1 if t1 is not None else _FAR)
         sl = slice(int(np.searchsorted(self.start, lo)), int(np.searchsorted(self.start, hi)))
         es = slice(int(np.searchsorted(self.ev_start, lo)), int(np.searchsorted(self.ev_start, hi)))
+        if stations is not None or kinds is not None:
+            sl, es = self._filter(sl, es, stations, kinds)
         out = {"range_ns": [t0, t1]}
+        if filtered:
+            out["filters"] = {"stations": stations, "kinds": kinds, "flows": flows}
         if self.fair is not None:
-            out.update(self._fairness(lo, hi))
-        if sl.stop > sl.start:
+            out.update(self._fairness(lo, hi, flows))
+        if _n(sl):
             out["airtime_share"] = self._airtime_share(sl)
         out["hist"] = self._histograms(sl, es)
         out["rts"] = self._rts(sl, es)
-        n_ev = es.stop - es.start
+        n_ev = _n(es)
         counts = np.bincount(self.ev_kind[es], minlength=len(self.ev_cats)) if n_ev else []
         out["events"] = {k: int(c) for k, c in zip(self.ev_cats, counts)
                          if self.ev_categorical or c} if n_ev else {}
-        for k in ("flows", "summary", "sync"):
+        for k in ("flows", "summary", "sync", "notes"):
             if k in self.whole:
                 out[k] = self.whole[k]
+        if flows is not None and "flows" in self.whole:
+            out["flows"] = [f for i, f in enumerate(self.whole["flows"]) if i in set(flows)]
         return out
+
+    def _filter(self, sl: slice, es: slice, stations, kinds):
+        """Index arrays (in time order) of the PPDUs / events in the slices that pass the filters.
+        An event follows its station (TA); a kind filter keeps the events of the kept PPDUs' kinds
+        only through the station test (events have no PPDU kind)."""
+        idx, eidx = np.arange(sl.start, sl.stop), np.arange(es.start, es.stop)
+        if stations is not None:
+            codes = np.array([self.ta_text.index(m) for m in stations if m in self.ta_text], np.int64)
+            idx = idx[np.isin(self.ta[idx], codes)]
+            eidx = eidx[np.isin(self.ev_ta[eidx], codes)]
+        if kinds is not None:
+            idx = idx[np.isin(self.kind[idx], list(kinds))]
+        return idx, eidx
 
     def _airtime_share(self, sl: slice) -> list:
         ta = self.ta[sl]
@@ -125,11 +152,11 @@ class AnalysisIndex:
         order = np.argsort(-busy_us[seen], kind="stable")
         return [{"station": self.ta_text[seen[i]], "share_pct": float(share[i])} for i in order]
 
-    def _histograms(self, sl: slice, es: slice) -> dict:
-        n = sl.stop - sl.start
-        span = int(self.end[sl].max()) - int(self.start[sl.start]) if n else 0
+    def _histograms(self, sl, es) -> dict:
+        n = _n(sl)
+        first = int(self.start[_first(sl)]) if n else self.base
+        span = int(self.end[sl].max()) - first if n else 0
         bin_ns = failed_bin_ns(span)
-        first = int(self.start[sl.start]) if n else self.base
         nb = max(1, -(-span // bin_ns))
         failed = self.ev_start[es][self.ev_kind[es] == self._ev_code("mpdu_failed")]
         counts = np.bincount(((failed - first) // bin_ns).clip(0, nb - 1), minlength=nb)[:nb]
@@ -159,11 +186,13 @@ class AnalysisIndex:
                  "ratio": _f((rts[i] - un[i]) / rts[i], 4), "collisions": int(co[i])}
                 for i in np.flatnonzero(rts)]
 
-    def _fairness(self, lo: int, hi: int) -> dict:
+    def _fairness(self, lo: int, hi: int, flows=None) -> dict:
         out = {}
         w = self.windows
+        keep = None if flows is None else {self.whole["flows"][i]["label"] for i in flows
+                                           if i < len(self.whole.get("flows", []))}
         if w is not None:
-            m = w.mask(lo, hi)
+            m = w.mask(lo, hi) & (True if keep is None else np.isin(w.group, [g for g, lab in enumerate(w.labels) if lab in keep]))
             t_ns = np.unique(w.t[m])
             bps = w.df["goodput_bps"].to_numpy() / 1e6
             series = []
@@ -173,7 +202,10 @@ class AnalysisIndex:
                 y[np.searchsorted(t_ns, w.t[rows])] = bps[rows]
                 series.append({"label": w.labels[g], "mbps": [_f(v) for v in y]})
             out["goodput"] = {"t_ns": (t_ns - self.base).tolist(), "series": series}
-        if self.jain is not None:
+        if self.jain is not None and keep is not None:
+            out["jain"] = self._jain_of(lo, hi, keep)
+            out["cdf"] = []
+        elif self.jain is not None:
             m = (self.jain_t >= lo) & (self.jain_t < hi)
             j = self.jain[m]
             out["jain"] = {"t_ns": (self.jain_t[m] - self.base).tolist(),
@@ -185,7 +217,7 @@ class AnalysisIndex:
             out["cdf"] = self.whole["cdf"]
         r = self.rtt
         if r is not None:
-            m = r.mask(lo, hi)
+            m = r.mask(lo, hi) & (True if keep is None else np.isin(r.group, [g for g, lab in enumerate(r.labels) if lab in keep]))
             rtt_ns, q_ns = r.df["rtt_ns"].to_numpy(float), r.df["qdelay_ns"].to_numpy(float)
             series = []
             for g in np.unique(r.group[m]):
@@ -196,3 +228,28 @@ class AnalysisIndex:
                                "qdelay_ms": [_f(v / 1e6) for v in q_ns[k]]})
             out["rtt"] = {"series": series}
         return out
+
+    def _jain_of(self, lo: int, hi: int, keep: set) -> dict:
+        """Jain's index of goodput per window over the selected flows active in it:
+        (sum x)^2 / (n sum x^2)."""
+        w = self.windows
+        m = w.mask(lo, hi) & np.isin(w.group, [g for g, lab in enumerate(w.labels) if lab in keep])
+        if "active" in w.df:
+            m &= w.df["active"].fillna(False).to_numpy(bool)
+        t = w.t[m]
+        x = w.df["goodput_bps"].to_numpy(float)[m]
+        ts, inv = np.unique(t, return_inverse=True)
+        s1, s2 = np.bincount(inv, x, len(ts)), np.bincount(inv, x * x, len(ts))
+        n = np.bincount(inv, minlength=len(ts))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            j = np.where(s2 > 0, s1 * s1 / (n * s2), np.nan)
+        return {"t_ns": (ts - self.base).tolist(), "goodput": [_f(v) for v in j], "airtime": [],
+                "why": [""] * len(ts)}
+
+
+def _n(sel) -> int:
+    return sel.stop - sel.start if isinstance(sel, slice) else len(sel)
+
+
+def _first(sel) -> int:
+    return sel.start if isinstance(sel, slice) else int(sel[0])

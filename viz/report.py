@@ -21,7 +21,7 @@ from viz.tiles import KINDS, SEVERITY
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
 
 STATIC = Path(__file__).resolve().parents[1] / "web" / "static"
-MODULE_ORDER = ["colors", "format", "api", "timeline", "lines", "bars", "table", "analysis", "main"]
+MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "drill", "filters", "export", "analysis", "main"]
 MAX_ITEMS = 30_000
 
 
@@ -70,7 +70,7 @@ def _timeline_data(view, w0: int, w1: int) -> dict:
         "end_ns": (sel["end_ns"].to_numpy(np.int64) - w0).tolist(),
         "kind": kind.tolist(), "severity": sev.tolist(), "ppdu": sel["ppdu"].astype(int).tolist(),
         "ta": mac_texts(sel["ta"]), "ra": mac_texts(sel["ra"]), "phy": col("phy"), "mcs": col("mcs"),
-        "nss": col("nss"), "bw_mhz": col("bw_mhz"), "n_mpdus": col("n_mpdus"),
+        "nss": col("nss"), "bw_mhz": col("bw_mhz"), "n_mpdus": col("n_mpdus"), "rate_mbps": col("rate_mbps"),
         "airtime_us": ((sel["end_ns"] - sel["start_ns"]) / 1000).round(1).tolist(),
         "failed_seqs": [failed.get(int(i), []) for i in sel["ppdu"]],
         "heard_by": [names[b.astype(bool)].tolist() for b in bits],
@@ -78,8 +78,17 @@ def _timeline_data(view, w0: int, w1: int) -> dict:
     labels = [mac_text(u) if u else "unknown" for u in uniq]
     meta = {"title": view.title, "span_ns": int(w1 - w0), "t0_abs_ns": int(w0),
             "lanes": {"station": labels, "sniffer": list(view.sniffers)}, "kinds": KINDS,
-            "n_ppdus": len(sel)}
+            "n_ppdus": len(sel), "offset_ns": int(w0 - int(view.ppdus["start_ns"].min()))}
     return {"meta": meta, "items": items}
+
+
+def _window_tracks(run, t0: int, t1: int) -> dict:
+    """The counter tracks of the report's window at the finest resolution the page asks for,
+    on the window's own time axis (0 = its start, like the embedded timeline)."""
+    from viz.tracks import MAX_BUCKETS, TrackIndex
+    d = TrackIndex(run).tracks(t0, max(t1, t0 + 1), MAX_BUCKETS)
+    d["t0_ns"], d["t1_ns"] = 0, d["t1_ns"] - t0
+    return d
 
 
 def bundle_js() -> str:
@@ -111,7 +120,7 @@ def build_report(view, run, title: str = "sniffsync report") -> str:
     base = int(view.ppdus["start_ns"].min())
     tl["meta"]["title"] = (f"{title} — timeline of the most eventful seconds "
                            f"({(w0 - base) / 1e9:.1f}–{(w1 - base) / 1e9:.1f} s)")
-    data = {"timeline": tl, "analysis": analysis_data(run)}
+    data = {"timeline": tl, "analysis": analysis_data(run), "tracks": _window_tracks(run, w0 - base, w1 - base)}
     page = (STATIC / "index.html").read_text()
     css = (STATIC / "style.css").read_text()
     d3 = (STATIC / "vendor" / "d3" / "d3.min.js").read_text()

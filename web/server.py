@@ -1,63 +1,90 @@
-"""The HTTP server under the app: Werkzeug's threaded WSGI server, with no banner.
+"""The HTTP server under the app: waitress (a production WSGI server), with no banner.
 
-No ``Server:`` header (it named Werkzeug's and Python's versions), no development-server
-warning, no per-request log line; a busy port is one clear error instead of a traceback.
-Which names and which token the server accepts is :mod:`web.guard`'s job.
+No ``Server:`` header (waitress's ``ident`` is empty, so neither the app's answers nor
+waitress's own error pages name it), no start-up banner, no per-request log; a busy port
+is one clear error instead of a traceback. Which names and which token the server accepts
+is :mod:`web.guard`'s job.
 """
 from __future__ import annotations
 
 import errno
 import ipaddress
+import logging
 import secrets
 import socket
-
-from werkzeug.serving import WSGIRequestHandler, make_server as _werkzeug_server
+import threading
 
 from sniffsync.errors import UsageError
 
-__all__ = ["make_server", "access", "url_host"]
+__all__ = ["make_server", "access", "url_host", "Server"]
 
 WILDCARD = {"0.0.0.0", "::", ""}
+IDLE_TIMEOUT_S = 60      # a connection idle this long is closed: a stalled client does not hold it forever
+THREADS = 8
 
 
-class _Handler(WSGIRequestHandler):
-    """Werkzeug's handler minus the version banner, the access log and a second ``Date``
-    (http.server sends one; Werkzeug's conditional and file responses add their own)."""
+class Server:
+    """A bound waitress server with the ``serve_forever / shutdown / server_close`` shape
+    of :mod:`socketserver` (what the CLI and the tests drive)."""
 
-    _date_sent = False
-    timeout = 60          # s per socket read/write: an idle or trickling client does not hold a thread forever
+    def __init__(self, inner, host: str):
+        self._inner = inner
+        self.server_name, self.server_port = host, int(inner.effective_port)
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._done.set()
 
-    def send_response(self, code, message=None):
-        self._date_sent = False
-        super().send_response(code, message)
+    def serve_forever(self):
+        """Serve until :meth:`shutdown` (or Ctrl-C): waitress's event loop, one poll at a time."""
+        from waitress import wasyncore
+        self._done.clear()
+        try:
+            while not self._stop.is_set() and self._inner._map:
+                wasyncore.loop(timeout=self._inner.adj.asyncore_loop_timeout, map=self._inner._map,
+                               use_poll=True, count=1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._done.set()
 
-    def send_header(self, keyword, value):
-        name = keyword.lower()
-        if name == "server" or (name == "date" and self._date_sent):
-            return
-        self._date_sent |= name == "date"
-        super().send_header(keyword, value)
+    def shutdown(self):
+        """Stop serving (from another thread): the loop ends, then the worker threads."""
+        self._stop.set()
+        self._inner.pull_trigger()                  # wakes the poll now
+        self._done.wait(5)
+        self._inner.task_dispatcher.shutdown(timeout=5)
 
-    def log_request(self, *args, **kwargs):
-        pass
+    def server_close(self):
+        from waitress import wasyncore
+        self._stop.set()
+        if self._done.wait(5):                      # never close sockets under a running poll
+            wasyncore.close_all(self._inner._map)
 
 
-def make_server(app, host: str, port: int):
-    """A threaded server bound to ``host:port`` (``port`` 0: any free one), not yet serving.
-
-    The socket is bound here (Werkzeug would print its own advice and exit on a busy port).
-    """
+def _bind(host: str, port: int) -> socket.socket:
     try:
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.create_server((host, port), family=family)
+        return socket.create_server((host, port), family=family)
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             raise UsageError(f"port {port} on {host} is busy: stop what uses it or pick another --port")
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}")
-    with sock:                                      # Werkzeug works on its own duplicate of the fd
-        srv = _werkzeug_server(host, port, app, threaded=True, request_handler=_Handler, fd=sock.fileno())
-    srv.server_name, srv.server_port = host, srv.socket.getsockname()[1]    # bind() would have set them
-    return srv
+
+
+def make_server(app, host: str, port: int) -> Server:
+    """A waitress server bound to ``host:port`` (``port`` 0: any free one), not yet serving.
+
+    The socket is bound here, so a busy port is our one-line error, not waitress's traceback.
+    """
+    from waitress.server import create_server
+
+    sock = _bind(host, port)
+    logging.getLogger("waitress").setLevel(logging.ERROR)   # no "task queue depth" chatter
+    idle = IDLE_TIMEOUT_S
+    inner = create_server(app, sockets=[sock], ident="", threads=THREADS, channel_timeout=idle,
+                          cleanup_interval=max(0.2, min(30, idle / 2)), asyncore_loop_timeout=min(1, idle),
+                          max_request_header_size=64 * 1024, clear_untrusted_proxy_headers=True)
+    return Server(inner, host)
 
 
 def _is_loopback_bind(host: str) -> bool:

@@ -40,16 +40,13 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
-    from viz.analysis import analysis_data
-    from viz.runview import RunView
-
     from sniffsync.errors import NoDataError
     from sniffsync.export.tables import write_table
     from sniffsync.sync.merge import write_merged
     from sniffsync.pipeline.run import analyse
     from sniffsync.cli.common import print_table, progress_printer
     from sniffsync.cli.report import write_report
-    from sniffsync.cli.serve import serve_view
+    from sniffsync.cli.serve import make_view, serve_view
     from sniffsync.io.atomic import check_outputs
 
     folder = Path(args.samples) if args.samples else samples_dir()
@@ -80,7 +77,7 @@ def run(args) -> int:
         for name in ("flows", "windows", "rtt"):
             write_table(getattr(run_.fairness, name), str(out / f"{name}.csv"))
     title = "hidden-node demo: " + " + ".join(Path(p).name for p in paths)
-    view = RunView(run_.ppdus, run_.events, lambda t0, t1: analysis_data(run_, t0, t1), run_.names, title)
+    view = make_view(run_, title)
     write_report(run_, view, str(out / "report.html"))
     say(f"wrote {out}/: merged.pcapng sync.json ppdus.csv events.csv summary.json flows.csv report.html")
     if args.no_serve:

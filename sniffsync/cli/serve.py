@@ -16,12 +16,23 @@ def add_arguments(p):
     p.add_argument("--no-cache", action="store_true", help="recompute instead of using the Parquet cache")
 
 
+def make_view(run, title):
+    """The UI's view of an analysed run: timeline index, analysis index (ranges and filters),
+    counter tracks, drill-down, legacy rates."""
+    from viz.analysis_index import AnalysisIndex
+    from viz.drill import DrillIndex
+    from viz.runview import RunView, with_legacy_rates
+    from viz.tracks import TrackIndex
+
+    from sniffsync.pipeline.uicols import attach_frame_columns
+    run = attach_frame_columns(run)              # no-op when the pipeline (or the cache) did it
+    return RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
+                   tracks=TrackIndex(run), drill=DrillIndex(run))
+
+
 def build_view(args):
     """Analyse (through the cache) and wrap the run for the UI."""
     from pathlib import Path
-
-    from viz.analysis_index import AnalysisIndex
-    from viz.runview import RunView
 
     from sniffsync.pipeline.cache import analyse_cached
     from sniffsync.cli.common import progress_printer
@@ -31,8 +42,7 @@ def build_view(args):
                                  keep_bad_fcs=getattr(args, "keep_bad_fcs", False),
                                  progress=progress_printer(args.quiet))
     title = " + ".join(Path(p).name for p in args.captures)
-    view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, title)
-    return run, view, cached
+    return run, make_view(run, title), cached
 
 
 def start_server(view, host, port, allow_hosts=()):

@@ -88,7 +88,8 @@ def analyse_cached(paths, *, use_cache=True, **options) -> tuple[Run, bool]:
         run = load_run(folder)
         if run is not None:
             return run, True
-    run = analyse(paths, **options)
+    from sniffsync.pipeline.uicols import attach_frame_columns
+    run = attach_frame_columns(analyse(paths, **options))      # frame facts the UI shows, cached too
     if use_cache:
         try:
             save_run(run, folder)

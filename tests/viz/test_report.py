@@ -97,3 +97,32 @@ def test_embedded_json_cannot_break_out(tmp_path):
         assert page.text_content(".lane-label") == EVIL
         assert errors == []
     assert blocked == []
+
+
+@pytest.mark.browser
+def test_report_selection_recomputes_offline(report):
+    """Offline: unticking a frame kind recomputes the airtime shares from the embedded window's
+    PPDUs; oracle: pandas over the same window of the analysed run."""
+    from sniffsync.decode.macs import mac_text
+    from sniffsync.pipeline.run import analyse
+    from viz.report import eventful_window
+    run = analyse([str(p) for p in SNIFFERS])
+    w0, w1 = eventful_window(run.ppdus, run.events)
+    p = run.ppdus
+    sel = p[(p["end_ns"] > w0) & (p["start_ns"] < w1) & (p["start_ns"] >= w0) & p["ta"].notna()]
+    sel = sel[sel["kind"].astype(str) != "data"]
+    busy = ((sel["end_ns"] - sel["start_ns"]).groupby(sel["ta"].map(lambda v: mac_text(int(v)))).sum() // 1000)
+    want = sorted(((k, 100.0 * v / busy.sum()) for k, v in busy.items()), key=lambda kv: -kv[1])
+    blocked, route = _open_offline(report)
+    with browser_page() as (page, errors):
+        page.route("**/*", route)
+        page.goto(report.as_uri())
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        page.locator('#filters fieldset[data-key="kinds"] input[value="data"]').uncheck()
+        page.wait_for_function("() => window.__sniffsync.selection && window.__sniffsync.selection.filters.kinds")
+        titles = page.eval_on_selector_all("#airtime svg rect.bar title", "els => els.map(e => e.textContent)")
+        assert titles == [f"{k}: {round(v, 1):g}" for k, v in want]
+        assert "offline report" in page.locator("#selection-note").text_content()
+        page.screenshot(path=str(ARTIFACTS / "report-selection.png"), full_page=True)
+        assert errors == []
+    assert blocked == []

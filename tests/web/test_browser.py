@@ -43,9 +43,12 @@ def run():
 def ui(run):
     """(base url, page, console errors) — one server and one browser for the module."""
     from viz.analysis_index import AnalysisIndex
-    from viz.runview import RunView
+    from viz.runview import RunView, with_legacy_rates
     from web import create_app
-    view = RunView(run.ppdus, run.events, AnalysisIndex(run), run.names, "hidden-node A+B+C")
+    from viz.drill import DrillIndex
+    from viz.tracks import TrackIndex
+    view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names,
+                   "hidden-node A+B+C", tracks=TrackIndex(run), drill=DrillIndex(run))
     ARTIFACTS.mkdir(exist_ok=True)
     with serve(create_app(view)) as url, browser_page() as (page, errors):
         yield url, page, errors
@@ -216,7 +219,8 @@ def test_shift_brush_requests_range_and_rerenders(page):
     page.mouse.move(xb, y, steps=6)
     page.mouse.up()
     page.keyboard.up("Shift")
-    page.wait_for_function("() => document.querySelector('#status').textContent.includes('brushed')")
+    page.wait_for_function("() => document.querySelector('#status').textContent.includes('selection')")
+    assert page.locator('#selection-note').text_content().startswith('Analysis views below: range ')
     page.wait_for_function("() => !document.contains(window.__old)")      # the bars were redrawn
     assert len(seen) == 1
     q = parse_qs(urlparse(seen[0]).query)
@@ -244,6 +248,7 @@ def test_token_url_loads_the_ui_then_leaves_the_address_bar(ui, run):
         page.context.clear_cookies()
         r = page.goto(f"{url}/?lanes=x")
         assert r.status == 403 and "n_ppdus" not in page.content()
+        page.goto("about:blank")            # the 403 page's own console line is flushed before the clear
         errors.clear()
         statuses = []
         page.on("response", lambda resp: statuses.append(resp.status) if "/api/" in resp.url else None)
@@ -256,3 +261,402 @@ def test_token_url_loads_the_ui_then_leaves_the_address_bar(ui, run):
         page.screenshot(path=str(ARTIFACTS / "ui-token.png"))
         assert errors == []
         page.context.clear_cookies()
+
+
+# ---- issue 15: resizing, chart widths, tooltips, legacy rates, empty states --------------------
+
+def test_resize_keeps_the_visible_time_range(page, run):
+    s, e = _rel(run)
+    t0, t1 = int(s[len(s) // 3]), int(s[len(s) // 3]) + 3_000_000
+    before = _zoom(page, t0, t1)["domain"]
+    for w in (900, 1600, 1400):
+        page.set_viewport_size({"width": w, "height": 1000})
+        page.wait_for_function("(w) => document.getElementById('timeline').clientWidth < w", arg=w)
+        page.wait_for_timeout(150)
+        after = page.evaluate(HOOK)["domain"]
+        # the range we zoomed to, to within a nanosecond-scale rounding, whatever the width
+        assert abs(after[0] - t0) < 10 and abs(after[1] - t1) < 10, (w, before, after)
+        if w == 900:
+            page.screenshot(path=str(ARTIFACTS / "ui-resized-900.png"), full_page=True)
+
+
+def test_charts_fill_their_panels_after_a_resize(page):
+    for w in (1400, 900):
+        page.set_viewport_size({"width": w, "height": 1000})
+        page.wait_for_timeout(300)
+        got = page.eval_on_selector_all(
+            "#analysis section > div", "els => els.filter(e => e.querySelector('svg')).map(e => "
+            "[e.id, e.clientWidth, +e.querySelector('svg').getAttribute('width'), "
+            "e.closest('section').scrollWidth <= e.closest('section').clientWidth])")
+        assert len(got) >= 7
+        for cid, div_w, svg_w, no_clip in got:
+            assert abs(svg_w - div_w) <= 1 and no_clip, (w, cid, div_w, svg_w)
+        clipped = page.eval_on_selector_all("#analysis section", "els => els.filter(e => e.scrollWidth > "
+                                            "e.clientWidth).map(e => e.querySelector('h2').textContent)")
+        assert clipped == [], (w, clipped)                      # tables too: nothing wider than its panel
+    page.locator("#analysis").screenshot(path=str(ARTIFACTS / "ui-charts-900.png"))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_tooltip_goes_when_its_item_leaves_the_view(page, run):
+    i, s, e = _pick_ppdu(run, "data")
+    ppdu = int(run.ppdus.iloc[i]["ppdu"])
+    _zoom(page, s - 200_000, e + 200_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", ppdu)
+    page.mouse.click(pos["x"], pos["y"])                          # pin it
+    page.wait_for_function("() => document.querySelector('#timeline .tip.pinned') !== null")
+    _zoom(page, s - 400_000, e + 400_000)                         # still in view: the tip follows
+    assert page.locator("#timeline .tip").is_visible()
+    new = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", ppdu)
+    tip_x = page.locator("#timeline .tip").bounding_box()["x"]
+    assert abs(tip_x - new["x"]) < 80                             # next to the item, not where it was
+    _zoom(page, e + 50_000_000, e + 60_000_000)                   # zoomed away: the item is off screen
+    assert not page.locator("#timeline .tip").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "ui-tip-gone.png"))
+
+
+def test_legacy_phy_shows_its_rate_in_mbps_from_tshark(page, run):
+    """Oracle: tshark's radiotap.datarate for the PPDU's first frame (tests/data/tshark fixture)."""
+    import pandas as pd
+    from conftest import DATA
+    p, f = run.ppdus, run.frames
+    legacy = p[(p["phy"].astype(str) == "ofdm") & (p["kind"].astype(str) == "ack")]
+    row = legacy.iloc[len(legacy) // 2]
+    fr = f.iloc[int(row["first_frame"])]
+    name = SNIFFERS[int(fr["sniffer"])].name
+    ts = pd.read_csv(DATA / "tshark" / f"{name}.tsv.gz", sep="\t", dtype=str, usecols=["frame.number", "radiotap.datarate"])
+    rate = ts.loc[ts["frame.number"] == str(int(fr["frame"])), "radiotap.datarate"].iloc[0]
+    s, e = _rel(run)
+    k = int(np.flatnonzero(p["ppdu"].to_numpy() == row["ppdu"])[0])
+    _zoom(page, s[k] - 100_000, e[k] + 100_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", int(row["ppdu"]))
+    page.mouse.move(pos["x"], pos["y"])
+    page.wait_for_function("() => (window.__sniffsync.timeline.tip || '').includes('Mb/s')")
+    text = page.locator("#timeline .tip").text_content()
+    assert f"PHYofdm {_js_number(float(rate))} Mb/s" in text and "MCS" not in text
+    page.screenshot(path=str(ARTIFACTS / "ui-legacy-rate.png"))
+
+
+def test_empty_views_say_what_is_missing(ui):
+    """An encrypted capture: tshark counts 35 protected data frames (wlan.fc.type_subtype 0x20-0x2f
+    with wlan.fc.protected = 1 in tests/data/tshark/fragattacks_*.tsv.gz); no axes labelled 0."""
+    import pandas as pd
+    from conftest import DATA
+    from sniffsync.pipeline.run import analyse
+    from viz.analysis_index import AnalysisIndex
+    from viz.runview import RunView, with_legacy_rates
+    from web import create_app
+    name = "fragattacks_ping_D_BP_bcast_ra-fromap.pcapng"
+    ts = pd.read_csv(DATA / "tshark" / f"{name}.tsv.gz", sep="\t", dtype=str)
+    sub = ts["wlan.fc.type_subtype"].map(lambda v: int(v, 16)).astype(int)
+    n_enc = int(((sub // 16 == 2) & (ts["wlan.fc.protected"] == "1")).sum())
+    r = analyse([str(CAPTURES / name)])
+    view = RunView(with_legacy_rates(r.ppdus, r.frames), r.events, AnalysisIndex(r), r.names, "encrypted")
+    _, page, errors = ui
+    errors.clear()
+    with serve(create_app(view)) as url:
+        page.goto(url)
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        msg = f"no TCP/UDP: {n_enc} encrypted data frames"
+        for cid in ("goodput", "jain", "rtt", "flows"):
+            assert page.locator(f"#{cid}").text_content().count(msg) == 1, cid
+        ticks = page.eval_on_selector_all("#analysis .tick text", "els => els.map(e => e.textContent)")
+        assert not any("0.0 µs" in t for t in ticks)
+        page.locator("#analysis").screenshot(path=str(ARTIFACTS / "ui-empty-states.png"))
+    assert errors == []
+
+
+# ---- counter tracks on the timeline's time axis -------------------------------------------------
+
+def _tracks_at(page, t0, t1):
+    _zoom(page, t0, t1)
+    page.wait_for_function("([a, b]) => { const d = window.__sniffsync.tracks.domain; "
+                           "return d && Math.abs(d[0] - a) < 2 && Math.abs(d[1] - b) < 2; }", arg=[int(t0), int(t1)])
+    return page.evaluate("() => window.__sniffsync.tracks")
+
+
+def test_tracks_follow_the_timeline_and_count_what_happened(page, run):
+    """Failed MPDUs per bucket summed over the view == mpdu_failed events in it (pandas mask over
+    run.events); channel utilisation of a bucket == airtime clipped to it (a per-PPDU loop here)."""
+    s, e = _rel(run)
+    base = int(run.ppdus["start_ns"].min())
+    ev = run.events
+    t_fail = ev.loc[ev["kind"].astype(str) == "mpdu_failed", "start_ns"].to_numpy(np.int64) - base
+    t0 = int(np.median(t_fail)) - 5_000_000
+    t1 = t0 + 10_000_000
+    hook = _tracks_at(page, t0, t1)
+    n = hook["n"]
+    u = urlparse(page.url)
+    url = f"{u.scheme}://{u.netloc}/api/tracks?t0={t0}&t1={t1}&n={n}"
+    d = page.evaluate("async (u) => (await (await fetch(u)).json())", url)
+    tr = {t["id"]: t for t in d["tracks"]}
+    assert {"goodput", "rtt", "mcs", "ampdu", "util", "jain", "failed"} <= set(tr)
+    assert sum(tr["failed"]["series"][0]["y"]) == int(((t_fail >= t0) & (t_fail < t1)).sum()) > 0
+    edges = np.linspace(t0, t1, n + 1).round().astype(np.int64)
+    for k in (0, n // 3, n // 2, n - 1):
+        cover = sum(max(0, min(b, edges[k + 1]) - max(a, edges[k])) for a, b in zip(s, e)
+                    if a < edges[k + 1] and b > edges[k])
+        assert abs(tr["util"]["series"][0]["y"][k] - min(1.0, cover / (edges[k + 1] - edges[k]))) < 2e-3
+    # payload ~ pixels: a bucket per 2 px of plot, whatever the number of PPDUs
+    plot_w = page.locator("#timeline canvas").bounding_box()["width"] - 164
+    assert abs(n - round(plot_w / 2)) <= 1
+    assert hook["drawn"]["failed"] > 0 and hook["drawn"]["util"] > 0
+    page.screenshot(path=str(ARTIFACTS / "ui-tracks.png"), full_page=True)
+    hook2 = _tracks_at(page, t0 + 2_000_000, t1 + 2_000_000)          # a pan moves every track
+    assert hook2["fetches"] > hook["fetches"]
+
+
+def test_tracks_fold_and_unfold(page):
+    page.wait_for_function("() => window.__sniffsync.tracks.fetches > 0")
+    btn = page.locator('.track[data-id="rtt"] button.fold')
+    btn.click()
+    assert not page.locator('.track[data-id="rtt"] canvas').is_visible()
+    assert page.evaluate("() => window.__sniffsync.tracks.folded") == ["rtt"]
+    page.screenshot(path=str(ARTIFACTS / "ui-tracks-folded.png"))
+    btn.click()
+    assert page.locator('.track[data-id="rtt"] canvas').is_visible()
+
+
+# ---- drill-down -----------------------------------------------------------------------------------
+
+def test_click_a_ppdu_drills_down_to_mpdus_bitmap_and_exchange(page, run):
+    """Oracles: the MPDU rows (seq) of run.mpdus for the PPDU; the Block-Ack bitmap and SSN of
+    the answering BA frame as tshark prints them (wlan.ba.bm, wlan.fixed.ssc.sequence in the
+    tests/data/tshark fixture of the sniffer that captured it), bit i = bit i % 8 of byte i // 8."""
+    import pandas as pd
+    from conftest import DATA
+    m, p, f = run.mpdus, run.ppdus, run.frames
+    # a data PPDU (an A-MPDU, the largest one that can be clicked alone) with a BA right after it
+    bad = m["ppdu"].value_counts().index.to_numpy()           # most MPDUs first
+    s, e = _rel(run)
+    pid = None
+    for cand in bad:
+        k = int(np.flatnonzero(p["ppdu"].to_numpy() == cand)[0])
+        nxt = np.flatnonzero((s > e[k]) & (s < e[k] + 60_000) & (p["kind"].astype(str) == "ba").to_numpy())
+        alone = (s == s[k]).sum() == 1          # a PPDU sharing its start with another cannot be told apart by a click
+        if len(nxt) and p["kind"].iloc[k] == "data" and alone:
+            pid, k_ba = int(cand), int(nxt[0])
+            break
+    assert pid is not None
+    fr = f.iloc[int(p["first_frame"].iloc[k_ba])]
+    ts = pd.read_csv(DATA / "tshark" / f"{SNIFFERS[int(fr['sniffer'])].name}.tsv.gz", sep="\t", dtype=str,
+                     usecols=["frame.number", "wlan.ba.bm", "wlan.fixed.ssc.sequence"])
+    tsrow = ts[ts["frame.number"] == str(int(fr["frame"]))].iloc[0]
+    raw = bytes.fromhex(tsrow["wlan.ba.bm"].replace(":", ""))
+    bits = "".join(str(raw[i // 8] >> (i % 8) & 1) for i in range(8 * len(raw)))
+    _zoom(page, s[k] - 300_000, e[k] + 300_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", pid)
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function("(id) => window.__sniffsync.drill && window.__sniffsync.drill.ppdu === id", arg=pid)
+    hook = page.evaluate("() => window.__sniffsync.drill")
+    want = sorted(int(v) for v in m.loc[m["ppdu"] == pid, "seq"])
+    cells = page.eval_on_selector_all("#drill .mpdus tbody tr td:first-child", "els => els.map(e => +e.textContent)")
+    assert sorted(cells) == want and hook["mpdus"] == len(want)
+    assert hook["bits"] == bits
+    assert page.locator("#drill .bitmap text").first.text_content().count(f"SSN {int(tsrow['wlan.fixed.ssc.sequence'])}") == 1
+    assert page.locator("#drill .bitmap rect.bit").count() == len(bits)
+    assert "data" in hook["exchange"] and "ba" in hook["exchange"]
+    assert page.locator("#drill .exchange line.link").count() == len(hook["exchange"]) - 1
+    assert "capture" in page.locator("#drill .facts").text_content()
+    page.locator("#drill").screenshot(path=str(ARTIFACTS / "ui-drill.png"))
+    page.evaluate("() => window.scrollTo(0, 0)")                # the element screenshot scrolled the page
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", pid)
+    page.mouse.click(pos["x"], pos["y"])                          # unpin: the panel goes
+    page.wait_for_function("() => document.getElementById('drill').hidden")
+
+
+# ---- state in the URL, keyboard, find next ---------------------------------------------------------
+
+def _hash(page):
+    return dict(parse_qs(urlparse(page.url).fragment))
+
+
+def test_view_lives_in_the_url_and_back_forward_walk_it(ui, page, run):
+    s, e = _rel(run)
+    i, a, b = _pick_ppdu(run, "data")
+    pid = int(run.ppdus.iloc[i]["ppdu"])
+    t0, t1 = a - 300_000, b + 300_000
+    _zoom(page, t0, t1)
+    page.wait_for_function("(a) => location.hash.includes('t0=' + a)", arg=t0)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", pid)
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function("(id) => location.hash.includes('ppdu=' + id)", arg=pid)
+    link = page.url
+    # back: the view before the pin (same range, no panel); forward: the pin again
+    page.evaluate("() => window.__sniffsync.tl.zoomTo(0, window.__sniffsync.meta.span_ns)")
+    page.wait_for_function("() => location.hash.includes('t0=0&')")
+    page.go_back()
+    page.wait_for_function("(a) => Math.abs(window.__sniffsync.timeline.domain[0] - a) < 10", arg=t0)
+    page.wait_for_function("(id) => window.__sniffsync.drill && window.__sniffsync.drill.ppdu === id", arg=pid)
+    assert _hash(page)["ppdu"] == [str(pid)]
+    page.go_back()
+    page.wait_for_function("() => document.getElementById('drill').hidden")
+    assert "ppdu" not in _hash(page)
+    page.go_forward()
+    page.wait_for_function("(id) => !document.getElementById('drill').hidden && window.__sniffsync.drill.ppdu === id",
+                           arg=pid)
+    # the link alone reproduces the view: range, lanes and the pinned PPDU's panel
+    page.goto("about:blank")
+    page.goto(link)
+    page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+    d = page.evaluate(HOOK)["domain"]
+    assert abs(d[0] - t0) < 10 and abs(d[1] - t1) < 10
+    page.wait_for_function("(id) => window.__sniffsync.drill && window.__sniffsync.drill.ppdu === id", arg=pid)
+    assert page.locator("#drill").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "ui-from-link.png"), full_page=True)
+
+
+def test_keyboard_zooms_pans_and_esc_clears(page, run):
+    s, e = _rel(run)
+    t0, t1 = int(s[len(s) // 2]), int(s[len(s) // 2]) + 8_000_000
+    _zoom(page, t0, t1)
+    page.locator("body").click(position={"x": 5, "y": 300})       # focus the page, not a control
+    page.keyboard.press("w")
+    page.wait_for_function("(w) => { const d = window.__sniffsync.timeline.domain; return Math.abs(d[1] - d[0] - w) < 10; }",
+                           arg=(t1 - t0) / 2)
+    d = page.evaluate(HOOK)["domain"]
+    assert abs((d[0] + d[1]) / 2 - (t0 + t1) / 2) < 10                # about the centre
+    page.keyboard.press("d")
+    page.wait_for_function("(a) => Math.abs(window.__sniffsync.timeline.domain[0] - a) < 10", arg=d[0] + (d[1] - d[0]) / 4)
+    page.keyboard.press("s")
+    page.wait_for_function("(w) => { const d = window.__sniffsync.timeline.domain; return Math.abs(d[1] - d[0] - w) < 10; }",
+                           arg=(t1 - t0))
+    page.keyboard.press("a")
+    i, a, b = _pick_ppdu(run, "data")
+    _zoom(page, a - 300_000, b + 300_000)
+    pos = page.evaluate("(id) => window.__sniffsync.tl.itemScreenPos(id)", int(run.ppdus.iloc[i]["ppdu"]))
+    page.mouse.click(pos["x"], pos["y"])
+    page.wait_for_function("() => !document.getElementById('drill').hidden")
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => document.getElementById('drill').hidden")
+    assert not page.locator("#timeline .tip").is_visible()
+
+
+def test_find_next_collision_and_failed_mpdu(page, run):
+    """Oracle: run.events (pandas): the first event PPDU of the class starting at/after the view."""
+    base = int(run.ppdus["start_ns"].min())
+    start = dict(zip(run.ppdus["ppdu"].astype(int), run.ppdus["start_ns"].astype("int64") - base))
+    ev = run.events
+    for what, kinds, label in [("failed", ["mpdu_failed"], "failed MPDU"),
+                               ("collision", ["rts_cts_collision", "overlap"], "collision")]:
+        ids = ev.loc[ev["kind"].astype(str).isin(kinds), "ppdu"].astype(int).unique()
+        if not len(ids):
+            continue
+        t = np.array(sorted(start[i] for i in ids))
+        after = int(t[len(t) // 2]) - 1
+        _zoom(page, after, after + 5_000_000)
+        want = [i for i in ids if start[i] >= after]
+        want = min(want, key=lambda i: (start[i], i))
+        page.locator(f'[data-find="{what}"]').click()
+        page.wait_for_function("() => window.__sniffsync.drill && window.__sniffsync.drill.ppdu != null")
+        got = page.evaluate("() => window.__sniffsync.drill.ppdu")
+        assert start[got] == start[want], what                  # the same PPDU, or one sharing its start
+        nxt = min((i for i in ids if start[i] > start[got]), key=lambda i: start[i], default=None)
+        page.locator(f'[data-find="{what}"]').click()           # next again: the following one
+        page.wait_for_function("(id) => window.__sniffsync.drill.ppdu !== id", arg=got)
+        assert nxt is None or start[page.evaluate("() => window.__sniffsync.drill.ppdu")] == start[nxt]
+        page.screenshot(path=str(ARTIFACTS / f"ui-find-{what}.png"))
+        page.keyboard.press("Escape")
+
+
+# ---- one selection: brush + filters -------------------------------------------------------------------
+
+def test_filters_recompute_every_view(page, run):
+    """Unticking a station and a flow: the views show what AnalysisIndex gives for that selection
+    (itself checked against pandas in tests/viz/test_analysis_filters.py)."""
+    from viz.analysis_index import AnalysisIndex
+    page.locator('#filters fieldset[data-key="sta"] input[value="00:00:00:00:00:01"]').uncheck()
+    page.wait_for_function("() => window.__sniffsync.selection && window.__sniffsync.selection.filters.sta")
+    keep = sorted(page.eval_on_selector_all('#filters fieldset[data-key="sta"] input:checked', "els => els.map(e => e.value)"))
+    want = AnalysisIndex(run)(None, None, stations=tuple(keep))
+    page.wait_for_function("(n) => document.querySelectorAll('#airtime svg rect.bar').length === n",
+                           arg=len(want["airtime_share"]))
+    titles = page.eval_on_selector_all("#airtime svg rect.bar title", "els => els.map(e => e.textContent)")
+    assert titles == [f"{s['station']}: {_js_number(round(s['share_pct'], 1))}" for s in want["airtime_share"]]
+    assert "00:00:00:00:00:01" not in " ".join(titles)
+    note = page.locator("#selection-note").text_content()
+    assert "stations " + ", ".join(keep) in note and "the timeline shows everything" in note
+    # the per-station tracks follow: the unticked station's series is off in their legends
+    off = page.eval_on_selector_all('.track[data-id="mcs"] .track-legend span.off', "els => els.map(e => e.textContent)")
+    assert off == ["00:00:00:00:00:01"]
+    page.locator('#filters fieldset[data-key="flows"] input[value="0"]').uncheck()
+    page.wait_for_function("() => window.__sniffsync.selection.filters.flows")
+    n_flows = page.eval_on_selector_all('#filters fieldset[data-key="flows"] input:checked', "els => els.length")
+    page.wait_for_function("(n) => document.querySelectorAll('#flows tbody tr').length === n", arg=n_flows)
+    page.locator("#filters").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "ui-filters.png"), full_page=True)
+
+
+def test_arrow_keys_step_through_events(page, run):
+    """Oracle: run.events' PPDU starts (any event kind), in time order."""
+    base = int(run.ppdus["start_ns"].min())
+    start = dict(zip(run.ppdus["ppdu"].astype(int), run.ppdus["start_ns"].astype("int64") - base))
+    t = np.array(sorted({start[int(i)] for i in run.events["ppdu"]}))
+    k = len(t) // 2
+    _zoom(page, int(t[k]) - 1, int(t[k]) + 3_000_000)
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => window.__sniffsync.drill && window.__sniffsync.drill.ppdu != null")
+    first = page.evaluate("() => window.__sniffsync.drill.ppdu")
+    assert start[first] == t[k]
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("(id) => window.__sniffsync.drill.ppdu !== id", arg=first)
+    assert start[page.evaluate("() => window.__sniffsync.drill.ppdu")] == t[k + 1]
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("(s) => window.__sniffsync.drill.ppdu != null", arg=0)
+    page.wait_for_function("() => window.__sniffsync.find.length >= 3")
+    assert page.evaluate("() => window.__sniffsync.find.at(-1).start_ns") == t[k]
+
+
+def test_search_by_mac_seq_and_port(page, run):
+    """Oracles: run.ppdus (first PPDU from/to a MAC), run.mpdus (the PPDU holding a sequence
+    number), the flow table's ports."""
+    base = int(run.ppdus["start_ns"].min())
+    p, m = run.ppdus, run.mpdus
+    box = page.locator("#search")
+    mac = 0x000000000003
+    hit = p[(p["ta"] == mac) | (p["ra"] == mac)]
+    want = hit.loc[hit["start_ns"].idxmin()]
+    box.fill("00:00:00:00:00:03")
+    box.press("Enter")
+    page.wait_for_function("() => window.__sniffsync.drill && window.__sniffsync.drill.ppdu != null")
+    got = page.evaluate("() => window.__sniffsync.drill.ppdu")
+    assert int(p.loc[p["ppdu"] == got, "start_ns"].iloc[0]) == int(want["start_ns"])
+    seq = int(m["seq"].iloc[len(m) // 2])
+    ids = m.loc[m["seq"] == seq, "ppdu"].to_numpy()
+    first = p[p["ppdu"].isin(ids)]["start_ns"].min() - base
+    page.keyboard.press("Escape")                               # from the search box: unpins too
+    page.wait_for_function("() => window.__sniffsync.drill.ppdu === null")
+    page.evaluate("() => window.__sniffsync.tl.zoomTo(0, window.__sniffsync.meta.span_ns)")
+    box.fill(f"seq {seq}")
+    box.press("Enter")
+    page.wait_for_function("() => window.__sniffsync.search.length === 2 && window.__sniffsync.drill.ppdu != null")
+    got = page.evaluate("() => window.__sniffsync.drill.ppdu")
+    assert got in set(ids) and int(p.loc[p["ppdu"] == got, "start_ns"].iloc[0]) - base == first
+    page.screenshot(path=str(ARTIFACTS / "ui-search-seq.png"))
+    flows = run.fairness.flows
+    want_n = int(((flows["sport"] == 6001) | (flows["dport"] == 6001)).sum())
+    box.fill("6001")
+    box.press("Enter")
+    page.wait_for_function("(n) => document.querySelectorAll('#flows tbody tr').length === n", arg=want_n)
+    assert page.evaluate("() => window.__sniffsync.search.at(-1).flows.length") == want_n
+
+
+def test_png_export_of_the_visible_view(page, tmp_path):
+    """The downloaded file is a PNG of the lanes plus every unfolded track at device pixels, and
+    its first lane's pixels are the page's own (a data PPDU's colour is in it)."""
+    import struct
+    page.wait_for_function("() => window.__sniffsync.tracks.fetches > 0")
+    with page.expect_download() as dl:
+        page.locator("#export").click()
+    path = tmp_path / "view.png"
+    dl.value.save_as(path)
+    dl.value.save_as(ARTIFACTS / "export-view.png")            # for a human to look at
+    raw = path.read_bytes()
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = struct.unpack(">II", raw[16:24])
+    info = page.evaluate("() => window.__sniffsync.exported")
+    lanes = page.evaluate("() => { const c = document.querySelector('#timeline canvas'); return [c.width, c.height]; }")
+    tracks = page.evaluate("() => [...document.querySelectorAll('#tracks .track canvas')].map(c => c.height)")
+    assert (w, h) == (info["width"], info["height"]) == (lanes[0], lanes[1] + sum(tracks) + 16 * len(tracks))
+    assert dl.value.suggested_filename.startswith("sniffsync-") and info["tracks"] == len(tracks)

@@ -62,3 +62,28 @@ def test_index_and_assets(client):
     assert "script-src 'self'" in r.headers["Content-Security-Policy"]
     assert client.get("/static/vendor/d3/d3.min.js").status_code == 200
     assert client.get("/static/js/timeline.js").status_code == 200
+
+
+def test_find_next_and_previous(client):
+    # unit run: PPDU i starts at i * 200 us; events: mpdu_failed on 7, rts_cts_collision on 9
+    f = client.get("/api/find?what=failed&after=0").get_json()
+    assert f == {"ppdu": 7, "kind": "failed", "start_ns": 7 * 200_000, "end_ns": 7 * 200_000 + 120_000}
+    assert client.get("/api/find?what=failed&after=1400001").get_json() is None
+    assert client.get("/api/find?what=collision&after=0").get_json()["ppdu"] == 9
+    assert client.get("/api/find?what=event&after=1800000&before=1").get_json()["ppdu"] == 7
+    assert client.get("/api/find?what=event&after=1400000&before=1").get_json() is None
+
+
+@pytest.mark.parametrize("query,msg", [
+    ("/api/find?what=nope&after=0", "'what'"), ("/api/find?what=failed", "'after'"),
+    ("/api/find?what=failed&after=-1", "'after'"), ("/api/find?what=failed&after=0&before=2", "'before'"),
+    ("/api/tracks?t0=5&t1=5", "t1"), ("/api/tracks?t0=0&t1=10&n=0", "'n'"), ("/api/tracks?t0=0&t1=10&n=2001", "'n'"),
+    ("/api/tracks?t1=10", "'t0'"), ("/api/analysis?kinds=data,nope", "'kinds'"),
+])
+def test_new_routes_bad_parameters_400(client, query, msg):
+    r = client.get(query)
+    assert r.status_code == 400 and msg in r.get_json()["error"], r.get_json()
+
+
+def test_tracks_without_an_index_is_empty(client):
+    assert client.get("/api/tracks?t0=0&t1=1000&n=10").get_json() == {"tracks": []}

@@ -32,3 +32,41 @@ def ppdu(ppdu_id: int):
     if d is None:
         abort(404)
     return jsonify(d)
+
+
+@bp.get("/tracks")
+def tracks():
+    """Counter tracks in ``n`` buckets over [t0, t1) (run-relative ns); size ~ n, not packets."""
+    r = run()
+    span = r.meta()["span_ns"]
+    t0 = int_arg("t0", lo=0, hi=span)
+    t1 = int_arg("t1", lo=0, hi=span + 1)
+    n = int_arg("n", 500, lo=1, hi=2000)
+    if t1 <= t0:
+        abort(400, description="t1 must be greater than t0")
+    return jsonify(r.tracks(t0, t1, n))
+
+
+@bp.get("/find")
+def find():
+    """The next event of a class (``what``: collision, failed, unanswered, event) at or after
+    ``after``, or with ``before=1`` the last one before it."""
+    from viz.runview import FIND
+    r = run()
+    what = request.args.get("what", "")
+    if what not in FIND:
+        abort(400, description=f"parameter 'what' must be one of {', '.join(FIND)}")
+    after = int_arg("after", lo=0, hi=r.meta()["span_ns"] + 1)
+    before = int_arg("before", 0, lo=0, hi=1)
+    return jsonify(r.find(what, after, before=bool(before)))
+
+
+@bp.get("/search")
+def search():
+    """``q``: a MAC, an IPv4 address, a port or ``seq N``; ``after``: where to look from (ns)."""
+    r = run()
+    q = request.args.get("q", "")
+    if not q.strip() or len(q) > 64:
+        abort(400, description="parameter 'q' must be 1-64 characters")
+    after = int_arg("after", 0, lo=0, hi=r.meta()["span_ns"] + 1)
+    return jsonify(r.search(q, after))

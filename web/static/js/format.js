@@ -19,3 +19,11 @@ export function rows(el, pairs) {
     el.append(dt, dd);
   }
 }
+
+// A PPDU's PHY in words: MCS-based PHYs as "ht MCS 5 · 1 SS · 20 MHz", legacy ones by their rate.
+export function phyText(d) {
+  if (d.phy == null) return null;
+  if (d.mcs == null) return d.rate_mbps == null ? `${d.phy} (rate not recorded)` : `${d.phy} ${d.rate_mbps} Mb/s`;
+  return [`${d.phy} MCS ${d.mcs}`, `${d.nss ?? 1} SS`, d.bw_mhz == null ? null : `${d.bw_mhz} MHz`]
+    .filter((v) => v != null).join(" · ");
+}

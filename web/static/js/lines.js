@@ -3,11 +3,19 @@
 import {formatNs} from "./format.js";
 
 export function lines(el, series, {yLabel = "", xIsValue = false, step = false, yDomain = null,
-                                   height = 220, xLabel = ""} = {}) {
-  const w = Math.max(el.clientWidth || 0, 320), h = height, m = {l: 48, r: 12, t: 18, b: 34};
+                                   height = 220, xLabel = "", empty = "no data"} = {}) {
+  const w = Math.max(el.clientWidth || 0, 200), h = height, m = {l: 48, r: 24, t: 18, b: 34};
   const svg = d3.select(el).selectAll("svg").data([0]).join("svg").attr("width", w).attr("height", h);
   svg.selectAll("*").remove();
   const all = series.flatMap((s) => s.x.map((v, i) => [v, s.y[i]])).filter((p) => p[1] != null);
+  if (!all.length) {     // say what is missing instead of drawing empty axes
+    d3.select(el).selectAll("div.series-legend").remove();
+    svg.attr("height", 60);
+    svg.append("text").attr("x", 4).attr("y", 10).attr("class", "y-label").text(yLabel);
+    svg.append("text").attr("class", "empty-note").attr("x", w / 2).attr("y", 38).attr("text-anchor", "middle")
+      .text(empty);
+    return svg.node();
+  }
   const xd = d3.extent(all, (p) => p[0]);
   // one point (a brushed range holding a single window) would give a zero-width domain
   const pad = xd[0] != null && xd[0] === xd[1] ? Math.max(1, Math.abs(xd[0]) * 0.05) : 0;

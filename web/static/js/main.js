@@ -1,25 +1,117 @@
-// Page wiring: timeline on top, analysis views below; brushing the timeline filters them.
+// Page wiring: timeline on top with its counter tracks, the drill-down panel, analysis views
+// below; brushing the timeline filters them. The view (range, lanes, pinned PPDU) lives in the
+// URL's hash: a link reproduces it, back/forward walk through views. Keys: W/S zoom, A/D pan,
+// Esc clears the selection; the header's buttons jump to the next collision / failed MPDU.
 import {serverSource, localSource} from "./api.js";
 import {timeline} from "./timeline.js";
 import {renderAnalysis} from "./analysis.js";
+import {tracks} from "./tracks.js";
+import {renderDrill} from "./drill.js";
+import {filters, describe} from "./filters.js";
+import {formatNs} from "./format.js";
+import {exportPng} from "./export.js";
+
+const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 
 export async function start(source) {
   const root = document.getElementById("app");
   const status = document.getElementById("status");
   const analysisRoot = document.getElementById("analysis");
-  let tl;
-  const onBrush = async (range) => {
-    status.textContent = range ? "filtered to the brushed range" : "";
-    renderAnalysis(analysisRoot, await (range ? source.analysis(range[0], range[1]) : source.analysis()));
-  };
-  tl = await timeline(document.getElementById("timeline"), source, {onBrush});
-  document.getElementById("lanes").addEventListener("change", (ev) => tl.setLanes(ev.target.value));
-  document.getElementById("reset").addEventListener("click", () => tl.zoomTo(...[0, (window.__sniffsync.meta || {}).span_ns || 1]));
+  const drillRoot = document.getElementById("drill");
   const meta = await source.meta();
+  let tl, applying = false, ready = false;
+  let range = null, filt = {}, asked = 0, whole = null;
+  const recompute = async () => {   // one selection (range + filters) for every analysis view
+    const mine = ++asked, note = describe(range, filt, (t) => formatNs(t, meta.span_ns));
+    const a = await source.analysis(range ? range[0] : null, range ? range[1] : null, filt);
+    if (mine !== asked) return;
+    status.textContent = range || Object.keys(filt).length ? "selection applied to the analysis views" : "";
+    document.getElementById("selection-note").textContent = a.approx ? `${note} ${a.approx}` : note;
+    renderAnalysis(analysisRoot, a);
+    const fl = filt.flows ? filt.flows.filter((v) => v !== "").map((i) => (whole.flows || [])[+i]?.label) : null;
+    trk.select(filt.sta ? filt.sta.filter((v) => v !== "") : null, fl);
+    window.__sniffsync.selection = {range, filters: filt, note: document.getElementById("selection-note").textContent};
+  };
+  const onBrush = (r) => { range = r; return recompute(); };
+  const saveView = () => {      // a settled view that differs from the URL's becomes a history entry
+    if (!ready || applying) return;
+    const [a, b] = tl.domain(), st = {t0: Math.round(a), t1: Math.round(b), lanes: tl.laneMode()};
+    if (tl.pinned() != null) st.ppdu = tl.pinned();
+    const h = "#" + new URLSearchParams(st).toString();
+    if (h !== location.hash) history.pushState(null, "", h);
+  };
+  const onPick = async (id) => {
+    renderDrill(drillRoot, id == null ? null : await source.ppdu(id), meta.kinds);
+    saveView();
+  };
+  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle: saveView});
+  const trk = tracks(document.getElementById("tracks"), source, tl);
+
+  async function applyHash() {   // the URL's view: lanes, range, pinned PPDU
+    const h = readHash(), t0 = Number(h.t0), t1 = Number(h.t1);
+    applying = true;
+    try {
+      if (h.lanes && h.lanes !== tl.laneMode() && meta.lanes[h.lanes]) {
+        document.getElementById("lanes").value = h.lanes;
+        await tl.setLanes(h.lanes);
+      }
+      if (Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0) await tl.zoomTo(Math.max(0, t0), Math.min(meta.span_ns, t1));
+      await tl.pick(h.ppdu == null || h.ppdu === "" ? null : Number(h.ppdu));
+    } finally { applying = false; }
+  }
+  window.addEventListener("popstate", applyHash);
+
+  document.getElementById("lanes").addEventListener("change", async (ev) => { await tl.setLanes(ev.target.value); saveView(); });
+  document.getElementById("reset").addEventListener("click", () => tl.zoomTo(0, meta.span_ns));
+  document.getElementById("export").addEventListener("click", async () => {
+    const [a, b] = tl.domain();
+    window.__sniffsync.exported = await exportPng(`sniffsync-${Math.round(a / 1e3)}-${Math.round(b / 1e3)}us.png`);
+  });
+  for (const b of document.querySelectorAll("[data-find]")) {
+    b.addEventListener("click", () => findNext(b.dataset.find));
+  }
+  async function findNext(what, before = false) {
+    const ps = tl.pinnedStart(), after = ps != null ? ps + (before ? 0 : 1) : tl.domain()[before ? 1 : 0];
+    const hit = await source.find(what, after, before);
+    (window.__sniffsync.find ||= []).push(hit);
+    if (!hit) { status.textContent = `no ${what} ${before ? "before" : "after"} ${Math.round(after / 1e6)} ms`; return; }
+    status.textContent = "";
+    const pad = Math.max(200_000, (hit.end_ns - hit.start_ns) * 2);
+    await tl.zoomTo(Math.max(0, hit.start_ns - pad), Math.min(meta.span_ns, hit.end_ns + pad));
+    await tl.pick(hit.ppdu);
+  }
+  document.addEventListener("keydown", (ev) => {
+    const k = ev.key.toLowerCase();
+    if (k === "escape" && ev.target.blur) ev.target.blur();     // Esc works from the search box too
+    else if (ev.target.closest && ev.target.closest("input, select, textarea") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if ("wasd".includes(k) && k.length === 1) { tl.key(k); ev.preventDefault(); }
+    else if (k === "escape") { tl.pick(null); tl.clearBrush(); }
+    else if (k === "arrowright" || k === "arrowleft") { findNext("event", k === "arrowleft"); ev.preventDefault(); }
+  });
+
   window.__sniffsync.meta = meta;
   window.__sniffsync.tl = tl;
   document.getElementById("title").textContent = meta.title || "sniffsync";
-  renderAnalysis(analysisRoot, await source.analysis());
+  if (location.hash.length > 1) await applyHash();
+  ready = true;
+  whole = await source.analysis();
+  renderAnalysis(analysisRoot, whole);
+  const sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
+  document.getElementById("search").addEventListener("keydown", async (ev) => {
+    if (ev.key !== "Enter") return;
+    const ps = tl.pinnedStart(), r = await source.search(ev.target.value, ps != null ? ps + 1 : tl.domain()[0]);
+    (window.__sniffsync.search ||= []).push(r);
+    if (r.ppdu) {
+      status.textContent = "";
+      const pad = Math.max(200_000, (r.ppdu.end_ns - r.ppdu.start_ns) * 2);
+      await tl.zoomTo(Math.max(0, r.ppdu.start_ns - pad), Math.min(meta.span_ns, r.ppdu.end_ns + pad));
+      await tl.pick(r.ppdu.ppdu);
+    } else if (r.flows) {
+      status.textContent = `${r.flows.length} flow(s) selected`;
+      sel.only("flows", r.flows);
+    } else status.textContent = r.none || "not found";
+  });
+  document.getElementById("selection-note").textContent = describe(null, {}, formatNs);
   root.dataset.ready = "1";
 }
 

@@ -2,12 +2,12 @@
 // its airtime, drawn on canvas from pixel-scaled tiles; d3-zoom from the whole run to µs.
 // Shift-drag brushes a time range; hover shows a PPDU's details; click pins them.
 import {KIND_COLOR, SEVERITY_COLOR, SEVERITY_NAME} from "./colors.js";
-import {timeUnit, formatNs, rows} from "./format.js";
+import {timeUnit, formatNs, rows, phyText} from "./format.js";
 
 const MARGIN = {left: 150, right: 14, top: 10, bottom: 30};
 const LANE_H = 26;
 
-export async function timeline(root, source, {onBrush = () => {}} = {}) {
+export async function timeline(root, source, {onBrush = () => {}, onPick = () => {}, onSettle = () => {}} = {}) {
   const meta = await source.meta();
   const span = Math.max(meta.span_ns, 1000);
   let laneMode = "station";
@@ -22,7 +22,9 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
   const tipDl = tip.append("dl").node();
   const x0 = d3.scaleLinear().domain([0, span]);
   let x = x0.copy(), width = 0, height = 0, tile = null, seq = 0, timer = null, pinned = null;
-  const details = new Map();
+  let tipItem = null;    // {ppdu, start_ns, end_ns, lane, dy} of the shown tooltip: it follows its item or goes
+  const details = new Map(), viewers = [];
+  const tellView = () => { for (const f of viewers) f({x, left: left(), right: right(), width, span}); };
   const hook = (window.__sniffsync ||= {}).timeline = {domain: [0, span], drawn: 0, markers: 0, mode: null, tiles: 0};
 
   const lanes = () => meta.lanes[laneMode];
@@ -56,6 +58,7 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
       .tickFormat((t) => `${((t - base) / u.div).toFixed(u.digits)} ${u.unit}`));
     baseLabel.text(base ? `+${formatNs(base, 1e7)}` : "");
     hook.domain = [d0, d1];
+    tellView();
   }
 
   function draw() {
@@ -112,16 +115,24 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
     const px = Math.max(1, Math.round(right() - left()));
     return source.tile(Math.max(0, d0), Math.min(span, d1), px, laneMode).then((t) => {
       if (mine !== seq) return;
-      tile = t; hook.tiles++; draw();
+      tile = t; hook.tiles++; draw(); onSettle();
     });
   }
   function schedule() { clearTimeout(timer); timer = setTimeout(fetchTile, 40); }
 
   const zoom = d3.zoom().scaleExtent([1, Math.max(1, span / 20000)])   // 20 µs across at most zoom
     .filter((ev) => !ev.shiftKey && !ev.button)
-    .on("zoom", (ev) => { x = ev.transform.rescaleX(x0); drawAxis(); draw(); schedule(); });
+    .on("zoom", (ev) => {
+      x = ev.transform.rescaleX(x0); drawAxis(); draw(); schedule();
+      if (pinned == null && ev.sourceEvent) hideTip(); else placeTip();   // the hovered item moved away
+    });
   const brush = d3.brushX().filter((ev) => ev.shiftKey)
     .on("end", (ev) => onBrush(ev.selection ? ev.selection.map((p) => x.invert(p)) : null));
+
+  function setDomain(t0, t1) {
+    const k = (right() - left()) / (x0(t1) - x0(t0));
+    svg.call(zoom.transform, d3.zoomIdentity.translate(left() - k * x0(t0), 0).scale(k));
+  }
 
   function itemAt(mx, my) {
     if (!tile || tile.mode !== "items") return null;
@@ -142,41 +153,86 @@ export async function timeline(root, source, {onBrush = () => {}} = {}) {
     const d = details.get(id);
     rows(tipDl, [["kind", meta.kinds[it.kind[i]]], ["TA", d.ta], ["RA", d.ra],
       ["start", formatNs(it.start_ns[i], 1e7)], ["airtime", `${d.airtime_us} µs`],
-      ["PHY", d.phy == null ? null : `${d.phy} MCS ${d.mcs ?? "—"} ×${d.nss ?? 1} ${d.bw_mhz ?? ""} MHz`],
+      ["PHY", phyText(d)],
       ["MPDUs", d.n_mpdus], ["failed seqs", (d.failed_seqs || []).join(", ") || "none"],
       ["event", it.severity[i] ? SEVERITY_NAME[it.severity[i]] : "none"],
       ["heard by", (d.heard_by || []).join(", ")]]);
-    tip.style("display", "block").style("left", `${Math.min(mx + 12, width - 260)}px`).style("top", `${my + 12}px`);
+    tipItem = {ppdu: id, start_ns: it.start_ns[i], end_ns: it.end_ns[i], lane: it.lane[i], dx: mx - x(it.start_ns[i]), dy: my};
+    tip.style("display", "block");
+    placeTip();
     hook.tip = tip.node().textContent;
+  }
+  function hideTip() {
+    tip.style("display", "none"); tip.classed("pinned", false);
+    tipItem = null; pinned = null; hook.tipVisible = false;
+  }
+  // the tooltip stays next to its item while it is on screen, and goes when it is not
+  function placeTip() {
+    if (!tipItem) return;
+    const a = x(tipItem.start_ns), b = Math.max(a + 1, x(tipItem.end_ns));
+    if (b < left() || a > right() || tipItem.lane >= lanes().length) { hideTip(); return; }
+    const ax = Math.min(Math.max(a + tipItem.dx, a), b);
+    tip.style("left", `${Math.max(0, Math.min(ax + 12, width - 260))}px`).style("top", `${tipItem.dy + 12}px`);
+    hook.tipVisible = true;
   }
 
   svg.on("mousemove", (ev) => {
     if (pinned != null) return;
     const [mx, my] = d3.pointer(ev, svg.node()), i = itemAt(mx, my);
-    if (i == null) { tip.style("display", "none"); return; }
+    if (i == null) { hideTip(); return; }
     showTip(i, mx, my);
-  }).on("mouseleave", () => { if (pinned == null) tip.style("display", "none"); })
+  }).on("mouseleave", () => { if (pinned == null) hideTip(); })
     .on("click", (ev) => {
       const [mx, my] = d3.pointer(ev, svg.node()), i = itemAt(mx, my);
-      pinned = pinned == null && i != null ? tile.items.ppdu[i] : null;
-      tip.classed("pinned", pinned != null);
-      if (i != null) showTip(i, mx, my);
+      const pin = pinned == null && i != null ? tile.items.ppdu[i] : null;
+      if (i == null) { hideTip(); onPick(null); return; }
+      showTip(i, mx, my).then(() => { pinned = pin; tip.classed("pinned", pin != null); onPick(pin); });
     });
 
   svg.call(zoom).on("dblclick.zoom", null);
   layout();
   await fetchTile();
-  window.addEventListener("resize", () => { layout(); draw(); schedule(); });
+  // a resize keeps the visible time range (the zoom transform is in pixels: re-derive it)
+  let lastW = root.clientWidth;
+  new ResizeObserver(() => {
+    if (root.clientWidth === lastW) return;
+    lastW = root.clientWidth;
+    const [d0, d1] = x.domain();
+    layout(); setDomain(d0, d1); draw(); schedule();
+  }).observe(root);
 
   return {
     zoomTo(t0, t1) {   // programmatic zoom (also a test hook)
-      const k = (right() - left()) / (x0(t1) - x0(t0));
-      svg.call(zoom.transform, d3.zoomIdentity.translate(left() - k * x0(t0), 0).scale(k));
+      setDomain(t0, t1);
       clearTimeout(timer);
       return fetchTile();
     },
-    setLanes(mode) { laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
+    setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
     domain: () => x.domain(),
+    laneMode: () => laneMode,
+    clearBrush() { gBrush.call(brush.move, null); },
+    pinned: () => pinned,
+    pinnedStart: () => (pinned != null && tipItem ? tipItem.start_ns : null),
+    async pick(id) {   // pin a PPDU of the current tile programmatically (URL state, "find next")
+      if (id == null) { hideTip(); onPick(null); return false; }
+      const i = tile && tile.mode === "items" ? tile.items.ppdu.indexOf(id) : -1;
+      if (i < 0) return false;
+      const a = x(tile.items.start_ns[i]), b = Math.max(a + 1, x(tile.items.end_ns[i]));
+      await showTip(i, (a + b) / 2, laneY(tile.items.lane[i]) + LANE_H / 2);
+      pinned = id; tip.classed("pinned", true); onPick(id);
+      return true;
+    },
+    key(k) {   // W/S zoom about the centre, A/D pan a quarter of the view
+      const [d0, d1] = x.domain(), w = d1 - d0, c = (d0 + d1) / 2;
+      const nw = k === "w" ? w / 2 : k === "s" ? w * 2 : w, shift = k === "a" ? -w / 4 : k === "d" ? w / 4 : 0;
+      let a = c + shift - nw / 2, b = c + shift + nw / 2;
+      if (b - a > span) { a = 0; b = span; }
+      if (a < 0) { b -= a; a = 0; }
+      if (b > span) { a -= b - span; b = span; }
+      setDomain(a, b); clearTimeout(timer);
+      return fetchTile();
+    },
+    onView(f) { viewers.push(f); f({x, left: left(), right: right(), width, span}); },
     itemScreenPos(ppdu) {   // test hook: where a drawn PPDU sits on screen
       if (!tile || tile.mode !== "items") return null;
       const i = tile.items.ppdu.indexOf(ppdu);
