@@ -73,7 +73,7 @@ def analysis_data(run, t0: int | None = None, t1: int | None = None) -> dict:
                         for f in flows.itertuples(index=False)]
     out["summary"] = fair.summary.get("runs") if fair is not None else None
     out["sync"] = sync_rows(run.sync_report, run.names)
-    out["reception"] = (run.detect_summary or {}).get("reception")     # bad-FCS counts per sniffer
+    out["reception"] = (getattr(run, "detect_summary", None) or {}).get("reception")   # bad FCS per sniffer
     out["notes"] = data_notes(run)
     return out
 

@@ -120,7 +120,7 @@ class AnalysisIndex:
         counts = np.bincount(self.ev_kind[es], minlength=len(self.ev_cats)) if n_ev else []
         out["events"] = {k: int(c) for k, c in zip(self.ev_cats, counts)
                          if self.ev_categorical or c} if n_ev else {}
-        for k in ("flows", "summary", "sync", "notes"):
+        for k in ("flows", "summary", "sync", "notes", "reception"):     # whole-run facts
             if k in self.whole:
                 out[k] = self.whole[k]
         if flows is not None and "flows" in self.whole:

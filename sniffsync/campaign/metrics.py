@@ -98,7 +98,7 @@ def _per_run(spec) -> dict:
     flows = fs.drop(columns=["fd", "flow", "src", "sport", "dst", "dport", "proto", "ta"]) if len(fs) else fs
     if len(fs):
         flows.insert(0, "flow", _flow_label(fs))
-        ta = pd.to_numeric(fs["ta"], errors="coerce")
+        ta = _mac_ints(fs["ta"])
         flows.insert(1, "station", mac_texts(ta.where(ta >= 0).astype("UInt64")))    # -1: no 802.11 TA
     ud = load_table(spec.cache, "udp")
     if len(ud):
@@ -199,6 +199,14 @@ def baseline_ratios(tables: dict, specs, baseline: str, by: list) -> pd.DataFram
     return out.reset_index()
 
 
+def _mac_ints(s: pd.Series) -> pd.Series:
+    """MAC addresses as integers whether a table holds them as integers or colon-hex text."""
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return s.astype("Int64")
+    return s.map(lambda m: int(str(m).replace(":", ""), 16) if isinstance(m, str) and m else pd.NA,
+                 na_action="ignore").astype("Int64")       # per distinct station, not per frame
+
+
 def ampdu_rtt(spec) -> pd.DataFrame:
     """Per (window, station) of ``station_windows``: its mean MPDUs per A-MPDU (``ampdu``) and
     the median RTT (ms) of the samples, in that window, of the flow directions it transmits
@@ -209,9 +217,9 @@ def ampdu_rtt(spec) -> pd.DataFrame:
     if not (len(sw) and len(rtt) and len(fl) and step):
         return pd.DataFrame({"ampdu": [], "rtt_ms": []})
     r = rtt[rtt["rtt_ns"] >= 0].merge(fl[["fd", "ta"]], on="fd")
-    r = r.assign(window=r["ts_ns"].to_numpy(np.int64) // int(step), ta=pd.to_numeric(r["ta"]))
+    r = r.assign(window=r["ts_ns"].to_numpy(np.int64) // int(step), ta=_mac_ints(r["ta"]))
     med = (r["rtt_ns"] / 1e6).groupby([r["window"], r["ta"]]).median().rename("rtt_ms").reset_index()
-    sw = sw.assign(ta=pd.to_numeric(sw["ta"]))
+    sw = sw.assign(ta=_mac_ints(sw["ta"]))
     m = sw.merge(med, on=["window", "ta"])
     return pd.DataFrame({"ampdu": m["mpdus_per_ampdu_mean"].astype(np.float64), "rtt_ms": m["rtt_ms"]})
 

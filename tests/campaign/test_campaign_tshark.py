@@ -199,7 +199,9 @@ def test_ampdu_size_against_rtt_points(ns3):
     pts = ampdu_rtt(spec)
     sw, rtt, fl = (load_table(spec.cache, n) for n in ("station_windows", "rtt", "flows"))
     r = rtt[rtt["rtt_ns"] >= 0].merge(fl[["fd", "ta"]], on="fd")
-    keys = set(zip(r["ts_ns"] // 200_000_000, r["ta"].astype(int))) & set(zip(sw["window"], sw["ta"].astype(int)))
+    mac_int = lambda v: v if isinstance(v, (int, np.integer)) else int(str(v).replace(":", ""), 16)  # noqa: E731
+    keys = (set(zip(r["ts_ns"] // 200_000_000, r["ta"].map(mac_int)))
+            & set(zip(sw["window"], sw["ta"].map(mac_int))))
     assert len(pts) == len(keys) >= 6
     assert pts["ampdu"].isin(sw["mpdus_per_ampdu_mean"]).all() and (pts["rtt_ms"] > 0).all()
     assert (ns3 / "scatter_ampdu_rtt.svg").exists()

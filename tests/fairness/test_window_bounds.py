@@ -52,9 +52,10 @@ def test_reproducer_gives_a_result_over_few_windows(name, tmp_path):
     rep = json.loads(out.read_text())
     assert rep["summary"]["runs"][0]["windows_total"] <= 3 and len(rep["jain"]) <= 3
     if name in LATE:
-        # 21 frames of 1000 B: every byte counted, the late one in the last window
-        assert rep["flows"][0]["goodput_bytes"] == 21000
-        assert [j["goodput_bytes"] for j in rep["jain"]] == [20000, 1000]
+        # 21 frames of 1000 B; the reader marks the late one ts_outlier (io/stamps.py), so it is
+        # not trusted: 20 frames in one window (unflagged, it costs one more: the test above)
+        assert rep["flows"][0]["goodput_bytes"] == 20000
+        assert [j["goodput_bytes"] for j in rep["jain"]] == [20000]
 
 
 @pytest.mark.parametrize("name,release", [(LATE[0], False), (LATE[1], True), (LATE[2], False)])
