@@ -59,7 +59,7 @@ class DrillIndex:
         self.ba_bitmap = col("ba_bitmap", "ba_bitmap", object)
         m = getattr(run, "mpdus", None)
         if m is None or not len(m):
-            m = pd.DataFrame({"ppdu": np.zeros(0, np.int64)})
+            m = pd.DataFrame({"ppdu": np.zeros(0, np.int64), "seq": np.zeros(0, np.int64)})
         m = m.sort_values(["ppdu", "seq"], kind="stable").reset_index(drop=True)
         if "mpdu_len" in m:
             m = m.assign(length=m["mpdu_len"].to_numpy(dtype=float, na_value=np.nan))
