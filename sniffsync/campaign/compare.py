@@ -1,4 +1,4 @@
-"""``compare``'s outputs for analysed runs: one CSV per metric, figures, one HTML page."""
+"""``compare``'s outputs for analysed runs: one CSV and Parquet file per metric, figures, one HTML page."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,9 +22,11 @@ def compare(specs, out_dir, by=(), baseline: str | None = None, title: str = "sn
         tables["baseline"] = baseline_ratios(tables, specs, baseline, by)
         captions["baseline"] = f"headline metrics divided by those of {baseline}" + \
             (" (its group)" if by else "")
-    for name, df in tables.items():
+    for name, df in tables.items():          # CSV to read, Parquet to query (types kept)
         with atomic_output(out / f"{name}.csv", "w") as fh:
             df.to_csv(fh, index=False, float_format="%.10g")
+        with atomic_output(out / f"{name}.parquet", "wb") as fh:
+            df.to_parquet(fh, index=False)
     figures = write_figures(samples(specs, by), out)
     page = build_page(tables, captions, figures, title, {s.name: s.notes for s in specs})
     with atomic_output(out / "campaign.html", "w", encoding="utf-8") as fh:

@@ -1,6 +1,6 @@
-"""``sniffsync compare``: runs side by side, one CSV per metric, figures and an HTML page."""
+"""``sniffsync compare``: runs side by side, one CSV + Parquet per metric, figures and an HTML page."""
 
-HELP = "compare runs or a campaign: one CSV per metric, SVG/PDF figures, campaign.html (-o DIR)"
+HELP = "compare runs or a campaign: one CSV + Parquet per metric, SVG/PDF figures, campaign.html (-o DIR)"
 
 
 def add_arguments(p):

@@ -139,3 +139,13 @@ def test_html_page_is_self_contained(compared):
     for name in tables:
         assert f"<h2>{name}</h2>" in page
     assert "STA2 with RTS" in page                          # run notes
+
+
+def test_every_table_is_also_parquet_with_its_types(compared):
+    # Parquet is the table to query: same rows and values as the CSV, integers stay integers
+    specs, out, tables = compared
+    for name, df in tables.items():
+        pq = pd.read_parquet(out / f"{name}.parquet")
+        pd.testing.assert_frame_equal(pq, df.reset_index(drop=True), check_dtype=True)
+        csv = pd.read_csv(out / f"{name}.csv")
+        assert list(csv.columns) == list(pq.columns) and len(csv) == len(pq)
