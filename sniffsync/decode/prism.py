@@ -25,7 +25,7 @@ from sniffsync.decode.crc import fcs_matches
 from sniffsync.decode.radio_fields import FixedField as F, cast, chan_to_mhz, merge_cols, phy_column, \
     read_fields, wanted
 from sniffsync.decode.radiotap_values import PHY_CODE
-from sniffsync.io.bytecols import read, u32le
+from sniffsync.io.bytecols import read
 
 __all__ = ["decode_prism", "decode_avs", "PRISM_ITEMS", "AVS", "AVS_MAGIC", "fcs_by_crc"]
 

@@ -14,7 +14,6 @@ from array import array
 
 import numpy as np
 
-from sniffsync.errors import CaptureError
 from sniffsync.io.bytecols import field, gather
 from sniffsync.io.capture import (_BOM, _EPB, _IDB, _PACKET_BLOCKS, _PB, _SPB, MAX_RECORD, PCAPNG_SHB,
                                   WINDOW_BYTES, _finish, _release, next_window, tally)
