@@ -68,9 +68,9 @@ export async function start(source) {
     window.__sniffsync.exported = await exportPng(`sniffsync-${Math.round(a / 1e3)}-${Math.round(b / 1e3)}us.png`);
   });
   const pcapBtn = document.getElementById("export-pcap");
-  if (!source.pcapUrl) pcapBtn.hidden = true;          // the report has no captures to cut
+  if (!source.pcapLink) pcapBtn.hidden = true;          // the report has no captures to cut
   else pcapBtn.addEventListener("click", () => {
-    const [a, b] = range || tl.domain(), url = source.pcapUrl(a, Math.min(meta.span_ns + 1, b), filt);
+    const [a, b] = range || tl.domain(), url = source.pcapLink(a, Math.min(meta.span_ns + 1, b), filt);
     const link = document.createElement("a");
     link.href = url; link.download = "";
     document.body.append(link); link.click(); link.remove();
