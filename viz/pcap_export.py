@@ -53,6 +53,10 @@ class PcapExport:
                 self._src = self._load()
             return self._src
 
+    def frames(self):
+        """The source's frame table (merged or the capture's), loaded once."""
+        return self._source()[2]
+
     def _load(self):
         from sniffsync.sync.mergedfile import read_merged
         if len(self.paths) > 1:

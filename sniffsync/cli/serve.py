@@ -32,6 +32,9 @@ def make_view(run, title, options=None):
                    tracks=TrackIndex(run), drill=DrillIndex(run))
     if run.paths:
         view.pcap = PcapExport(run.paths, view.meta()["t0_abs_ns"], run.merged, options)
+        from viz.tsg import TsgIndex
+        pcap = view.pcap
+        view.tsg = TsgIndex(lambda: run.frames if run.frames is not None else pcap.frames(), view.meta()["t0_abs_ns"])
     return view
 
 

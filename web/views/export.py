@@ -1,5 +1,6 @@
-"""``/api/export.pcapng``: the selected range and filters as a pcapng download."""
-from flask import Blueprint, Response, abort, request
+"""``/api/export.pcapng`` (the selected range and filters as a pcapng download) and
+``/api/tsg`` (a flow's time-sequence graph)."""
+from flask import Blueprint, Response, abort, jsonify, request
 
 from web.views import int_arg, run
 from web.views.analysis import _MAC, _list
@@ -30,3 +31,16 @@ def export_pcapng():
     resp.headers["Content-Disposition"] = f'attachment; filename="{name}"'
     resp.headers["X-Sniffsync-Packets"] = str(n)
     return resp
+
+
+@bp.get("/tsg")
+def tsg():
+    """``flow``: a position in the whole run's ``flows``: its time-sequence graph (viz.tsg)."""
+    r = run()
+    if getattr(r, "tsg", None) is None:
+        abort(404)
+    flows = (r.analysis() or {}).get("flows") or []
+    i = int_arg("flow", lo=0, hi=max(0, len(flows) - 1))
+    if i >= len(flows):
+        abort(400, description="parameter 'flow' out of range: the run has no flows")
+    return jsonify(r.tsg.graph(flows[i]["label"]))
