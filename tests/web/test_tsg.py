@@ -93,3 +93,43 @@ def test_endpoint(graphs):
     assert r.get_json()["acks"]["ack"] == graphs[FLOWS[1]]["acks"]["ack"]
     for q in ("flow=2", "flow=+1", "flow=1_0", "flow=-1", "flow=%D9%A1", ""):
         assert c.get("/api/tsg?" + q).status_code == 400, q
+
+
+@pytest.mark.browser
+def test_click_a_flow_shows_its_graph_on_the_timeline_axis():
+    """Served as `serve` builds it: a click on a flow's row opens the graph; it shows the data
+    segments and ACKs in the timeline's range (counted here from the fixture); a zoom moves it."""
+    from browser_util import ARTIFACTS, browser_page, serve
+    from sniffsync.cli.serve import make_view
+    from sniffsync.pipeline.run import analyse
+    from web import create_app
+    view = make_view(analyse([str(A)]), "A")
+    t0_abs = view.meta()["t0_abs_ns"]
+    label = FLOWS[0]
+    want_data, want_acks = _oracle(_rows(FIXTURE.read_text()), label)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with serve(create_app(view)) as url, browser_page() as (page, errors):
+        page.goto(url)
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        page.click(f'#flows tbody tr:has(td:text-is("{label}"))')
+        page.wait_for_function("() => window.__sniffsync.tsg && window.__sniffsync.tsg.drawn.data > 0")
+        assert page.is_visible("#tsg")
+        whole = page.evaluate("() => window.__sniffsync.tsg.drawn")
+        page.locator("#tsg").screenshot(path=str(ARTIFACTS / "tsg-whole.png"))
+        a, b = 650_000_000, 700_000_000
+        page.evaluate(f"() => window.__sniffsync.tl.zoomTo({a}, {b})")
+        page.wait_for_function("() => { const d = window.__sniffsync.tsg.drawn.domain;"
+                               f" return Math.abs(d[0] - {a}) < 2 && Math.abs(d[1] - {b}) < 2; }}")
+        zoomed = page.evaluate("() => window.__sniffsync.tsg.drawn")
+        n_lines = page.evaluate("() => document.querySelectorAll('#tsg line.seg').length")
+        page.locator("#tsg").screenshot(path=str(ARTIFACTS / "tsg-zoomed.png"))
+        page.screenshot(path=str(ARTIFACTS / "tsg-page.png"), full_page=True)
+        assert errors == []
+    # the graph's points de-duplicate 802.11 copies: count distinct (seq, len) / tshark frames in range
+    d0, d1 = whole["domain"]
+    in_whole = {(t, s, n) for t, s, n, _ in want_data if d0 <= t - t0_abs <= d1}
+    assert len({(s, n) for _, s, n in in_whole}) <= whole["data"] <= len(in_whole)
+    in_zoom = {(t, s, n) for t, s, n, _ in want_data if a <= t - t0_abs <= b}
+    assert 0 < zoomed["data"] <= len(in_zoom) and zoomed["data"] == n_lines
+    assert zoomed["data"] >= len({(s, n) for _, s, n in in_zoom})
+    assert 0 < zoomed["acks"] <= sum(1 for t, *_ in want_acks if a <= t - t0_abs <= b)

@@ -10,6 +10,7 @@ import {renderDrill} from "./drill.js";
 import {filters, describe} from "./filters.js";
 import {formatNs} from "./format.js";
 import {exportPng} from "./export.js";
+import {tsgPanel} from "./tsg.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 
@@ -105,6 +106,13 @@ export async function start(source) {
   ready = true;
   whole = await source.analysis();
   renderAnalysis(analysisRoot, whole);
+  const tsg = tsgPanel(document.getElementById("tsg"), source, tl);
+  document.getElementById("flows").addEventListener("click", (ev) => {   // a flow's row -> its graph
+    const tr = ev.target.closest("tbody tr");
+    if (!tr) return;
+    const label = tr.cells[0].textContent, i = (whole.flows || []).findIndex((f) => f.label === label);
+    if (i >= 0) tsg.show(i, label);
+  });
   const sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
   document.getElementById("search").addEventListener("keydown", async (ev) => {
     if (ev.key !== "Enter") return;
