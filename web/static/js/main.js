@@ -9,7 +9,7 @@ import {tracks} from "./tracks.js";
 import {renderDrill} from "./drill.js";
 import {filters, describe} from "./filters.js";
 import {formatNs} from "./format.js";
-import {exportPng} from "./export.js";
+import {exportPng, exportSvg} from "./export.js";
 import {tsgPanel} from "./tsg.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
@@ -67,6 +67,10 @@ export async function start(source) {
   document.getElementById("export").addEventListener("click", async () => {
     const [a, b] = tl.domain();
     window.__sniffsync.exported = await exportPng(`sniffsync-${Math.round(a / 1e3)}-${Math.round(b / 1e3)}us.png`);
+  });
+  document.getElementById("export-svg").addEventListener("click", () => {
+    const [a, b] = tl.domain();
+    window.__sniffsync.exportedSvg = exportSvg(tl, `sniffsync-${Math.round(a / 1e3)}-${Math.round(b / 1e3)}us.svg`);
   });
   const pcapBtn = document.getElementById("export-pcap");
   if (!source.pcapLink) pcapBtn.hidden = true;          // the report has no captures to cut
