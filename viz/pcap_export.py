@@ -62,9 +62,9 @@ class PcapExport:
         if len(self.paths) > 1:
             m = self._merged
             if m is None or m.records is None:
-                from sniffsync.pipeline.run import load_merged
-                m = load_merged(self.paths, **{k: v for k, v in self.options.items()
-                                               if k in ("reference", "allow_unsynced", "tsft_at")})
+                from sniffsync.sync.merge import merge       # as the pipeline's load_merged does
+                m = merge(self.paths, **{k: v for k, v in self.options.items()
+                                         if k in ("reference", "allow_unsynced", "tsft_at")})
             return m, None, m.frames
         m = read_merged(self.paths[0], records=True)
         if m is not None:

@@ -122,6 +122,8 @@ def test_merged_run_keeps_provenance(tmp_path):
     assert len(got) == len(want) > 0 and (got[0], got[-1]) == (want[0], want[-1])
     assert all(r[1].startswith("heard by: ") for r in rows)
     assert {r[2] for r in rows} <= set(m.sniffers)
+    # after a start from the cache there is no Merged in memory: the export merges again
+    assert PcapExport(SNIFFERS, int(ts[0])).export(t0, t1)[1] == len(want)
 
 
 # ---- the endpoint ---------------------------------------------------------------------------------

