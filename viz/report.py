@@ -21,7 +21,7 @@ from viz.tiles import KINDS, SEVERITY
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
 
 STATIC = Path(__file__).resolve().parents[1] / "web" / "static"
-MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "drill", "filters", "export", "analysis", "main"]
+MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "drill", "filters", "export", "tsg", "analysis", "main"]
 MAX_ITEMS = 30_000
 
 

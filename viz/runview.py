@@ -69,6 +69,8 @@ class RunView:
         self.title = title
         self._tracks = tracks          # a viz.tracks.TrackIndex, or None (no counter tracks)
         self._drill = drill            # a viz.drill.DrillIndex, or None (no MPDUs/BA/exchange in details)
+        self.pcap = None               # a viz.pcap_export.PcapExport, or None (no /api/export.pcapng)
+        self.tsg = None                # a viz.tsg.TsgIndex, or None (no /api/tsg)
         self._ids = self.ppdus["ppdu"].to_numpy(np.int64)
         # one PPDU's details: element reads from column arrays, its events a searchsorted slice
         # (pandas row and mask selection cost ~5 ms a request on a 23k-PPDU run)

@@ -31,10 +31,11 @@ def create_app(run=None, test_config: dict | None = None) -> Flask:
     app.wsgi_app = Guard(app.wsgi_app, app.config["ALLOWED_HOSTS"], app.config["TOKEN"],
                          app.config["TOKEN_COOKIE"])
 
-    from web.views import analysis, pages, timeline
+    from web.views import analysis, export, pages, timeline
     app.register_blueprint(pages.bp)
     app.register_blueprint(timeline.bp)
     app.register_blueprint(analysis.bp)
+    app.register_blueprint(export.bp)
 
     @app.errorhandler(400)
     def bad_request(err):

@@ -16,9 +16,10 @@ def add_arguments(p):
     p.add_argument("--no-cache", action="store_true", help="recompute instead of using the Parquet cache")
 
 
-def make_view(run, title):
+def make_view(run, title, options=None):
     """The UI's view of an analysed run: timeline index, analysis index (ranges and filters),
-    counter tracks, drill-down, legacy rates."""
+    counter tracks, drill-down, legacy rates, pcapng export of a selection (``options``: the
+    merge's, to redo it for an export after a start from the cache)."""
     from viz.analysis_index import AnalysisIndex
     from viz.drill import DrillIndex
     from viz.runview import RunView, with_legacy_rates
@@ -26,8 +27,15 @@ def make_view(run, title):
 
     from sniffsync.pipeline.uicols import attach_frame_columns
     run = attach_frame_columns(run)              # no-op when the pipeline (or the cache) did it
-    return RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
+    from viz.pcap_export import PcapExport
+    view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
                    tracks=TrackIndex(run), drill=DrillIndex(run))
+    if run.paths:
+        view.pcap = PcapExport(run.paths, view.meta()["t0_abs_ns"], run.merged, options)
+        from viz.tsg import TsgIndex
+        pcap = view.pcap
+        view.tsg = TsgIndex(lambda: run.frames if run.frames is not None else pcap.frames(), view.meta()["t0_abs_ns"])
+    return view
 
 
 def build_view(args):
@@ -42,7 +50,8 @@ def build_view(args):
                                  keep_bad_fcs=getattr(args, "keep_bad_fcs", False),
                                  progress=progress_printer(args.quiet))
     title = " + ".join(Path(p).name for p in args.captures)
-    return run, make_view(run, title), cached
+    options = {"reference": args.reference, "allow_unsynced": args.allow_unsynced, "tsft_at": args.tsft_at}
+    return run, make_view(run, title, options), cached
 
 
 def start_server(view, host, port, allow_hosts=()):

@@ -17,6 +17,12 @@ export function serverSource(base = "") {
       getJSON(`${base}/api/find?what=${what}&after=${Math.max(0, Math.floor(after))}${before ? "&before=1" : ""}`),
     search: (q, after) => getJSON(`${base}/api/search?q=${encodeURIComponent(q)}&after=${Math.max(0, Math.floor(after))}`),
     tracks: (t0, t1, n) => getJSON(`${base}/api/tracks?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&n=${n}`),
+    tsg: (flow) => getJSON(`${base}/api/tsg?flow=${flow}`),
+    pcapLink: (t0, t1, f = {}) => {   // the selection as a pcapng download (serve only)
+      const q = new URLSearchParams({t0: Math.max(0, Math.floor(t0)), t1: Math.ceil(t1)});
+      for (const k of ["sta", "kinds"]) if (f[k] != null) q.set(k, f[k].join(","));
+      return `${base}/api/export.pcapng?${q}`;
+    },
     analysis: (t0, t1, f = {}) => {
       const q = new URLSearchParams();
       if (t0 != null) { q.set("t0", Math.floor(t0)); q.set("t1", Math.ceil(t1)); }

@@ -9,7 +9,8 @@ import {tracks} from "./tracks.js";
 import {renderDrill} from "./drill.js";
 import {filters, describe} from "./filters.js";
 import {formatNs} from "./format.js";
-import {exportPng} from "./export.js";
+import {exportPng, exportSvg} from "./export.js";
+import {tsgPanel} from "./tsg.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 
@@ -67,6 +68,19 @@ export async function start(source) {
     const [a, b] = tl.domain();
     window.__sniffsync.exported = await exportPng(`sniffsync-${Math.round(a / 1e3)}-${Math.round(b / 1e3)}us.png`);
   });
+  document.getElementById("export-svg").addEventListener("click", () => {
+    const [a, b] = tl.domain();
+    window.__sniffsync.exportedSvg = exportSvg(tl, `sniffsync-${Math.round(a / 1e3)}-${Math.round(b / 1e3)}us.svg`);
+  });
+  const pcapBtn = document.getElementById("export-pcap");
+  if (!source.pcapLink) pcapBtn.hidden = true;          // the report has no captures to cut
+  else pcapBtn.addEventListener("click", () => {
+    const [a, b] = range || tl.domain(), url = source.pcapLink(a, Math.min(meta.span_ns + 1, b), filt);
+    const link = document.createElement("a");
+    link.href = url; link.download = "";
+    document.body.append(link); link.click(); link.remove();
+    window.__sniffsync.pcap = url;
+  });
   for (const b of document.querySelectorAll("[data-find]")) {
     b.addEventListener("click", () => findNext(b.dataset.find));
   }
@@ -96,6 +110,13 @@ export async function start(source) {
   ready = true;
   whole = await source.analysis();
   renderAnalysis(analysisRoot, whole);
+  const tsg = tsgPanel(document.getElementById("tsg"), source, tl);
+  document.getElementById("flows").addEventListener("click", (ev) => {   // a flow's row -> its graph
+    const tr = ev.target.closest("tbody tr");
+    if (!tr) return;
+    const label = tr.cells[0].textContent, i = (whole.flows || []).findIndex((f) => f.label === label);
+    if (i >= 0) tsg.show(i, label);
+  });
   const sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
   document.getElementById("search").addEventListener("keydown", async (ev) => {
     if (ev.key !== "Enter") return;

@@ -61,8 +61,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     tellView();
   }
 
-  function draw() {
-    const ctx = canvas.getContext("2d");
+  function draw(ctx = canvas.getContext("2d")) {   // ctx: the canvas, or an SVG recorder (export.js)
     ctx.clearRect(0, 0, width, height);
     lanes().forEach((_, l) => {
       ctx.fillStyle = l % 2 ? "#f7f7f7" : "#ffffff";
@@ -100,7 +99,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       });
     }
     ctx.restore();
-    Object.assign(hook, {drawn, markers, mode: tile.mode});
+    if (ctx.canvas === canvas) Object.assign(hook, {drawn, markers, mode: tile.mode});
   }
 
   function mark(ctx, a, w, y, sev) {   // event marker: a bar and a triangle above the lane
@@ -202,6 +201,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   }).observe(root);
 
   return {
+    drawTo(ctx) { draw(ctx); return {width, height}; },   // the lanes onto another 2-D context (SVG export)
     zoomTo(t0, t1) {   // programmatic zoom (also a test hook)
       setDomain(t0, t1);
       clearTimeout(timer);
