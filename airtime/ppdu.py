@@ -350,7 +350,9 @@ def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped: PpduGroupin
     air = ppdus["airtime_ns"].to_numpy(np.int64)
     starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
     sniffer = _np(frames, "sniffer", 0)
-    shift = np.where(np.isin(sniffer, starts) & (frame_ppdu >= 0), np.maximum(air[frame_ppdu], 0), 0)
+    move = np.isin(sniffer, starts) & (frame_ppdu >= 0)      # frames in no PPDU (bad FCS) stay
+    shift = np.zeros(len(frame_ppdu), np.int64)
+    shift[move] = np.maximum(air[frame_ppdu[move]], 0)
     out = frames.copy(deep=False)
     out["ts_ns"] = frames["ts_ns"].to_numpy(np.int64) + shift
     if "tsft_us" in frames:

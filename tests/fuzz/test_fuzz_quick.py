@@ -9,6 +9,7 @@ first damaged byte, decoded exactly as in the undamaged file.
 import importlib.util
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,3 +96,15 @@ def test_records_before_the_first_damaged_byte_are_kept(tmp_path_factory, recs, 
     cols = [c for c in COMPARED if c in want]
     a, b = want[cols].iloc[:k].reset_index(drop=True), got[cols].iloc[:k].reset_index(drop=True)
     assert a.astype(str).equals(b.astype(str))
+
+
+FOUND = sorted((Path(__file__).parents[1] / "data" / "crashes" / "fuzz-found").glob("*.bin"))
+
+
+@pytest.mark.parametrize("path", FOUND, ids=[p.name for p in FOUND])
+def test_inputs_the_long_run_found_end_in_a_result(path, scratch):
+    # each crashed the stages once (the traceback is in tests/data/crashes/README.md)
+    rec, frames = ft.read_bytes(path.read_bytes(), scratch)
+    ft.check_table(rec, frames)
+    assert len(frames) > 0
+    ft.stages(frames)            # raised IndexError before: now a result
