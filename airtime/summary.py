@@ -10,9 +10,21 @@ import pandas as pd
 from airtime.detect import DetectResult, EVENT_KINDS
 from sniffsync.decode.macs import mac_text
 
-__all__ = ["station_airtime", "detect_summary", "histogram"]
+__all__ = ["station_airtime", "detect_summary", "histogram", "bin_for_span"]
 
 BIN_10S_NS = 10_000_000_000
+MAX_SUMMARY_BINS = 100_000          # 10 s bins over 11 days; a clock that jumps by years widens them
+_LADDER_S = (10, 60, 600, 3600, 21_600, 86_400, 604_800)
+
+
+def bin_for_span(span_ns: int, max_bins: int) -> int:
+    """The first of 10 s, 1 min, 10 min, 1 h, 6 h, 1 d, 1 week that cuts ``span_ns`` into at
+    most ``max_bins`` bins, else whole seconds for exactly that many: a histogram over time
+    costs what its bars cost, not what a wild timestamp's span would."""
+    for b in _LADDER_S:
+        if -(-span_ns // (b * 1_000_000_000)) <= max_bins:
+            return b * 1_000_000_000
+    return -(-span_ns // (max_bins * 1_000_000_000)) * 1_000_000_000
 
 
 def station_airtime(ppdus: pd.DataFrame) -> pd.DataFrame:
@@ -66,6 +78,8 @@ def detect_summary(ppdus: pd.DataFrame, result: DetectResult, bin_ns: int = BIN_
     ev, st = result.events, result.stations
     t0 = int(ppdus["start_ns"].min()) if len(ppdus) else 0
     t1 = int(ppdus["end_ns"].max()) if len(ppdus) else 0
+    if -(-(t1 - t0) // bin_ns) > MAX_SUMMARY_BINS:
+        bin_ns = bin_for_span(t1 - t0, MAX_SUMMARY_BINS)
     n_bins = max(1, -(-(t1 - t0) // bin_ns))
     kinds = ppdus["kind"].astype(str)
     rts = st[st["rts"] > 0]

@@ -8,26 +8,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from airtime.summary import histogram, station_airtime
+from airtime.summary import bin_for_span, histogram, station_airtime
 from sniffsync.decode.macs import mac_text
 
 __all__ = ["analysis_data", "data_notes", "failed_bin_ns", "MAX_POINTS", "MAX_BINS"]
 
 MAX_POINTS = 2000
 MAX_BINS = 120                      # bars of the failed-MPDU histogram, whatever the time span
-_BINS_S = (10, 60, 600, 3600, 21_600, 86_400, 604_800)
 
 
 def failed_bin_ns(span_ns: int) -> int:
-    """Bin of the failed-MPDU histogram: 1 s up to 30 s of PPDUs, then the first of 10 s, 1 min,
-    10 min, 1 h, 6 h, 1 d, 1 week giving at most :data:`MAX_BINS` bins (a run whose clock
-    jumps by days must not cost a bar per 10 s), else whole seconds for exactly that many."""
+    """Bin of the failed-MPDU histogram: 1 s up to 30 s of PPDUs, then the ladder of
+    :func:`airtime.summary.bin_for_span` giving at most :data:`MAX_BINS` bins (a run whose
+    clock jumps by days must not cost a bar per 10 s)."""
     if span_ns <= 30_000_000_000:
         return 1_000_000_000
-    for b in _BINS_S:
-        if -(-span_ns // (b * 1_000_000_000)) <= MAX_BINS:
-            return b * 1_000_000_000
-    return -(-span_ns // (MAX_BINS * 1_000_000_000)) * 1_000_000_000
+    return bin_for_span(span_ns, MAX_BINS)
 
 
 def _thin(idx: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
