@@ -14,19 +14,12 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from airtime.ppdu import group_ppdus
     from airtime.summary import station_airtime
 
     from sniffsync.export.tables import write_table
-    from sniffsync.pipeline.run import load_merged
-    from sniffsync.cli.common import mac, print_table, progress_printer, require_air
+    from sniffsync.cli.common import air_of, mac, print_table
 
-    m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    frames = m.frames
-    ppdus, _, tsft_at = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps,
-                                    keep_bad_fcs=args.keep_bad_fcs)
-    require_air(ppdus, frames, args.captures)
+    frames, (ppdus, _, tsft_at) = air_of(args)
     if args.output:
         write_table(ppdus if args.all_columns else ppdus[[c for c in COLUMNS if c in ppdus]], args.output)
     st = station_airtime(ppdus)

@@ -197,6 +197,18 @@ def prepare(args) -> None:
     check_outputs(output_paths(args), inputs)
 
 
+def air_of(args):
+    """``(frames, PpduGrouping)`` of the command's captures (merged when several), checked by
+    :func:`require_air`: what ``airtime`` and ``detect`` start from."""
+    from airtime.ppdu import group_ppdus
+    from sniffsync.pipeline.run import load_merged
+    m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
+                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
+    grouped = group_ppdus(m.frames, tsft_at=args.tsft_at, stamps=m.stamps, keep_bad_fcs=args.keep_bad_fcs)
+    require_air(grouped.ppdus, m.frames, args.captures)
+    return m.frames, grouped
+
+
 def require_air(ppdus, frames, paths) -> None:
     """NoDataError ("nothing to analyse") when a run holds no 802.11 frame: airtime, detect,
     report and serve have nothing to show for a 0-frame or a wired-only capture.

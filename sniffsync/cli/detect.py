@@ -17,21 +17,14 @@ def run(args) -> int:
     import json
 
     from airtime.detect import detect
-    from airtime.ppdu import group_ppdus
     from airtime.summary import detect_summary
 
     from sniffsync.decode.quality import reception_rows
     from sniffsync.export.tables import write_table
-    from sniffsync.pipeline.run import load_merged
-    from sniffsync.cli.common import mac, print_table, progress_printer, require_air
+    from sniffsync.cli.common import air_of, mac, print_table
     from sniffsync.io.atomic import atomic_output
 
-    m = load_merged(args.captures, reference=args.reference, allow_unsynced=args.allow_unsynced,
-                    progress=progress_printer(args.quiet), tsft_at=args.tsft_at)
-    frames = m.frames
-    ppdus, frame_ppdu, _ = group_ppdus(frames, tsft_at=args.tsft_at, stamps=m.stamps,
-                                    keep_bad_fcs=args.keep_bad_fcs)
-    require_air(ppdus, frames, args.captures)
+    frames, (ppdus, frame_ppdu, _) = air_of(args)
     res = detect(frames, ppdus, frame_ppdu, slack_ns=int(args.slack_us * 1000))
     summ = detect_summary(ppdus, res)
     summ["reception"] = reception_rows(frames)          # bad-FCS frames per sniffer
