@@ -3,9 +3,15 @@
 On the common clock (:func:`sniffsync.sync.clock.sync`), copies share their content --
 a 64-bit key of :data:`MERGE_KEY`, so a retransmission (retry bit set) is another frame
 and ACK/CTS, which carry only RA, match by RA + length + duration -- and fall within a
-gate of a few µs: rows are clustered by (key, common time) like anchors
-(:func:`sniffsync.sync.anchors.cluster`). The merged table keeps the copy with the
-strongest signal.
+gate: rows of TSFT clocks are clustered by (key, common time) like anchors
+(:func:`sniffsync.sync.anchors.cluster`) in the tight gate (a few µs). A clock whose
+fit is wider (a host clock: no TSFT, stamps jittered by the host) gets its own gate,
+:data:`GATE_SIGMAS` times its own residual scale (:func:`copy_gates`): its frames
+are then attached, clock by clock from the tightest, to the nearest group of the same
+key within that gate that holds no copy of their sniffer yet (one frame per group and
+sniffer: the closest wins), else start a group of their own. The merged table keeps
+the copy with the strongest signal; its time is that of the copies with the smallest
+error (:mod:`sniffsync.sync.retime`).
 """
 from __future__ import annotations
 
@@ -16,25 +22,141 @@ from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import cluster, hash_key
 from sniffsync.sync.order import order_by
 
-__all__ = ["MERGE_KEY", "match_copies", "best_copy", "merged_table"]
+__all__ = ["MERGE_KEY", "GATE_SIGMAS", "default_gate", "copy_gates", "match_copies", "best_copy", "merged_table"]
 
 # content of a transmission that every receiver decodes identically
-MERGE_KEY = ("type_subtype", "wirelen", "ta", "ra", "seq", "frag", "retry", "duration_us",
+MERGE_KEY = ("type_subtype", "mpdu_len", "ta", "ra", "seq", "frag", "retry", "duration_us",
              "fcs", "ba_ssn", "ba_bitmap_lo", "beacon_tsf_us")
 
 
+GATE_SIGMAS = 5.0          # a wide clock's copy gate, in its own residual scales
+
+
+def clock_sigma(res) -> np.ndarray:
+    """Residual scale (ns) of every clock's fit: 1.4826 x median |residual| of the anchor
+    pairs that touch it (kept ones, held out or not); the model's prior where none."""
+    model, pairs = res.model, res.anchors
+    nclk = len(model.clocks)
+    own = getattr(model, "clock_sigma_ns", None)     # a per-clock fitted scale, when the model has one
+    if own is not None:
+        return np.asarray(own, np.float64)
+    ok = pairs["ok"].to_numpy(bool)
+    ca, cb = (pairs[c].to_numpy(np.int64)[ok] for c in ("clock_a", "clock_b"))
+    r = np.abs(pairs["residual_ns"].to_numpy(np.float64)[ok])
+    c = np.r_[ca, cb]
+    rr = np.r_[r, r]
+    out = np.asarray(model.sigma_ns, np.float64).copy()
+    o = np.lexsort((rr, c))
+    c, rr = c[o], rr[o]
+    start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else np.zeros(0, np.int64)
+    count = np.diff(np.r_[start, len(c)])
+    out[c[start]] = 1.4826 * rr[start + count // 2]
+    return out
+
+
+def default_gate(res, floor_ns: float) -> float:
+    """The tight copy gate: 2 x p99 of the held-out anchor residuals between TSFT clocks
+    (all clocks when no two have TSFT), at least ``floor_ns``."""
+    p = res.anchors
+    tsft = res.model.clocks["tsft"].to_numpy(bool)
+    sel = p["held_out"].to_numpy(bool) & p["ok"].to_numpy(bool)
+    both = sel & tsft[p["clock_a"].to_numpy(np.int64)] & tsft[p["clock_b"].to_numpy(np.int64)]
+    r = np.abs(p["residual_ns"].to_numpy(np.float64)[both if both.any() else sel])
+    return max(floor_ns, 2 * float(np.quantile(r, 0.99))) if len(r) else floor_ns
+
+
+def copy_gates(res, gate_ns: float) -> np.ndarray:
+    """Per clock, the gate its copies are matched in: ``gate_ns`` for TSFT clocks,
+    max(``gate_ns``, :data:`GATE_SIGMAS` x its residual scale) for host clocks."""
+    host = ~res.model.clocks["tsft"].to_numpy(bool)
+    return np.where(host, np.maximum(gate_ns, GATE_SIGMAS * clock_sigma(res)), gate_ns)
+
+
 def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
-                 gate_ns: float, key=None) -> np.ndarray:
-    """Group id per frame: frames with one content key, within ``gate_ns``, one per sniffer.
+                 gate_ns: float, key=None, clock=None, clock_gate_ns=None) -> np.ndarray:
+    """Group id per frame: frames with one content key, within the gate, one per sniffer.
 
     Frames of unsynced clocks (``synced`` False) are never grouped with others.
-    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed.
+    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed. ``clock`` (per frame)
+    and ``clock_gate_ns`` (per clock, :func:`copy_gates`): clocks with a gate wider
+    than ``gate_ns`` are attached after the others (module docstring).
     """
     key = hash_key(df, MERGE_KEY) if key is None else key
     sniffer = df["sniffer"].to_numpy(np.int64)
+    t = np.asarray(common_ns, np.int64)
     # unsynced frames get a unique key each so they stay alone
     key = np.where(synced, key, np.arange(len(df), dtype=np.uint64) * np.uint64(0x9E3779B1) + np.uint64(1))
-    return cluster(key, np.asarray(common_ns, np.int64), sniffer, gate_ns)
+    wide_gate = None if clock is None or clock_gate_ns is None else np.asarray(clock_gate_ns)[clock]
+    if wide_gate is None or not (synced & (wide_gate > gate_ns)).any():
+        return cluster(key, t, sniffer, gate_ns)
+    tight = ~synced | (wide_gate <= gate_ns)
+    group = np.full(len(df), -1, np.int64)
+    group[tight] = cluster(key[tight], t[tight], sniffer[tight], gate_ns)
+    ng = int(group.max()) + 1
+    rows = np.flatnonzero(tight)
+    reps = _Reps.of(group[rows], key[rows], t[rows], sniffer[rows], ng, gate_ns / GATE_SIGMAS)
+    for c in np.unique(np.asarray(clock)[~tight]):      # per wide clock, tightest first
+        r = np.flatnonzero((np.asarray(clock) == c) & ~tight)
+        group[r] = reps.attach(key[r], t[r], sniffer[r], float(wide_gate[r[0]]), gate_ns)
+    return group
+
+
+class _Reps:
+    """Groups as seen by a wide clock: content key, time, scale (gate / GATE_SIGMAS) and
+    bitmask of the sniffers already in it."""
+
+    def __init__(self, key, t, sigma, mask):
+        self.key, self.t, self.sigma, self.mask = key, t, sigma, mask
+
+    @classmethod
+    def of(cls, group, key, t, sniffer, ng, sigma):
+        nh = np.bincount(group, minlength=ng)
+        tm = np.bincount(group, weights=(t - t.min(initial=0)).astype(np.float64), minlength=ng)
+        t_g = np.rint(tm / np.maximum(nh, 1)).astype(np.int64) + t.min(initial=0)
+        k = np.zeros(ng, np.uint64)
+        k[group] = key
+        mask = np.zeros(ng, np.int64)
+        np.bitwise_or.at(mask, group, np.int64(1) << sniffer)
+        return cls(k, t_g, np.full(ng, sigma), mask)
+
+    def attach(self, key, t, sniffer, gate, floor):
+        """Group of each row (new ids for rows left alone); updates the groups."""
+        ng, n = len(self.key), len(key)
+        sig = gate / GATE_SIGMAS
+        both_k, both_t = np.r_[self.key, key], np.r_[self.t, t]
+        is_row = np.r_[np.zeros(ng, bool), np.ones(n, bool)]
+        o = np.lexsort((is_row, both_t, both_k))
+        ks, ts, rs = both_k[o], both_t[o], is_row[o]
+        pos = np.arange(len(o))
+        prev = np.maximum.accumulate(np.where(rs, -1, pos))
+        nxt = np.minimum.accumulate(np.where(rs, len(o), pos)[::-1])[::-1]
+        best, best_dt = np.full(len(o), -1, np.int64), np.full(len(o), np.inf)
+        for cand in (prev, nxt):         # the nearest group before and after, same key
+            ok = rs & (cand >= 0) & (cand < len(o))
+            c = np.clip(cand, 0, len(o) - 1)
+            g = np.where(ok, o[c], 0)
+            dt = np.abs(ts - ts[c]).astype(np.float64)
+            lim = np.maximum(floor, GATE_SIGMAS * np.sqrt(sig ** 2 + self.sigma[g] ** 2))
+            free = ((self.mask[g] >> sniffer[np.clip(o - ng, 0, n - 1)]) & 1) == 0
+            ok &= (ks[c] == ks) & (dt <= lim) & free & (dt < best_dt)
+            best = np.where(ok, g, best)
+            best_dt = np.where(ok, dt, best_dt)
+        row = o[rs] - ng
+        g_row, d_row = np.full(n, -1, np.int64), np.full(n, np.inf)
+        g_row[row], d_row[row] = best[rs], best_dt[rs]
+        # one row per group: the closest keeps it
+        cand = np.flatnonzero(g_row >= 0)
+        cand = cand[np.lexsort((d_row[cand], g_row[cand]))]
+        lose = np.r_[False, g_row[cand][1:] == g_row[cand][:-1]] if len(cand) else np.zeros(0, bool)
+        g_row[cand[lose]] = -1
+        alone = np.flatnonzero(g_row < 0)
+        g_row[alone] = ng + np.arange(len(alone))
+        self.key = np.r_[self.key, key[alone]]
+        self.t = np.r_[self.t, t[alone]]
+        self.sigma = np.r_[self.sigma, np.full(len(alone), sig)]
+        self.mask = np.r_[self.mask, np.zeros(len(alone), np.int64)]
+        np.bitwise_or.at(self.mask, g_row, np.int64(1) << sniffer)
+        return g_row
 
 
 def best_copy(group, sniffer, sig) -> np.ndarray:

@@ -22,7 +22,7 @@ from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.anchors import hash_key
 from sniffsync.sync.clock import local_clocks, reference_clock, sync
-from sniffsync.sync.copies import MERGE_KEY, best_copy, match_copies, merged_table
+from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
 
@@ -185,10 +185,9 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     model = res.model
     synced = model.synced[res.clock]
     if gate_ns is None:
-        held = res.anchors[res.anchors.held_out & res.anchors.ok].residual_ns.abs()
-        gate_ns = max(MIN_GATE_NS, 2 * float(held.quantile(0.99))) if len(held) else MIN_GATE_NS
+        gate_ns = default_gate(res, MIN_GATE_NS)
     say("match copies")
-    group = match_copies(df, res.common_ns, synced, gate_ns, key)
+    group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, copy_gates(res, gate_ns))
     del key
     ref_tsft = bool(model.clocks.tsft[model.reference])
     common_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
