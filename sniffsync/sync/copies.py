@@ -185,7 +185,8 @@ def best_copy(group, sniffer, sig) -> np.ndarray:
 
 def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarray | None,
                  group: np.ndarray, synced: np.ndarray, n_sniffers: int,
-                 keep_duplicates: bool = False, best=None, consume: bool = False) -> pd.DataFrame:
+                 keep_duplicates: bool = False, best=None, consume: bool = False,
+                 retimed=None) -> pd.DataFrame:
     """One row per group (the strongest copy), or every copy with ``keep_duplicates``.
 
     Adds ``sniffers_heard`` (bitmask), ``n_heard``, ``best_sniffer``, ``merged_id``,
@@ -193,6 +194,9 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     the copies and ``tsft_us`` its value on the reference TSF (null when not derived).
     ``consume``: drop each column from ``df`` once taken (``df`` is emptied), so the
     peak memory is about one table, not the input table plus the merged one.
+    ``retimed`` (:class:`sniffsync.sync.retime.Retimed`, its shift already in
+    ``common_ns``/``tsft_common``): the group's time is the mean of its least-error
+    copies, and ``ts_err_ns``/``ts_src`` are added (:func:`_provenance`).
     """
     n = len(df)
     sniffer = df["sniffer"].to_numpy(np.int64)
@@ -201,8 +205,11 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     mask = np.zeros(ng, np.int64)
     np.bitwise_or.at(mask, group, np.int64(1) << sniffer)
     nh = np.bincount(group, minlength=ng)
-    t_mean = (np.bincount(group, weights=(common_ns - common_ns.min(initial=0)).astype(np.float64),
-                          minlength=ng) / np.maximum(nh, 1))
+    # the group's time: the mean of its copies of the best source (all without retimed)
+    top = np.ones(n, bool) if retimed is None else _best_source(group, retimed.src, ng)
+    n_top = np.bincount(group[top], minlength=ng)
+    t_mean = (np.bincount(group[top], weights=(common_ns - common_ns.min(initial=0))[top].astype(np.float64),
+                          minlength=ng) / np.maximum(n_top, 1))
     t_mean = np.rint(t_mean).astype(np.int64) + (common_ns.min(initial=0))
     # subframes of one A-MPDU: one time (the mean of all their copies), the air's order
     _, rank, t_cl = ppdu_clusters(sniffer, common_ns, group, ng)
@@ -228,6 +235,10 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     out["n_heard"] = nh[g].astype(np.int16)
     out["best_sniffer"] = sniffer[best][g].astype(np.int16)
     out["unsynced"] = ~synced[rows]
+    if retimed is not None:
+        err, src = _provenance(retimed, group, rows, top, keep_duplicates)
+        out["ts_err_ns"] = pd.arrays.IntegerArray(np.maximum(err, 0), err < 0)
+        out["ts_src"] = pd.Categorical.from_codes(src, TS_SRC_NAMES)
     for s in range(n_sniffers):         # per-sniffer signal, from the copy of that sniffer
         v = np.full(ng, -128, np.int64)
         m = sniffer == s
@@ -236,6 +247,35 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
         have = (mask[g] >> s) & 1 == 1
         out[f"signal_dbm_s{s}"] = pd.arrays.IntegerArray(vg.astype(np.int8), ~(have & (vg > -128)))
     return out
+
+
+TS_SRC_NAMES = ("tsft", "other_sniffer", "protocol", "host")     # = sniffsync.sync.retime.TS_SRC
+
+
+def _best_source(group, src, ng) -> np.ndarray:
+    """Per row: whether its source is the best of its group's (lowest :data:`TS_SRC_NAMES`
+    index: every TSFT copy when there is one)."""
+    src = np.asarray(src, np.int64)
+    low = np.full(ng, len(TS_SRC_NAMES))
+    np.minimum.at(low, group, src)
+    return src == low[group]
+
+
+def _provenance(retimed, group, rows, top, keep_duplicates):
+    """``(ts_err_ns, ts_src code)`` of the written ``rows``: a copy's own; a merged row's
+    is its group's best-source copies' (the largest of their errors), the source seen
+    from the written copy (a TSFT copy written -> ``tsft``; a TSFT time taken from
+    another copy -> ``other_sniffer``)."""
+    err, src = retimed.err_ns, retimed.src.astype(np.int64)
+    if keep_duplicates:
+        return err[rows], src[rows]
+    ng = len(np.bincount(group))
+    g_err = np.full(ng, -1, np.int64)
+    np.maximum.at(g_err, group[top], err[top])
+    g_src = np.full(ng, len(TS_SRC_NAMES), np.int64)
+    np.minimum.at(g_src, group, src)
+    gs = g_src[group[rows]]
+    return g_err[group[rows]], np.where(src[rows] == 0, 0, np.where(gs == 0, 1, gs))
 
 
 def _take(df: pd.DataFrame, rows: np.ndarray, consume: bool = False) -> pd.DataFrame:

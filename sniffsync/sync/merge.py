@@ -25,6 +25,7 @@ from sniffsync.sync.clock import local_clocks, reference_clock, sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
+from sniffsync.sync.retime import add_provenance, provenance_totals, retime
 
 # write_merged is named beside merge() by the package's API (merge(), then write_merged())
 __all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
@@ -190,18 +191,23 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, copy_gates(res, gate_ns))
     del key
     ref_tsft = bool(model.clocks.tsft[model.reference])
-    common_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
-    tsft_common = np.rint(res.common_ns / 1000).astype(np.int64) if ref_tsft else None
+    rt = retime(df, res, group, synced)   # best time per copy: TSFT, other sniffer, protocol, host
+    best_ns = res.common_ns + rt.shift_ns
+    common_epoch = np.where(synced, to_epoch(best_ns), ts_ns)
+    tsft_common = np.rint(best_ns / 1000).astype(np.int64) if ref_tsft else None
+    del best_ns
     del ts_ns
     say("build merged table")
     best = best_copy(group, df["sniffer"].to_numpy(np.int64),
                      df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
     n_out = len(df) if keep_duplicates else len(best)
     report = merge_report(res, df, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+    add_provenance(report, rt, df["sniffer"].to_numpy(np.int64), res)
     del res                              # the fit's arrays: not held while the table is built
     # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
     out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
-                       consume=True)
+                       consume=True, retimed=rt)
+    report["totals"]["ts_src"] = provenance_totals(out)
     return out, report
 
 
