@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Column", "COLUMNS", "DTYPES", "PHY_NAMES", "column_doc"]
+__all__ = ["Column", "COLUMNS", "MERGE_COLUMNS", "DTYPES", "PHY_NAMES", "column_doc"]
 
 
 class Column(NamedTuple):
@@ -127,6 +127,21 @@ COLUMNS: list[Column] = [
     C("udp_w1", "UInt32", "", "UDP payload bytes 4-7, big-endian", "iperf2: send time s; iperf3: send time µs"),
     C("udp_w2", "UInt32", "", "UDP payload bytes 8-11, big-endian", "iperf2: send time µs; iperf3: sequence number"),
 ]
+
+# the columns `merge` adds to the frame table (sniffsync.sync.copies.merged_table); not
+# decoded from a capture, so not in COLUMNS
+MERGE_COLUMNS: list[Column] = [
+    C("merged_id", "int64", "", "merge", "the transmission (group of copies) this row is"),
+    C("sniffers_heard", "int64", "", "merge", "bitmask of the sniffers that heard it"),
+    C("n_heard", "int16", "", "merge", "number of sniffers that heard it"),
+    C("best_sniffer", "int16", "", "merge", "sniffer of the strongest copy (the row written)"),
+    C("unsynced", "bool", "", "merge", "its sniffer's clock could not be synced (own clock kept)"),
+    C("signal_dbm_s<k>", "Int8", "dBm", "merge", "signal of sniffer k's copy (null: not heard)"),
+    C("ts_err_ns", "Int64", "ns", "merge (sync/retime.py)",
+      "error bound of ts_ns: TSFT ~1 µs; protocol-inferred: the anchor's + 2 µs per step; host clock: 3 x its residual scale; null: unsynced"),
+    C("ts_src", "category", "", "merge (sync/retime.py)",
+      "where ts_ns came from: tsft (this copy's TSFT), other_sniffer (a TSFT sniffer's copy), protocol (SIFS/A-MPDU timing against well-placed frames), host (the host clock through the fit)"),
+]
 del C
 
 DTYPES = {c.name: c.dtype for c in COLUMNS}
@@ -141,7 +156,10 @@ def column_doc() -> str:
             "| column | dtype | unit | source | meaning |\n|---|---|---|---|---|\n")
     rows = "".join(f"| `{c.name}` | {c.dtype} | {c.unit} | {c.source} | {c.meaning} |\n"
                    for c in COLUMNS)
-    return head + rows
+    merge = ("\n## Columns `merge` adds\n\n| column | dtype | unit | source | meaning |\n|---|---|---|---|---|\n"
+             + "".join(f"| `{c.name}` | {c.dtype} | {c.unit} | {c.source} | {c.meaning} |\n"
+                       for c in MERGE_COLUMNS))
+    return head + rows + merge
 
 
 if __name__ == "__main__":

@@ -235,10 +235,6 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     out["n_heard"] = nh[g].astype(np.int16)
     out["best_sniffer"] = sniffer[best][g].astype(np.int16)
     out["unsynced"] = ~synced[rows]
-    if retimed is not None:
-        err, src = _provenance(retimed, group, rows, top, keep_duplicates)
-        out["ts_err_ns"] = pd.arrays.IntegerArray(np.maximum(err, 0), err < 0)
-        out["ts_src"] = pd.Categorical.from_codes(src, TS_SRC_NAMES)
     for s in range(n_sniffers):         # per-sniffer signal, from the copy of that sniffer
         v = np.full(ng, -128, np.int64)
         m = sniffer == s
@@ -246,6 +242,10 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
         vg = v[g]
         have = (mask[g] >> s) & 1 == 1
         out[f"signal_dbm_s{s}"] = pd.arrays.IntegerArray(vg.astype(np.int8), ~(have & (vg > -128)))
+    if retimed is not None:
+        err, src = _provenance(retimed, group, rows, top, keep_duplicates)
+        out["ts_err_ns"] = pd.arrays.IntegerArray(np.maximum(err, 0), err < 0)
+        out["ts_src"] = pd.Categorical.from_codes(src, TS_SRC_NAMES)
     return out
 
 

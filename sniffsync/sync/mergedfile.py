@@ -42,20 +42,25 @@ EPB_FIELDS = (
     ("heard", "<u8"),        # bitmask of the sniffers that heard it
     ("flags", "u1"), ("best", "u1"),
 )
+EPB_TAIL = (                 # after the per-sniffer signals
+    ("ts_err_ns", "<i4"),    # error bound of the row's time (ns, clipped); -1: unknown
+    ("ts_src", "u1"),        # index into TS_SRC: where the row's time came from; 255: none
+)
+TS_SRC = ("tsft", "other_sniffer", "protocol", "host")     # = sniffsync.sync.retime.TS_SRC
 FLAG_UNSYNCED, FLAG_NO_TSFT = 1, 2
 MAX_SNIFFERS = 63           # the heard-by bitmask is an int64
 
 
 def _value_len(n_sniffers: int) -> int:
     """The option's length field: its value bytes, without padding."""
-    return sum(np.dtype(t).itemsize for _, t in EPB_FIELDS) + n_sniffers
+    return sum(np.dtype(t).itemsize for _, t in EPB_FIELDS + EPB_TAIL) + n_sniffers
 
 
 def epb_dtype(n_sniffers: int) -> np.dtype:
     """The option's bytes: header, :data:`EPB_FIELDS`, one signed dBm per sniffer (-128:
-    none), zero padding to 4 bytes."""
+    none), :data:`EPB_TAIL`, zero padding to 4 bytes."""
     size = 4 + _value_len(n_sniffers)
-    fields = [("code", "<u2"), ("length", "<u2"), *EPB_FIELDS, ("signal", "i1", (n_sniffers,))]
+    fields = [("code", "<u2"), ("length", "<u2"), *EPB_FIELDS, ("signal", "i1", (n_sniffers,)), *EPB_TAIL]
     return np.dtype(fields + [("pad", "V", -size % 4)] if size % 4 else fields)
 
 
@@ -75,6 +80,9 @@ def epb_options(frames, n_sniffers: int) -> np.ndarray:
     a["flags"] = (frames["unsynced"].to_numpy(bool) * FLAG_UNSYNCED
                   | tsft.isna().to_numpy() * FLAG_NO_TSFT)
     a["best"] = frames["best_sniffer"].to_numpy(np.int64)
+    a["ts_err_ns"] = np.minimum(frames["ts_err_ns"].to_numpy(np.int64, na_value=-1), 2**31 - 1) \
+        if "ts_err_ns" in frames else -1
+    a["ts_src"] = frames["ts_src"].cat.codes.to_numpy().astype(np.uint8) if "ts_src" in frames else 255
     for s in range(n_sniffers):
         col = f"signal_dbm_s{s}"
         if col in frames:
@@ -183,6 +191,9 @@ def merged_columns(frames, rec, n_sniffers: int):
     out["tsft_us"][tsft_null] = pd.NA
     if base is not None:                  # rows without an option keep their own TSFT
         out["tsft_us"][~ok] = base.array[~ok]
+    err, src = o["ts_err_ns"].astype(np.int64), o["ts_src"].astype(np.int64)
+    out["ts_err_ns"] = pd.arrays.IntegerArray(np.maximum(err, 0), ~ok | (err < 0))
+    out["ts_src"] = pd.Categorical.from_codes(np.where(ok & (src < len(TS_SRC)), src, -1), TS_SRC)
     heard = out["sniffers_heard"]
     out["n_heard"] = sum((heard >> s) & 1 for s in range(n_sniffers)).astype(np.int16)
     sig = o["signal"].astype(np.int64)
@@ -193,7 +204,7 @@ def merged_columns(frames, rec, n_sniffers: int):
         have = (heard >> s) & 1 == 1
         out[f"signal_dbm_s{s}"] = pd.arrays.IntegerArray(v.astype(np.int8), ~(have & (v > -128)))
     order = ["sniffer", "frame", "tsft_us", "merged_id", "sniffers_heard", "n_heard", "best_sniffer",
-             "unsynced", *(f"signal_dbm_s{s}" for s in range(n_sniffers))]   # as merged_table
+             "unsynced", *(f"signal_dbm_s{s}" for s in range(n_sniffers)), "ts_err_ns", "ts_src"]   # as merged_table
     return pd.DataFrame({c: out[c] for c in order})
 
 
