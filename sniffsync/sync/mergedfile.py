@@ -82,7 +82,7 @@ def epb_options(frames, n_sniffers: int) -> np.ndarray:
     a["best"] = frames["best_sniffer"].to_numpy(np.int64)
     a["ts_err_ns"] = np.minimum(frames["ts_err_ns"].to_numpy(np.int64, na_value=-1), 2**31 - 1) \
         if "ts_err_ns" in frames else -1
-    a["ts_src"] = frames["ts_src"].cat.codes.to_numpy().astype(np.uint8) if "ts_src" in frames else 255
+    a["ts_src"] = pd.Categorical(frames["ts_src"], TS_SRC).codes.astype(np.uint8) if "ts_src" in frames else 255
     for s in range(n_sniffers):
         col = f"signal_dbm_s{s}"
         if col in frames:
