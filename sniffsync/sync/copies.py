@@ -33,13 +33,13 @@ GATE_SIGMAS = 5.0          # a wide clock's copy gate, in its own residual scale
 
 
 def clock_sigma(res) -> np.ndarray:
-    """Residual scale (ns) of every clock's fit: 1.4826 x median |residual| of the anchor
-    pairs that touch it (kept ones, held out or not); the model's prior where none."""
-    model, pairs = res.model, res.anchors
-    nclk = len(model.clocks)
-    own = getattr(model, "clock_sigma_ns", None)     # a per-clock fitted scale, when the model has one
+    """Noise scale (ns) of every clock: ``res.sigma_ns`` when the sync result has it, else
+    1.4826 x median |residual| of the anchor pairs that touch the clock (kept ones, held
+    out or not; the model's prior where none)."""
+    own = getattr(res, "sigma_ns", None)     # the fit's own per-clock noise, where sync gives one
     if own is not None:
         return np.asarray(own, np.float64)
+    model, pairs = res.model, res.anchors
     ok = pairs["ok"].to_numpy(bool)
     ca, cb = (pairs[c].to_numpy(np.int64)[ok] for c in ("clock_a", "clock_b"))
     r = np.abs(pairs["residual_ns"].to_numpy(np.float64)[ok])

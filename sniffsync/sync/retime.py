@@ -125,13 +125,11 @@ def _protocol(df, res, t, err, src, synced):
     """Protocol-inferred times for host rows, in place (module docstring)."""
     from airtime.phy import sifs_ns
     sn = df["sniffer"].to_numpy(np.int64)
-    order = np.lexsort((df["frame"].to_numpy(np.int64), sn))       # each sniffer's capture order
-    s, ok = sn[order], synced[order]
-    host_snf = np.unique(s[src[order] == HOST])
-    mine = np.isin(s, host_snf)          # only sniffers with host rows are worked on
-    order, s, ok = order[mine], s[mine], ok[mine]
-    if len(order) < 2:
+    mine = np.flatnonzero(np.isin(sn, np.unique(sn[src == HOST])))   # sniffers with host rows only
+    if len(mine) < 2:
         return
+    order = mine[np.lexsort((df["frame"].to_numpy(np.int64)[mine], sn[mine]))]   # capture order
+    s, ok = sn[order], synced[order]
     ppdu, air = _ppdus(df, order)
     ppdu = np.where(ppdu >= 0, ppdu, -1 - np.arange(len(ppdu)))   # frames in no PPDU: alone
     gate = GATE_SIGMAS * clock_sigma(res)[res.clock][order]

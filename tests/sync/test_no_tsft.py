@@ -143,7 +143,7 @@ def test_provenance_per_sniffer(merged, clean):
     host_model = rep["B"]["model"][0]
     assert host_model["clock"] == "capture" and 20 <= host_model["ts_err_us"] <= 100
     # the clocks against the skews degrade.py applied (C: TSFT +25 ppm; B: host -18 ppm)
-    assert abs(rep["C"]["model"][0]["drift_ppm"] + 25) < 0.1
+    assert abs(rep["C"]["model"][0]["drift_ppm"] + 25) < 0.25     # end-to-end slope of a piecewise fit
     assert abs(host_model["drift_ppm"] - 18) < 3
 
 
