@@ -30,6 +30,7 @@ MERGE_KEY = ("type_subtype", "mpdu_len", "ta", "ra", "seq", "frag", "retry", "du
 
 
 GATE_SIGMAS = 5.0          # a wide clock's copy gate, in its own residual scales
+RA_ONLY = (0x1C, 0x1D)     # CTS, ACK: no TA, matched through their place too
 
 
 def clock_sigma(res) -> np.ndarray:
@@ -95,10 +96,60 @@ def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
     ng = int(group.max()) + 1
     rows = np.flatnonzero(tight)
     reps = _Reps.of(group[rows], key[rows], t[rows], sniffer[rows], ng, gate_ns / GATE_SIGMAS)
-    for c in np.unique(np.asarray(clock)[~tight]):      # per wide clock, tightest first
-        r = np.flatnonzero((np.asarray(clock) == c) & ~tight)
-        group[r] = reps.attach(key[r], t[r], sniffer[r], float(wide_gate[r[0]]), gate_ns)
+    place = _Places(df, sniffer)
+    clock = np.asarray(clock)
+    wide = np.unique(clock[~tight])
+    for c in wide[np.argsort(np.asarray(clock_gate_ns)[wide], kind="stable")]:   # tightest first
+        r = np.flatnonzero((clock == c) & ~tight)
+        resp = place.response[r]
+        for is_resp in (False, True):        # ACK/CTS once what they answer is placed
+            part = r[resp == is_resp]
+            pref = place.after_answered(part, group, key) if is_resp else None
+            group[part] = reps.attach(key[part], t[part], sniffer[part], float(wide_gate[r[0]]),
+                                      gate_ns, pref)
     return group
+
+
+class _Places:
+    """Each sniffer's record order, to match an ACK/CTS (RA only) through its place: the
+    frame after the one it answers (sent by its receiver), in a sniffer that heard both."""
+
+    def __init__(self, df, sniffer):
+        n = len(df)
+        order = np.lexsort((df["frame"].to_numpy(np.int64), sniffer))
+        same = sniffer[order][1:] == sniffer[order][:-1]
+        self.prev, self.next = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+        self.prev[order[1:][same]] = order[:-1][same]
+        self.next[order[:-1][same]] = order[1:][same]
+        tsub = df["type_subtype"].to_numpy(np.int64, na_value=-1)
+        self.response = np.isin(tsub, RA_ONLY)
+        self.ta = df["ta"].to_numpy(np.int64, na_value=-1) if "ta" in df else np.full(n, -1)
+        self.ra = df["ra"].to_numpy(np.int64, na_value=-2) if "ra" in df else np.full(n, -2)
+        self.sniffer = sniffer
+
+    def after_answered(self, rows, group, key) -> np.ndarray:
+        """Per response row: the group of the record that follows, in another sniffer, a
+        copy of the frame it answers (same key; -1 where none)."""
+        pref = np.full(len(rows), -1, np.int64)
+        p = self.prev[rows]
+        ok = (p >= 0) & (self.ta[np.maximum(p, 0)] == self.ra[rows])
+        gp = np.where(ok, group[np.maximum(p, 0)], -1)
+        ok &= gp >= 0
+        if not ok.any():
+            return pref
+        ng = int(group.max()) + 1
+        done = group >= 0
+        for s in np.unique(self.sniffer[done]):          # per sniffer: a handful
+            copy = np.full(ng, -1, np.int64)
+            mine = np.flatnonzero(done & (self.sniffer == s))
+            copy[group[mine]] = mine
+            q = np.where(ok & (pref < 0), copy[np.maximum(gp, 0)], -1)
+            nq = np.where(q >= 0, self.next[np.maximum(q, 0)], -1)
+            hit = (nq >= 0) & (self.sniffer[rows] != s)
+            hit &= np.where(hit, group[np.maximum(nq, 0)] >= 0, False)
+            hit &= key[np.maximum(nq, 0)] == key[rows]
+            pref[hit] = group[nq[hit]]
+        return pref
 
 
 class _Reps:
@@ -119,8 +170,9 @@ class _Reps:
         np.bitwise_or.at(mask, group, np.int64(1) << sniffer)
         return cls(k, t_g, np.full(ng, sigma), mask)
 
-    def attach(self, key, t, sniffer, gate, floor):
-        """Group of each row (new ids for rows left alone); updates the groups."""
+    def attach(self, key, t, sniffer, gate, floor, pref=None):
+        """Group of each row (new ids for rows left alone); updates the groups. ``pref``:
+        per row a group to take first when it is within the gate and free (-1: none)."""
         ng, n = len(self.key), len(key)
         sig = gate / GATE_SIGMAS
         both_k, both_t = np.r_[self.key, key], np.r_[self.t, t]
@@ -144,6 +196,12 @@ class _Reps:
         row = o[rs] - ng
         g_row, d_row = np.full(n, -1, np.int64), np.full(n, np.inf)
         g_row[row], d_row[row] = best[rs], best_dt[rs]
+        if pref is not None and (pref >= 0).any():        # placed by what it answers: first
+            g = np.maximum(pref, 0)
+            dt = np.abs(t - self.t[g]).astype(np.float64)
+            lim = np.maximum(floor, GATE_SIGMAS * np.sqrt(sig ** 2 + self.sigma[g] ** 2))
+            use = (pref >= 0) & (dt <= lim) & (((self.mask[g] >> sniffer) & 1) == 0)
+            g_row[use], d_row[use] = pref[use], -1.0
         # one row per group: the closest keeps it
         cand = np.flatnonzero(g_row >= 0)
         cand = cand[np.lexsort((d_row[cand], g_row[cand]))]
