@@ -23,8 +23,9 @@ each copy gets the best time the run supports, in this order (:data:`TS_SRC`):
 ``host``
     its own host clock through the fitted model, error 3 x the clock's residual scale.
 
-Pure numpy past the table; no per-frame Python loop. Beacons' own interval is not
-used yet (a beacon heard only by host-clock sniffers keeps its host time).
+Pure numpy past the table; no per-frame Python loop. Beacons' interval is not used:
+where the Timestamp field is set when the beacon is built (ns-3), PPDU end - Timestamp
+varies by milliseconds (deferral), more than a host clock's error.
 """
 from __future__ import annotations
 
