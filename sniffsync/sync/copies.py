@@ -175,6 +175,8 @@ class _Reps:
         per row a group to take first when it is within the gate and free (-1: none)."""
         ng, n = len(self.key), len(key)
         sig = gate / GATE_SIGMAS
+        if ng == 0:                      # nothing to join yet (every clock is wide)
+            return self._add(np.full(n, -1, np.int64), key, t, sniffer, sig)
         both_k, both_t = np.r_[self.key, key], np.r_[self.t, t]
         is_row = np.r_[np.zeros(ng, bool), np.ones(n, bool)]
         o = np.lexsort((is_row, both_t, both_k))
@@ -207,8 +209,12 @@ class _Reps:
         cand = cand[np.lexsort((d_row[cand], g_row[cand]))]
         lose = np.r_[False, g_row[cand][1:] == g_row[cand][:-1]] if len(cand) else np.zeros(0, bool)
         g_row[cand[lose]] = -1
+        return self._add(g_row, key, t, sniffer, sig)
+
+    def _add(self, g_row, key, t, sniffer, sig):
+        """Rows left alone (-1) start groups of their own; every row's sniffer joins its group."""
         alone = np.flatnonzero(g_row < 0)
-        g_row[alone] = ng + np.arange(len(alone))
+        g_row[alone] = len(self.key) + np.arange(len(alone))
         self.key = np.r_[self.key, key[alone]]
         self.t = np.r_[self.t, t[alone]]
         self.sigma = np.r_[self.sigma, np.full(len(alone), sig)]

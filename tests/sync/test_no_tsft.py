@@ -199,3 +199,13 @@ def test_vht80_replicated_into_two_sniffers(tmp_path):
     assert len(m.frames) == 12045
     c = m.report["sniffers"][1]["ts_src"]
     assert c["tsft"] == 0 and c["other_sniffer"] == 12045
+
+
+def test_every_sniffer_without_tsft(tmp_path):
+    """No TSFT anywhere (the reference is a host clock too): still the clean transmissions."""
+    a = degrade(HIDDEN[0], tmp_path / "a.pcap", strip=1.0, jitter_us=20, seed=8)
+    b = degrade(HIDDEN[1], tmp_path / "b.pcap", strip=1.0, jitter_us=20, seed=9, ppm=10,
+                offset_ns=1_000_000_000)
+    m = merge([a, b], columns=[])
+    assert len(m.frames) == len(merge(HIDDEN[:2], columns=[]).frames) == 3500
+    assert m.report["totals"]["ts_src"]["host"] == 3500
