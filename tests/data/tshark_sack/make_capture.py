@@ -10,7 +10,7 @@ option walk). ISN 1000 (data), 5000 (reverse). Segments 3 and 6 (relative seq 30
   seg 7 -> 3001 SACK 7001-8001,4001-6001;  seg 8 -> 3001 SACK 7001-9001,4001-6001;
   retransmitted seg 3 -> 6001 SACK 7001-9001;  retransmitted seg 6 -> 9001;  seg 9..11 ->
   10001, 11001, 12001.  (relative numbers; on the wire + ISN 1000.)
-Each ACK follows its segment by 300 µs. 802.11 data frames (ToDS / FromDS), no FCS, no
+Each ACK follows its segment by 300 µs. Window field 1024 in the SYNs, then 40 (scale 7: 5120 bytes). 802.11 data frames (ToDS / FromDS), no FCS, no
 link-layer ACKs.
 """
 import struct
@@ -23,8 +23,8 @@ OUT = Path(__file__).resolve().parent.parent / "captures" / "tcp" / "sack_hand.p
 
 
 def radiotap(tsft_us):
-    # present: TSFT (0), Flags (1), Rate (2); 6 Mb/s
-    return struct.pack("<BBHIQBB", 0, 0, 18, 0b111, tsft_us, 0, 12)
+    # present: TSFT (0), Flags (1), Rate (2); 54 Mb/s (a 1000-byte segment: ~0.17 ms on air)
+    return struct.pack("<BBHIQBB", 0, 0, 18, 0b111, tsft_us, 0, 108)
 
 
 def dot11(to_ap, seq_ctl, body):
@@ -36,7 +36,8 @@ def dot11(to_ap, seq_ctl, body):
 
 def tcp(src, dst, sport, dport, seq, ack, flags, opts, payload_len, ip_id):
     opts += b"\x00" * (-len(opts) % 4)
-    th = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (20 + len(opts)) // 4 << 4, flags, 1024, 0, 0) + opts
+    win = 1024 if flags & 0x02 else 40                 # x 128 (window scale 7) = 5120 bytes after the SYNs
+    th = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (20 + len(opts)) // 4 << 4, flags, win, 0, 0) + opts
     body = th + b"\x5a" * payload_len
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), ip_id, 0x4000, 64, 6, 0,
                      bytes(map(int, src.split("."))), bytes(map(int, dst.split("."))))

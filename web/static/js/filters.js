@@ -44,8 +44,13 @@ export function describe(range, f, fmt) {
   if (f.kinds) parts.push(`kinds ${f.kinds.filter(Boolean).join(", ") || "none"}`);
   if (f.flows) parts.push(`${f.flows.filter(Boolean).length} flow(s)`);
   const any = range || f.sta || f.kinds || f.flows;
+  const lanes = [f.kinds && "PPDUs of other kinds", f.sta && "the lanes of other stations",
+    f.flows && "the lanes of stations sending none of the flows' data"].filter(Boolean);
+  const how = [(f.sta || f.flows) && "station and flow filters act on the per-station lanes",
+    f.kinds && "zoomed out, a bucket is dimmed by its main kind"].filter(Boolean).join("; ");
+  const tl = lanes.length ? ` The timeline dims ${lanes.join(", ")} (${how}).` : " The timeline shows everything.";
   const trk = f.sta || f.flows ? " The tracks show the selected stations' and flows' series (utilisation, Jain and"
-    + " event counts: all); the timeline shows everything." : " The timeline and its tracks show everything.";
+    + " event counts: all)." + tl : tl + " Its tracks show everything.";
   return any ? `Analysis views below: ${parts.join("; ")}.${trk}`
              : "Analysis views below: whole run, everything.";
 }

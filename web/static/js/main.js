@@ -11,6 +11,7 @@ import {filters, describe} from "./filters.js";
 import {formatNs} from "./format.js";
 import {exportPng, exportSvg} from "./export.js";
 import {tsgPanel} from "./tsg.js";
+import {laneDim} from "./lanefilter.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 
@@ -31,6 +32,7 @@ export async function start(source) {
     renderAnalysis(analysisRoot, a);
     const fl = filt.flows ? filt.flows.filter((v) => v !== "").map((i) => (whole.flows || [])[+i]?.label) : null;
     trk.select(filt.sta ? filt.sta.filter((v) => v !== "") : null, fl);
+    tl.setDim(laneDim(meta, filt));
     window.__sniffsync.selection = {range, filters: filt, note: document.getElementById("selection-note").textContent};
   };
   const onBrush = (r) => { range = r; return recompute(); };
@@ -62,7 +64,9 @@ export async function start(source) {
   }
   window.addEventListener("popstate", applyHash);
 
-  document.getElementById("lanes").addEventListener("change", async (ev) => { await tl.setLanes(ev.target.value); saveView(); });
+  document.getElementById("lanes").addEventListener("change", async (ev) => {
+    await tl.setLanes(ev.target.value); tl.setDim(laneDim(meta, filt)); saveView();
+  });
   document.getElementById("reset").addEventListener("click", () => tl.zoomTo(0, meta.span_ns));
   document.getElementById("export").addEventListener("click", async () => {
     const [a, b] = tl.domain();

@@ -63,7 +63,8 @@ export function tsgPanel(root, source, tl) {
       if (state.flow === i && !root.hidden) { root.hidden = true; state.flow = null; return; }
       g = await source.tsg(i);
       state.flow = i; state.graph = g;
-      title.textContent = `Time-sequence graph · ${label}`;
+      title.textContent = `Time-sequence graph · ${label}` +
+        (g.stride > 1 ? ` (report: every ${g.stride}th point of the window)` : "");
       root.hidden = false;
       draw();
     },
