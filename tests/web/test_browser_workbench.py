@@ -6,6 +6,7 @@ Oracles: tshark's SACK edges (fixture tests/data/tshark_sack/sack_hand.tsv) and 
 analysed run's PPDU table; the dimming is read back from the canvas pixels, not from the page's
 own bookkeeping alone. Screenshots go to tests/artifacts/ (git-ignored) and docs/img/.
 """
+import re
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +110,11 @@ def test_station_and_kind_filters_dim_the_lanes(ui, runs):
     assert page.locator(".lane-label.dimmed").all_text_contents() == [sta]
     assert "dims the lanes of other stations" in page.locator("#selection-note").text_content()
     page.screenshot(path=str(ARTIFACTS / "lanes-dim-station.png"), full_page=True)
+    # the SVG export keeps the dimming: the station's rectangles carry the fill opacity
+    with page.expect_download(timeout=30_000) as dl:
+        page.click("#export-svg")
+    svg = Path(dl.value.path()).read_text()
+    assert len(re.findall(r'<rect [^>]*fill-opacity="0.12"', svg)) == len(ids_sta)
     page.locator(f'#filters fieldset[data-key="sta"] input[value="{sta}"]').check()
     page.wait_for_function("() => window.__sniffsync.timeline.dimmed === 0")
     page.locator('#filters fieldset[data-key="kinds"] input[value="data"]').uncheck()
