@@ -7,6 +7,8 @@ captured bytes, so snaplen-cut frames still get the right ``tcp_payload_len``.
 """
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from sniffsync.io.bytecols import be, gather
@@ -352,15 +354,18 @@ def _tcp_options(buf, l4_off, end, rows, thl, tcp_ok):
     }
 
 
+_U32S = [struct.Struct(f">{2 * k}I") for k in range(5)]     # the edges of 0..4 blocks
+
+
 def _sack_text(b: bytes) -> str:
     """Option 5's length byte and blocks -> ``"LE-RE,LE-RE"`` (raw sequence numbers)."""
-    k = (b[0] - 2) // 8
-    v = np.frombuffer(b[1:1 + 8 * k], ">u4").tolist()
-    return ",".join(f"{v[i]}-{v[i + 1]}" for i in range(0, 2 * k, 2))
+    v = _U32S[(b[0] - 2) // 8].unpack_from(b, 1)
+    return ",".join(map("{}-{}".format, v[::2], v[1::2]))
 
 
 def _sack_blocks(buf, at):
-    """Category column of the SACK blocks of the option at ``at`` (-1: none), RFC 2018."""
+    """Category column of the SACK blocks of the option at ``at`` (-1: none), RFC 2018;
+    each distinct option formatted once (rows with SACK only: loss recovery)."""
     codes = np.full(at.shape[0], -1, np.int32)
     rows = np.flatnonzero(at >= 0)
     if not rows.size:

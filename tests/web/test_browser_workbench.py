@@ -1,6 +1,6 @@
-"""Workbench features in headless chromium, served as ``serve`` builds the view (make_view):
-SACK blocks in the time-sequence graph, the selection's filters on the lanes, the bytes-in-flight
-and queueing-delay tracks.
+"""Workbench features in headless chromium, served as ``serve`` builds the view (make_view), and
+in ``report.html`` offline: SACK blocks in the time-sequence graph, the selection's filters on
+the lanes, the bytes-in-flight and queueing-delay tracks.
 
 Oracles: tshark's SACK edges (fixture tests/data/tshark_sack/sack_hand.tsv) and pandas over the
 analysed run's PPDU table; the dimming is read back from the canvas pixels, not from the page's
@@ -37,6 +37,14 @@ def runs():
     for name, cap in (("sack", SACK_CAP), ("ns3", NS3_A)):
         run = attach_frame_columns(analyse([str(cap)]))
         out[name] = (run, make_view(run, name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    from sniffsync.cli.main import main
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    assert main(["report", str(SACK_CAP), "-o", str(out), "--no-cache", "-q"]) == 0
     return out
 
 
@@ -146,3 +154,41 @@ def test_flow_selection_dims_other_senders_and_tracks_show_inflight_and_qdelay(u
     assert on == [lab]
     page.screenshot(path=str(DOCS_IMG / "ui-lanes-flow-filter.png"), full_page=False)
     assert errors == []
+
+
+def test_report_graph_and_lane_filters_offline(ui, report, runs):
+    """report.html offline (every request but the file aborted): the embedded graph draws
+    tshark's counts; a station filter dims the AP's PPDUs."""
+    blocked = []
+
+    def route(r):             # the file itself, nothing else
+        if r.request.url == report.as_uri():
+            return r.continue_()
+        blocked.append(r.request.url)
+        return r.abort()
+    _, page, errors = ui
+    errors.clear()
+    page.route("**/*", route)
+    try:
+        page.goto(report.as_uri())
+        page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        page.click(f'#flows tbody tr:has(td:text-is("{FLOW}"))')
+        page.wait_for_function("() => window.__sniffsync.tsg && window.__sniffsync.tsg.drawn.data > 0")
+        ws = pd.read_csv(SACK_TSV, sep="\t", dtype=str)
+        up, n = ws["ip.src"] == "10.0.0.2", pd.to_numeric(ws["tcp.len"])
+        want = {"data": int((up & (n > 0)).sum()), "retx": int(ws["tcp.analysis.retransmission"].notna().sum()),
+                "acks": int((~up).sum()), "sack": sum(len(v.split(",")) for v in ws["tcp.options.sack_le"].dropna())}
+        assert page.evaluate("() => window.__sniffsync.tsg.drawn") | {"domain": None} == want | {"domain": None}
+        assert want == {"data": 14, "retx": 2, "acks": 13, "sack": 7}
+        page.locator("#tsg").screenshot(path=str(ARTIFACTS / "report-tsg-sack.png"))
+        page.locator('#filters fieldset[data-key="sta"] input[value="02:00:00:00:00:01"]').uncheck()
+        page.wait_for_function("() => window.__sniffsync.timeline.dimmed > 0")
+        n_ap = page.evaluate("() => window.__sniffsync.timeline.dimmed")
+        assert page.locator(".lane-label.dimmed").all_text_contents() == ["02:00:00:00:00:01"]
+        page.screenshot(path=str(ARTIFACTS / "report-lanes-dim.png"), full_page=True)
+        assert errors == []
+    finally:
+        page.unroute("**/*")
+    assert blocked == []
+    p = runs["sack"][0].ppdus
+    assert n_ap == int((p["ta"] == 0x020000000001).sum()) > 0
