@@ -192,3 +192,28 @@ def test_report_graph_and_lane_filters_offline(ui, report, runs):
     assert blocked == []
     p = runs["sack"][0].ppdus
     assert n_ap == int((p["ta"] == 0x020000000001).sum()) > 0
+
+
+def test_filters_live_in_the_url(ui, runs):
+    """Unticking a station writes it into the hash; the link opens with the same boxes and the
+    same lanes dimmed; back restores every box."""
+    from urllib.parse import parse_qs, urlparse
+    page, errors = _open(ui, "sack")
+    p = runs["sack"][0].ppdus
+    n_sta = int((p["ta"] == 0x020000000002).sum())
+    page.locator('#filters fieldset[data-key="sta"] input[value="02:00:00:00:00:02"]').uncheck()
+    page.wait_for_function("() => location.hash.includes('sta=')")
+    link = page.url
+    assert parse_qs(urlparse(link).fragment)["sta"] == ["02:00:00:00:00:01"]
+    page.go_back()
+    page.wait_for_function("() => window.__sniffsync.timeline.dimmed === 0")
+    assert page.locator('#filters fieldset[data-key="sta"] input:not(:checked)').count() == 0
+    page.goto("about:blank")
+    page.goto(link)
+    page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+    page.wait_for_function("() => window.__sniffsync.timeline.dimmed > 0")
+    assert page.evaluate(HOOK_DIMMED) == n_sta > 0
+    off = page.eval_on_selector_all('#filters input:not(:checked)', "els => els.map(e => e.value)")
+    assert off == ["02:00:00:00:00:02"]
+    assert "stations 02:00:00:00:00:01" in page.locator("#selection-note").text_content()
+    assert errors == []

@@ -29,7 +29,15 @@ export function filters(root, meta, flows, onChange) {
     }
     return out;
   }
-  return {current, reset() { box.querySelectorAll("input").forEach((c) => { c.checked = true; }); },
+  return {current,
+          set(f) {   // tick the boxes of a selection ({sta?, kinds?, flows?}; a missing key: every box)
+            for (const fs of box.querySelectorAll("fieldset")) {
+              const want = f[fs.dataset.key] ? new Set(f[fs.dataset.key]) : null;
+              fs.querySelectorAll("input").forEach((c) => { c.checked = !want || want.has(c.value); });
+            }
+            onChange(current());
+          },
+          reset() { box.querySelectorAll("input").forEach((c) => { c.checked = true; }); },
           only(key, values) {   // tick exactly these boxes of one group (a search's flows)
             const want = new Set(values.map(String));
             box.querySelectorAll(`fieldset[data-key="${key}"] input`).forEach((c) => { c.checked = want.has(c.value); });

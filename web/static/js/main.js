@@ -14,6 +14,9 @@ import {tsgPanel} from "./tsg.js";
 import {laneDim} from "./lanefilter.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
+const FILTER_KEYS = ["sta", "kinds", "flows"];
+// the hash's filters: a key per filtered group, its values comma-separated ("" = none selected)
+const hashFilters = (h) => Object.fromEntries(FILTER_KEYS.filter((k) => k in h).map((k) => [k, h[k].split(",")]));
 
 export async function start(source) {
   const root = document.getElementById("app");
@@ -21,7 +24,7 @@ export async function start(source) {
   const analysisRoot = document.getElementById("analysis");
   const drillRoot = document.getElementById("drill");
   const meta = await source.meta();
-  let tl, applying = false, ready = false;
+  let tl, sel = null, applying = false, ready = false;
   let range = null, filt = {}, asked = 0, whole = null;
   const recompute = async () => {   // one selection (range + filters) for every analysis view
     const mine = ++asked, note = describe(range, filt, (t) => formatNs(t, meta.span_ns));
@@ -40,6 +43,7 @@ export async function start(source) {
     if (!ready || applying) return;
     const [a, b] = tl.domain(), st = {t0: Math.round(a), t1: Math.round(b), lanes: tl.laneMode()};
     if (tl.pinned() != null) st.ppdu = tl.pinned();
+    for (const k of FILTER_KEYS) if (filt[k]) st[k] = filt[k].join(",");
     const h = "#" + new URLSearchParams(st).toString();
     if (h !== location.hash) history.pushState(null, "", h);
   };
@@ -60,6 +64,8 @@ export async function start(source) {
       }
       if (Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0) await tl.zoomTo(Math.max(0, t0), Math.min(meta.span_ns, t1));
       await tl.pick(h.ppdu == null || h.ppdu === "" ? null : Number(h.ppdu));
+      const f = hashFilters(h);
+      if (sel && JSON.stringify(f) !== JSON.stringify(filt)) sel.set(f);
     } finally { applying = false; }
   }
   window.addEventListener("popstate", applyHash);
@@ -121,7 +127,11 @@ export async function start(source) {
     const label = tr.cells[0].textContent, i = (whole.flows || []).findIndex((f) => f.label === label);
     if (i >= 0) tsg.show(i, label);
   });
-  const sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
+  sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); saveView(); });
+  if (Object.keys(hashFilters(readHash())).length) {       // a link's filters
+    applying = true;
+    try { sel.set(hashFilters(readHash())); } finally { applying = false; }
+  }
   document.getElementById("search").addEventListener("keydown", async (ev) => {
     if (ev.key !== "Enter") return;
     const ps = tl.pinnedStart(), r = await source.search(ev.target.value, ps != null ? ps + 1 : tl.domain()[0]);
