@@ -123,6 +123,14 @@ def test_station_and_kind_filters_dim_the_lanes(ui, runs):
         page.click("#export-svg")
     svg = Path(dl.value.path()).read_text()
     assert len(re.findall(r'<rect [^>]*fill-opacity="0.12"', svg)) == len(ids_sta)
+    # sniffer lanes (one sniffer here: one lane): the station's PPDUs by their sender, no lane label struck
+    page.select_option("#lanes", "sniffer")
+    page.wait_for_function("() => window.__sniffsync.timeline.mode && document.querySelectorAll('.lane-label').length === 1")
+    page.wait_for_function(f"() => window.__sniffsync.timeline.dimmed === {len(ids_sta)}")
+    assert page.evaluate(PIXEL, ids_sta[3])[0] > 200 and min(page.evaluate(PIXEL, ids_ap[3])[:3]) < 200
+    assert page.locator(".lane-label.dimmed").count() == 0
+    page.select_option("#lanes", "station")
+    page.wait_for_function("() => document.querySelectorAll('.lane-label').length === 2")
     page.locator(f'#filters fieldset[data-key="sta"] input[value="{sta}"]').check()
     page.wait_for_function("() => window.__sniffsync.timeline.dimmed === 0")
     page.locator('#filters fieldset[data-key="kinds"] input[value="data"]').uncheck()

@@ -11,7 +11,7 @@ import {filters, describe} from "./filters.js";
 import {formatNs} from "./format.js";
 import {exportPng, exportSvg} from "./export.js";
 import {tsgPanel} from "./tsg.js";
-import {laneDim} from "./lanefilter.js";
+import {laneDim, stationLanes} from "./lanefilter.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 const FILTER_KEYS = ["sta", "kinds", "flows"];
@@ -35,10 +35,18 @@ export async function start(source) {
     renderAnalysis(analysisRoot, a);
     const fl = filt.flows ? filt.flows.filter((v) => v !== "").map((i) => (whole.flows || [])[+i]?.label) : null;
     trk.select(filt.sta ? filt.sta.filter((v) => v !== "") : null, fl);
-    tl.setDim(laneDim(meta, filt));
+    dimLanes();
     window.__sniffsync.selection = {range, filters: filt, note: document.getElementById("selection-note").textContent};
   };
   const onBrush = (r) => { range = r; return recompute(); };
+  let dimSeq = 0;
+  async function dimLanes() {     // the filters on the lanes; sniffer lanes need each PPDU's station
+    const mine = ++dimSeq, [a, b] = tl.domain();
+    const need = tl.laneMode() === "sniffer" && (filt.sta || filt.flows);
+    const of = need ? await stationLanes(source, Math.max(0, a), Math.min(meta.span_ns, b)) : null;
+    if (mine === dimSeq) tl.setDim(laneDim(meta, filt, of));
+  }
+  const onSettle = () => { saveView(); if (tl && tl.laneMode() === "sniffer" && (filt.sta || filt.flows)) dimLanes(); };
   const saveView = () => {      // a settled view that differs from the URL's becomes a history entry
     if (!ready || applying) return;
     const [a, b] = tl.domain(), st = {t0: Math.round(a), t1: Math.round(b), lanes: tl.laneMode()};
@@ -51,7 +59,7 @@ export async function start(source) {
     renderDrill(drillRoot, id == null ? null : await source.ppdu(id), meta.kinds);
     saveView();
   };
-  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle: saveView});
+  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle});
   const trk = tracks(document.getElementById("tracks"), source, tl);
 
   async function applyHash() {   // the URL's view: lanes, range, pinned PPDU
@@ -71,7 +79,7 @@ export async function start(source) {
   window.addEventListener("popstate", applyHash);
 
   document.getElementById("lanes").addEventListener("change", async (ev) => {
-    await tl.setLanes(ev.target.value); tl.setDim(laneDim(meta, filt)); saveView();
+    await tl.setLanes(ev.target.value); await dimLanes(); saveView();
   });
   document.getElementById("reset").addEventListener("click", () => tl.zoomTo(0, meta.span_ns));
   document.getElementById("export").addEventListener("click", async () => {

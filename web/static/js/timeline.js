@@ -22,7 +22,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   const tipDl = tip.append("dl").node();
   const x0 = d3.scaleLinear().domain([0, span]);
   let x = x0.copy(), width = 0, height = 0, tile = null, seq = 0, timer = null, pinned = null;
-  let dim = null;        // (lane, kind, laneMode) -> true: the selection's filters exclude it (lanefilter.js)
+  let dim = null;        // (lane, kind, laneMode, ppdu) -> true: the selection's filters exclude it (lanefilter.js)
   let tipItem = null;    // {ppdu, start_ns, end_ns, lane, dy} of the shown tooltip: it follows its item or goes
   const details = new Map(), viewers = [];
   const tellView = () => { for (const f of viewers) f({x, left: left(), right: right(), width, span}); };
@@ -79,7 +79,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
         if (b < left() || a > right()) continue;
         const y = laneY(it.lane[i]);
         ctx.fillStyle = KIND_COLOR[it.kind[i]];
-        ctx.globalAlpha = dim && dim(it.lane[i], it.kind[i], laneMode) ? 0.12 : 1;
+        ctx.globalAlpha = dim && dim(it.lane[i], it.kind[i], laneMode, it.ppdu[i]) ? 0.12 : 1;
         dimmed += ctx.globalAlpha < 1;
         ctx.fillRect(a, y + 6, Math.max(1, b - a), LANE_H - 10);
         drawn++;
