@@ -21,8 +21,10 @@ from viz.tiles import KINDS, SEVERITY
 __all__ = ["build_report", "eventful_window", "MODULE_ORDER"]
 
 STATIC = Path(__file__).resolve().parents[1] / "web" / "static"
-MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "drill", "filters", "export", "tsg", "analysis", "main"]
+MODULE_ORDER = ["colors", "format", "api", "timeline", "tracks", "lines", "bars", "table", "drill", "filters", "lanefilter", "export", "tsg", "analysis", "main"]
 MAX_ITEMS = 30_000
+MAX_TSG_FLOWS = 16          # time-sequence graphs embedded: the first flows of the flow table
+MAX_TSG_POINTS = 4_000      # per graph and kind (segments, ACKs, SACK blocks): beyond, every k-th
 
 
 def eventful_window(ppdus: pd.DataFrame, events: pd.DataFrame, width_ns: int = 2_000_000_000) -> tuple[int, int]:
@@ -91,6 +93,40 @@ def _window_tracks(run, t0: int, t1: int) -> dict:
     return d
 
 
+def _cut(d: dict | None, lo: int, hi: int, shift: int, keep_before: bool = False) -> tuple[dict | None, int]:
+    """Columns ``d`` (``t_ns`` run-relative) cut to [lo, hi), times shifted to the window, at most
+    MAX_TSG_POINTS rows (every k-th); with ``keep_before`` the last row before ``lo`` too (the
+    ACK step entering the window). Returns (columns, stride)."""
+    if d is None:
+        return None, 1
+    t = np.asarray(d["t_ns"], np.int64)
+    a, b = np.searchsorted(t, lo), np.searchsorted(t, hi)
+    a = max(0, a - 1) if keep_before and a > 0 else a
+    k = max(1, -(-(b - a) // MAX_TSG_POINTS))
+    rows = np.arange(a, b)[::k]
+    out = {c: np.asarray(v)[rows].tolist() for c, v in d.items() if c != "t_ns"}
+    out["t_ns"] = (t[rows] - shift).tolist()
+    return out, k
+
+
+def _window_tsg(view, flows: list, w0: int, w1: int) -> list:
+    """The first flows' time-sequence graphs cut to the report's window (window-relative ns)."""
+    if getattr(view, "tsg", None) is None:
+        return []
+    t0 = view.meta()["t0_abs_ns"]
+    lo, hi, out = w0 - t0, w1 - t0, []
+    for f in flows[:MAX_TSG_FLOWS]:
+        g = view.tsg.graph(f["label"])
+        if g.get("data") is None:
+            out.append({"data": None, "why": g.get("why", "no data")})
+            continue
+        data, k1 = _cut(g["data"], lo, hi, lo)
+        acks, k2 = _cut(g["acks"], lo, hi, lo, keep_before=True)
+        sack, k3 = _cut(g.get("sack"), lo, hi, lo)
+        out.append({**g, "data": data, "acks": acks, "sack": sack, "stride": max(k1, k2, k3)})
+    return out
+
+
 def bundle_js() -> str:
     """The ES modules as one classic script (imports dropped, exports stripped), in an IIFE."""
     parts = []
@@ -120,7 +156,11 @@ def build_report(view, run, title: str = "sniffsync report") -> str:
     base = int(view.ppdus["start_ns"].min())
     tl["meta"]["title"] = (f"{title} — timeline of the most eventful seconds "
                            f"({(w0 - base) / 1e9:.1f}–{(w1 - base) / 1e9:.1f} s)")
-    data = {"timeline": tl, "analysis": analysis_data(run), "tracks": _window_tracks(run, w0 - base, w1 - base)}
+    from viz.runview import flow_senders
+    tl["meta"]["flow_ta"] = flow_senders(run)
+    whole = analysis_data(run)
+    data = {"timeline": tl, "analysis": whole, "tsg": _window_tsg(view, whole.get("flows") or [], w0, w1),
+            "tracks": _window_tracks(run, w0 - base, w1 - base)}
     page = (STATIC / "index.html").read_text()
     css = (STATIC / "style.css").read_text()
     d3 = (STATIC / "vendor" / "d3" / "d3.min.js").read_text()

@@ -13,7 +13,7 @@ import pandas as pd
 from sniffsync.decode.macs import mac_text
 from viz.tiles import KINDS, build_index, tile as make_tile
 
-__all__ = ["RunView", "with_legacy_rates", "FIND"]
+__all__ = ["RunView", "with_legacy_rates", "flow_senders", "FIND"]
 
 _DETAIL = ("ppdu", "kind", "phy", "mcs", "nss", "bw_mhz", "n_mpdus", "psdu_bytes", "retries", "signal_dbm",
            "rate_mbps")
@@ -36,6 +36,15 @@ def with_legacy_rates(ppdus: pd.DataFrame, frames: pd.DataFrame | None) -> pd.Da
         return ppdus
     kbps = frames["rate_kbps"].to_numpy(dtype=float, na_value=np.nan)[first]
     return ppdus.assign(rate_mbps=pd.array(np.round(kbps / 1000, 1), dtype="Float64"))
+
+
+def flow_senders(run) -> list:
+    """Per flow of the analysis' flow table (the fairness flows, in order), the colon-hex TA of
+    its data frames, or None (wired, unknown): the lanes a flow selection keeps."""
+    flows = getattr(getattr(run, "fairness", None), "flows", None)
+    if flows is None or not len(flows) or "ta" not in flows:
+        return []
+    return [v if isinstance(v, str) and v.count(":") == 5 else None for v in flows["ta"].astype(object)]
 
 
 def _py(v):

@@ -5,8 +5,8 @@ buckets over [t0, t1) is two ``searchsorted`` per series at the bucket edges and
 of the cumulative sums, so the answer's size is ``n`` x series, never the number of packets
 (like the timeline's tiles). Three ways to fill a bucket, per track:
 
-* ``mean``  — mean of the samples starting in the bucket (null without one): RTT, MCS, MPDUs
-  per A-MPDU;
+* ``mean``  — mean of the samples starting in the bucket (null without one): RTT, queueing
+  delay (RTT - the flow's min RTT), bytes in flight, MCS, MPDUs per A-MPDU;
 * ``step``  — a windowed metric's value holding from its window start until the next one
   (goodput per flow, Jain): the mean of the windows starting in the bucket, else the window
   in force at the bucket's start;
@@ -104,6 +104,17 @@ class TrackIndex:
             self._add("rtt", "RTT per flow", "ms", "mean", [
                 _Series(label.get(k, f"flow {k[1]}"), g["ts_ns"].to_numpy(np.int64) - b,
                         g["rtt_ns"].to_numpy(float) / 1e6) for k, g in fair.rtt.groupby(["run", "fd"])])
+        if fair is not None and len(fair.rtt) and "qdelay_ns" in fair.rtt:
+            self._add("qdelay", "queueing delay per flow (RTT - min RTT)", "ms", "mean", [
+                _Series(label.get(k, f"flow {k[1]}"), g["ts_ns"].to_numpy(np.int64) - b,
+                        g["qdelay_ns"].to_numpy(dtype=float, na_value=np.nan) / 1e6)
+                for k, g in fair.rtt.groupby(["run", "fd"])])
+        inflight = getattr(run, "inflight", None)
+        if inflight is not None and len(inflight):
+            by_fd = {fd: lab for (_, fd), lab in label.items()}
+            self._add("inflight", "bytes in flight per flow", "kB", "mean", [
+                _Series(by_fd.get(fd, f"flow {fd}"), g["ts_ns"].to_numpy(np.int64) - b,
+                        g["bytes_in_flight"].to_numpy(float) / 1e3) for fd, g in inflight.groupby("fd")])
         data = p[(p["kind"].astype(str) == "data") & p["ta"].notna()]
         if len(data):
             air = (data["end_ns"] - data["start_ns"]).groupby(data["ta"]).sum().sort_values(ascending=False)

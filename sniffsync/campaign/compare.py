@@ -28,7 +28,8 @@ def compare(specs, out_dir, by=(), baseline: str | None = None, title: str = "sn
         with atomic_output(out / f"{name}.parquet", "wb") as fh:
             df.to_parquet(fh, index=False)
     figures = write_figures(samples(specs, by), out)
-    page = build_page(tables, captions, figures, title, {s.name: s.notes for s in specs})
+    from sniffsync.campaign.overlay import overlay_series
+    page = build_page(tables, captions, figures, title, {s.name: s.notes for s in specs}, overlay_series(specs))
     with atomic_output(out / "campaign.html", "w", encoding="utf-8") as fh:
         fh.write(page)
     return tables

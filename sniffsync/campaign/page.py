@@ -1,11 +1,15 @@
-"""The campaign's self-contained HTML page: the figures (SVG inline) and every metric table.
+"""The campaign's self-contained HTML page: the runs overlaid, the figures (SVG inline) and
+every metric table.
 
-Same style as ``report``: the UI's stylesheet inlined, no script, nothing fetched, so the
-file opens offline and can be mailed as it is.
+Same style as ``report``: the UI's stylesheet, d3 and the page's script (``campaign.js``)
+inlined, the overlaid series (:mod:`sniffsync.campaign.overlay`) as a JSON block the script
+parses (never evaluates); nothing fetched, so the file opens offline and can be mailed as it is.
+Without overlay data the page has no script at all.
 """
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 
 import numpy as np
@@ -36,10 +40,26 @@ def _svg(path: Path) -> str:
     return text[text.find("<svg"):]          # drop the XML prolog and doctype: inline SVG
 
 
-def build_page(tables: dict, captions: dict, figures: list, title: str, notes: dict) -> str:
+def _overlay(overlay: dict | None) -> tuple[str, str]:
+    """(section HTML, scripts) of the overlaid runs; empty without series."""
+    if not overlay or not overlay.get("metrics"):
+        return "", ""
+    blob = json.dumps(overlay, separators=(",", ":")).replace("<", "\\u003c")
+    d3 = (STATIC / "vendor" / "d3" / "d3.min.js").read_text().replace("</", "<\\/")
+    js = (STATIC / "js" / "campaign.js").read_text().replace("</", "<\\/")
+    section = ("<section class=\"overlay-runs\"><h2>Runs overlaid</h2><p>the same metrics of every run on one "
+               "time axis (seconds since the run's first PPDU); tick the runs to compare</p>"
+               "<div id=\"run-picker\"></div><div id=\"overlay\" class=\"grid\"></div></section>")
+    return section, (f'<script type="application/json" id="campaign-data">{blob}</script>'
+                     f"<script>{d3}</script><script>{js}</script>")
+
+
+def build_page(tables: dict, captions: dict, figures: list, title: str, notes: dict, overlay: dict | None = None) -> str:
     """HTML text: ``tables`` (name -> DataFrame) with ``captions``, ``figures`` (SVG paths),
-    ``notes`` (run -> notes text, shown when any run has notes)."""
+    ``notes`` (run -> notes text, shown when any run has notes), ``overlay``
+    (:func:`sniffsync.campaign.overlay.overlay_series`: the runs overlaid, with a run picker)."""
     css = (STATIC / "style.css").read_text()
+    section, scripts = _overlay(overlay)
     figs = "".join(f"<section><h2>{html.escape(p.stem)}</h2>{_svg(p)}</section>" for p in figures)
     tabs = "".join(f"<section><h2>{html.escape(name)}</h2><p>{html.escape(captions.get(name, ''))}</p>"
                    f"<div style=\"overflow-x:auto\">{_table(df)}</div></section>"
@@ -49,5 +69,5 @@ def build_page(tables: dict, captions: dict, figures: list, title: str, notes: d
                  if any(notes.values()) else "")
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body><header><h1>{html.escape(title)}</h1></header><main>"
-            f"<div class=\"grid\">{figs}</div><div class=\"grid\" style=\"grid-template-columns:1fr\">"
-            f"{tabs}{note_html}</div></main></body></html>")
+            f"{section}<div class=\"grid\">{figs}</div><div class=\"grid\" style=\"grid-template-columns:1fr\">"
+            f"{tabs}{note_html}</div></main>{scripts}</body></html>")

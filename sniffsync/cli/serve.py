@@ -30,6 +30,8 @@ def make_view(run, title, options=None):
     from viz.pcap_export import PcapExport
     view = RunView(with_legacy_rates(run.ppdus, run.frames), run.events, AnalysisIndex(run), run.names, title,
                    tracks=TrackIndex(run), drill=DrillIndex(run))
+    from viz.runview import flow_senders
+    view.meta()["flow_ta"] = flow_senders(run)   # the lanes a flow selection keeps (lanefilter.js)
     if run.paths:
         view.pcap = PcapExport(run.paths, view.meta()["t0_abs_ns"], run.merged, options)
         from viz.tsg import TsgIndex

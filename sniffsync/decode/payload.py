@@ -7,6 +7,8 @@ captured bytes, so snaplen-cut frames still get the right ``tcp_payload_len``.
 """
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from sniffsync.io.bytecols import be, gather
@@ -27,6 +29,7 @@ TCP_OPT_MSS, TCP_OPT_WSCALE, TCP_OPT_SACK, TCP_OPT_TS = 2, 3, 5, 8
 L3_WINDOW = 40                             # IPv6 fixed header
 L4_WINDOW = 32                             # TCP fixed header + 12 option bytes (fast path)
 TS_ONLY = (1, 1, 8, 10)                    # NOP NOP Timestamps: the usual 12-byte option block
+SACK_LENS = (10, 18, 26, 34)               # option 5: 2 + 8 bytes per block, 1-4 blocks
 
 
 def decode_llc(buf, off, end):
@@ -117,7 +120,8 @@ def _fixed_cols(w) -> Cols:
         "tcp_win": (be(w, 34, 2), yes), "tcp_payload_len": ((ip_len - FIXED_LEN).astype(np.int32), yes),
         "udp_len": (be(w, 24, 2), no), "tcp_mss": (np.zeros(n, np.uint16), no),
         "tcp_wscale": (np.zeros(n, np.uint8), no), "tcp_tsval": (be(w, 44, 4), yes),
-        "tcp_tsecr": (be(w, 48, 4), yes), "tcp_sack": (no.copy(), yes)})
+        "tcp_tsecr": (be(w, 48, 4), yes), "tcp_sack": (no.copy(), yes),
+        "tcp_sack_blocks": (Cat(np.full(n, -1, np.int32), []), no)})
     cols.update({f"udp_w{k}": (np.zeros(n, np.uint32), no) for k in range(UDP_WORDS)})
     cols.update({k: (np.zeros(n, dt), no) for k, dt in ICMP_DTYPES.items()})
     return cols
@@ -308,6 +312,7 @@ def _tcp_options(buf, l4_off, end, rows, thl, tcp_ok):
     tsval = np.zeros(n, np.uint32)
     tsecr = np.zeros(n, np.uint32)
     sack = np.zeros(n, bool)
+    sack_at = np.full(n, -1, np.int64)       # offset of the first well-formed SACK option
     got = {k: np.zeros(n, bool) for k in ("mss", "wscale", "ts")}
     opt_end = np.minimum(l4_off[rows] + thl[rows], end[rows])
     pos = l4_off[rows] + 20
@@ -334,6 +339,8 @@ def _tcp_options(buf, l4_off, end, rows, thl, tcp_ok):
                 tsval[r[hit]] = be(ob[hit], 2, 4)
                 tsecr[r[hit]] = be(ob[hit], 6, 4)
         sack[r[(kind == TCP_OPT_SACK) & ~stop]] = True
+        blocks = (kind == TCP_OPT_SACK) & np.isin(olen, SACK_LENS) & inside & ~stop
+        sack_at[r[blocks]] = np.where(sack_at[r[blocks]] < 0, pos[blocks], sack_at[r[blocks]])
         step = np.where(kind == 1, 1, olen)
         keep = ~stop
         idx, pos = idx[keep], pos[keep] + step[keep]
@@ -343,4 +350,29 @@ def _tcp_options(buf, l4_off, end, rows, thl, tcp_ok):
         "tcp_tsval": (tsval, got["ts"]),
         "tcp_tsecr": (tsecr, got["ts"]),
         "tcp_sack": (sack, tcp_ok),     # no option 5 seen -> False
+        "tcp_sack_blocks": _sack_blocks(buf, sack_at),
     }
+
+
+_U32S = [struct.Struct(f">{2 * k}I") for k in range(5)]     # the edges of 0..4 blocks
+
+
+def _sack_text(b: bytes) -> str:
+    """Option 5's length byte and blocks -> ``"LE-RE,LE-RE"`` (raw sequence numbers)."""
+    v = _U32S[(b[0] - 2) // 8].unpack_from(b, 1)
+    return ",".join(map("{}-{}".format, v[::2], v[1::2]))
+
+
+def _sack_blocks(buf, at):
+    """Category column of the SACK blocks of the option at ``at`` (-1: none), RFC 2018;
+    each distinct option formatted once (rows with SACK only: loss recovery)."""
+    codes = np.full(at.shape[0], -1, np.int32)
+    rows = np.flatnonzero(at >= 0)
+    if not rows.size:
+        return Cat(codes, []), at >= 0
+    from sniffsync.decode.dot11 import categorical_from_bytes      # (rows with SACK only)
+    w = gather(buf, at[rows] + 1, 33)                        # length byte + up to 4 blocks
+    w[np.arange(33) >= w[:, :1].astype(np.int64) - 1] = 0    # bytes past the option
+    cat = categorical_from_bytes(w, _sack_text)
+    codes[rows] = cat.codes
+    return Cat(codes, cat.categories), at >= 0

@@ -126,6 +126,7 @@ COLUMNS: list[Column] = [
     C("udp_w0", "UInt32", "", "UDP payload bytes 0-3, big-endian", "iperf2: sequence number; iperf3: send time s"),
     C("udp_w1", "UInt32", "", "UDP payload bytes 4-7, big-endian", "iperf2: send time s; iperf3: send time µs"),
     C("udp_w2", "UInt32", "", "UDP payload bytes 8-11, big-endian", "iperf2: send time µs; iperf3: sequence number"),
+    C("tcp_sack_blocks", "category", "", "TCP option 5", "SACK blocks as 'LE-RE,LE-RE' (raw sequence numbers, option order)"),
 ]
 
 # the columns `merge` adds to the frame table (sniffsync.sync.copies.merged_table); not

@@ -50,6 +50,8 @@ def save_run(run: Run, folder: Path) -> None:
     if run.fairness is not None:
         for name in _FAIR:
             _jsonable(getattr(run.fairness, name)).to_parquet(folder / f"fair_{name}.parquet", index=False)
+    if getattr(run, "inflight", None) is not None:
+        run.inflight.to_parquet(folder / "inflight.parquet", index=False)
     meta = {"paths": run.paths, "names": run.names, "sync_report": run.sync_report,
             "detect_summary": run.detect_summary,
             "fair_summary": run.fairness.summary if run.fairness is not None else None}
@@ -77,8 +79,9 @@ def load_run(folder: Path) -> Run | None:
     if meta["fair_summary"] is not None:
         f = {n: pd.read_parquet(folder / f"fair_{n}.parquet") for n in _FAIR}
         fair = FairnessResult(**f, summary=meta["fair_summary"])
+    inflight = pd.read_parquet(folder / "inflight.parquet") if (folder / "inflight.parquet").exists() else None
     return Run(meta["paths"], meta["names"], None, t["ppdus"], t["events"], t["mpdus"], t["stations"],
-               fair, meta["sync_report"], meta["detect_summary"])
+               fair, meta["sync_report"], meta["detect_summary"], inflight=inflight)
 
 
 def analyse_cached(paths, *, use_cache=True, **options) -> tuple[Run, bool]:

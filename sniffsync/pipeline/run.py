@@ -29,6 +29,7 @@ class Run:
     sync_report: dict | None = None
     detect_summary: dict = field(default_factory=dict)
     merged: object | None = None         # sniffsync.sync.merge.Merged of several sniffers (not cached)
+    inflight: pd.DataFrame | None = None  # sniffsync.tcp.inflight samples (pipeline.uicols; the UI's track)
 
 
 def load_merged(paths, *, reference=0, allow_unsynced=False, progress=None, tsft_at="auto"):

@@ -4,7 +4,8 @@ cache (which does not keep the frame table) answers exactly as a fresh one.
 ``ppdus``: ``rate_mbps`` (radiotap Rate of the PPDU's first frame: what legacy PHYs are read
 by), ``nav_us`` (its Duration field), ``ba_ssn`` / ``ba_bitmap`` (a Block-Ack's starting
 sequence number and bitmap as hex); ``mpdus``: ``mpdu_len``; ``ppdus.attrs["frame_counts"]``:
-data / protected data / IP / TCP-or-UDP frame counts (why a run has no flows).
+data / protected data / IP / TCP-or-UDP frame counts (why a run has no flows); ``run.inflight``:
+bytes in flight per flow direction (:func:`sniffsync.tcp.inflight.inflight_table`).
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def attach_frame_columns(run):
     """``run`` with the columns above added (in place on its tables; a no-op without frames)."""
     f = run.frames
     p = run.ppdus
+    if f is not None and getattr(run, "inflight", None) is None and "tcp_seq" in f:
+        from sniffsync.tcp.inflight import inflight_table
+        run.inflight = inflight_table(f)
     if f is None or not len(f) or "first_frame" not in p or not len(p) or "rate_mbps" in p:
         return run
     ff = p["first_frame"].to_numpy(np.int64)

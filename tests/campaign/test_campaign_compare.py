@@ -132,8 +132,10 @@ def test_figures_svg_pdf_greyscale_and_deterministic(compared, tmp_path):
 def test_html_page_is_self_contained(compared):
     _, out, tables = compared
     page = (out / "campaign.html").read_text()
-    # nothing fetched: no script, no stylesheet link, no external src/href (SVG namespaces are names)
-    assert "<script" not in page and "<link" not in page
+    # nothing fetched: inline scripts only (d3, campaign.js, the JSON block), no stylesheet link, no
+    # external src/href (SVG namespaces are names)
+    assert "<script src" not in page and "<link" not in page
+    assert page.count("<script") == 3 and '<script type="application/json" id="campaign-data">' in page
     assert not re.search(r"""(src|href)\s*=\s*["'](https?:|//)""", page)
     assert page.count("<svg") == len(FIGURE_NAMES)
     for name in tables:
@@ -149,3 +151,65 @@ def test_every_table_is_also_parquet_with_its_types(compared):
         pd.testing.assert_frame_equal(pq, df.reset_index(drop=True), check_dtype=True)
         csv = pd.read_csv(out / f"{name}.csv")
         assert list(csv.columns) == list(pq.columns) and len(csv) == len(pq)
+
+
+OVERLAY_SQL = """select run, start_ns, sum(goodput_bps) / 1e6 as mbps from windows group by all order by run, start_ns"""
+
+
+def _overlay_data(page: str) -> dict:
+    import json
+    return json.loads(re.search(r'id="campaign-data">(.*?)</script>', page, re.S).group(1))
+
+
+def test_overlay_series_match_sql_over_the_runs_tables(compared):
+    """The page's goodput series of every run: DuckDB over the run's windows table, times from
+    the run's first PPDU (DuckDB over its ppdus)."""
+    specs, out, _ = compared
+    d = _overlay_data((out / "campaign.html").read_text())
+    assert [r["name"] for r in d["runs"]] == [s.name for s in specs]
+    assert {m["id"] for m in d["metrics"]} >= {"goodput", "jain", "util"}
+    want = query(specs, OVERLAY_SQL)
+    t0 = query(specs, "select run, min(start_ns) t0 from ppdus group by run").set_index("run")["t0"]
+    good = next(m for m in d["metrics"] if m["id"] == "goodput")
+    for s in good["series"]:
+        w = want[want["run"] == s["run"]]
+        assert s["t_s"] == pytest.approx(((w["start_ns"] - t0[s["run"]]) / 1e9).tolist(), abs=1e-6)
+        assert s["y"] == pytest.approx(w["mbps"].round(4).tolist(), abs=1e-4)
+
+
+@pytest.mark.browser
+def test_overlay_run_picker_in_chromium(compared):
+    """Offline in chromium: one line per run in every chart; unticking a run removes its line
+    from every chart; its points are the run's windows."""
+    from browser_util import ARTIFACTS, browser_page
+    specs, out, _ = compared
+    path = out / "campaign.html"
+    d = _overlay_data(path.read_text())
+    blocked = []
+
+    def route(r):
+        if r.request.url == path.as_uri():
+            return r.continue_()
+        blocked.append(r.request.url)
+        return r.abort()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with browser_page() as (page, errors):
+        page.route("**/*", route)
+        page.goto(path.as_uri())
+        page.wait_for_selector('body[data-ready="1"]', timeout=15_000)
+        n = len(specs)
+        for m in d["metrics"]:
+            assert page.locator(f'.overlay-chart[data-id="{m["id"]}"] path.run-line').count() == n
+        gone = specs[0].name
+        line = page.locator(f'.overlay-chart[data-id="goodput"] path.run-line[data-run="{gone}"]')
+        n_pts = len(re.findall(r"[ML]", line.get_attribute("d")))
+        assert n_pts == len(query(specs, f"select distinct start_ns from windows where run = '{gone}'"))
+        page.screenshot(path=str(ARTIFACTS / "campaign-overlay.png"), full_page=False)
+        page.locator(f'#run-picker input[value="{gone}"]').uncheck()
+        for m in d["metrics"]:
+            sel = f'.overlay-chart[data-id="{m["id"]}"] path.run-line'
+            assert page.locator(sel).count() == n - 1
+            assert page.locator(f'{sel}[data-run="{gone}"]').count() == 0
+        assert page.evaluate("() => window.__campaign.picked").count(gone) == 0
+        assert errors == []
+    assert blocked == []

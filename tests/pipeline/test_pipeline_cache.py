@@ -4,6 +4,7 @@ import argparse
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sniffsync.cli.serve import build_view
@@ -62,3 +63,15 @@ def test_report_for_a_capture_without_tcp(tmp_path, monkeypatch):
     assert data["timeline"]["meta"]["n_ppdus"] > 50             # the air is there
     assert len(data["analysis"]["airtime_share"]) >= 2
     assert "goodput" not in data["analysis"] and data["analysis"]["hist"]["mcs"] is not None
+
+
+def test_bytes_in_flight_are_cached(tmp_path, monkeypatch):
+    """run.inflight (the UI's bytes-in-flight track) survives the cache: same samples on a second start."""
+    from sniffsync.pipeline.cache import analyse_cached
+    monkeypatch.setenv("SNIFFSYNC_CACHE", str(tmp_path))
+    cap = [str(Path(__file__).parents[1] / "data" / "captures" / "tcp" / "sack_hand.pcap")]
+    first, c1 = analyse_cached(cap)
+    second, c2 = analyse_cached(cap)
+    assert (c1, c2) == (False, True) and second.frames is None
+    assert len(first.inflight) == 14          # one sample per data segment of the hand-built transfer
+    pd.testing.assert_frame_equal(second.inflight, first.inflight)

@@ -581,7 +581,7 @@ def test_filters_recompute_every_view(page, run):
     assert titles == [f"{s['station']}: {_js_number(round(s['share_pct'], 1))}" for s in want["airtime_share"]]
     assert "00:00:00:00:00:01" not in " ".join(titles)
     note = page.locator("#selection-note").text_content()
-    assert "stations " + ", ".join(keep) in note and "the timeline shows everything" in note
+    assert "stations " + ", ".join(keep) in note and "The timeline dims the lanes of other stations" in note
     # the per-station tracks follow: the unticked station's series is off in their legends
     off = page.eval_on_selector_all('.track[data-id="mcs"] .track-legend span.off', "els => els.map(e => e.textContent)")
     assert off == ["00:00:00:00:00:01"]

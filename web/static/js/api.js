@@ -51,6 +51,8 @@ export function localSource(data) {
     analysis: async (t0, t1, f = {}) => (t0 == null && !Object.keys(f).length ? data.analysis
                                                                             : localAnalysis(data, t0, t1, f)),
     tracks: async () => data.tracks || {tracks: []},
+    tsg: async (i) => (data.tsg || [])[i] ||       // the graphs of the report's window (viz/report.py)
+      {data: null, why: `the report embeds the time-sequence graphs of its first ${(data.tsg || []).length} flows; serve shows them all`},
     find: async (what, after, before = false) => {   // from the embedded items' worst event (4: collision, 3: failed/overlap)
       const sev = {collision: [4], failed: [3], unanswered: [2], event: [1, 2, 3, 4]}[what] || [];
       let best = -1;

@@ -54,17 +54,18 @@ function svgRecorder(g) {
     return e;
   };
   return {
-    fillStyle: "#000",
-    clearRect() {}, save() {}, restore() { clip = null; },
+    fillStyle: "#000", globalAlpha: 1,
+    clearRect() {}, save() {}, restore() { clip = null; this.globalAlpha = 1; },
     beginPath() { path = ""; last = null; },
     rect(x, y, w, h) { last = [x, y, w, h]; },
     clip() { clip = last; },
     moveTo(x, y) { path += `M${r2(x)} ${r2(y)}`; },
     lineTo(x, y) { path += `L${r2(x)} ${r2(y)}`; },
-    fill() { if (path) el("path", {d: path + "Z", fill: this.fillStyle}); },
+    fill() { if (path) el("path", {d: path + "Z", fill: this.fillStyle, ...this.alpha()}); },
+    alpha() { return this.globalAlpha < 1 ? {"fill-opacity": String(this.globalAlpha)} : {}; },   // dimmed by a filter
     fillRect(x, y, w, h) {
       if (clip) { const a = Math.max(x, clip[0]), b = Math.min(x + w, clip[0] + clip[2]); x = a; w = b - a; }
-      if (w > 0 && h > 0) el("rect", {x: r2(x), y: r2(y), width: r2(w), height: r2(h), fill: this.fillStyle});
+      if (w > 0 && h > 0) el("rect", {x: r2(x), y: r2(y), width: r2(w), height: r2(h), fill: this.fillStyle, ...this.alpha()});
     },
   };
 }

@@ -29,7 +29,15 @@ export function filters(root, meta, flows, onChange) {
     }
     return out;
   }
-  return {current, reset() { box.querySelectorAll("input").forEach((c) => { c.checked = true; }); },
+  return {current,
+          set(f) {   // tick the boxes of a selection ({sta?, kinds?, flows?}; a missing key: every box)
+            for (const fs of box.querySelectorAll("fieldset")) {
+              const want = f[fs.dataset.key] ? new Set(f[fs.dataset.key]) : null;
+              fs.querySelectorAll("input").forEach((c) => { c.checked = !want || want.has(c.value); });
+            }
+            onChange(current());
+          },
+          reset() { box.querySelectorAll("input").forEach((c) => { c.checked = true; }); },
           only(key, values) {   // tick exactly these boxes of one group (a search's flows)
             const want = new Set(values.map(String));
             box.querySelectorAll(`fieldset[data-key="${key}"] input`).forEach((c) => { c.checked = want.has(c.value); });
@@ -44,8 +52,13 @@ export function describe(range, f, fmt) {
   if (f.kinds) parts.push(`kinds ${f.kinds.filter(Boolean).join(", ") || "none"}`);
   if (f.flows) parts.push(`${f.flows.filter(Boolean).length} flow(s)`);
   const any = range || f.sta || f.kinds || f.flows;
+  const lanes = [f.kinds && "PPDUs of other kinds", f.sta && "the lanes of other stations",
+    f.flows && "the lanes of stations sending none of the flows' data"].filter(Boolean);
+  const how = [(f.sta || f.flows) && "in sniffer lanes by the station that sent each PPDU, zoomed in",
+    f.kinds && "zoomed out, a bucket is dimmed by its main kind"].filter(Boolean).join("; ");
+  const tl = lanes.length ? ` The timeline dims ${lanes.join(", ")} (${how}).` : " The timeline shows everything.";
   const trk = f.sta || f.flows ? " The tracks show the selected stations' and flows' series (utilisation, Jain and"
-    + " event counts: all); the timeline shows everything." : " The timeline and its tracks show everything.";
+    + " event counts: all)." + tl : tl + " Its tracks show everything.";
   return any ? `Analysis views below: ${parts.join("; ")}.${trk}`
              : "Analysis views below: whole run, everything.";
 }

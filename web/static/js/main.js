@@ -11,8 +11,12 @@ import {filters, describe} from "./filters.js";
 import {formatNs} from "./format.js";
 import {exportPng, exportSvg} from "./export.js";
 import {tsgPanel} from "./tsg.js";
+import {laneDim, stationLanes} from "./lanefilter.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
+const FILTER_KEYS = ["sta", "kinds", "flows"];
+// the hash's filters: a key per filtered group, its values comma-separated ("" = none selected)
+const hashFilters = (h) => Object.fromEntries(FILTER_KEYS.filter((k) => k in h).map((k) => [k, h[k].split(",")]));
 
 export async function start(source) {
   const root = document.getElementById("app");
@@ -20,7 +24,7 @@ export async function start(source) {
   const analysisRoot = document.getElementById("analysis");
   const drillRoot = document.getElementById("drill");
   const meta = await source.meta();
-  let tl, applying = false, ready = false;
+  let tl, sel = null, applying = false, ready = false;
   let range = null, filt = {}, asked = 0, whole = null;
   const recompute = async () => {   // one selection (range + filters) for every analysis view
     const mine = ++asked, note = describe(range, filt, (t) => formatNs(t, meta.span_ns));
@@ -31,13 +35,23 @@ export async function start(source) {
     renderAnalysis(analysisRoot, a);
     const fl = filt.flows ? filt.flows.filter((v) => v !== "").map((i) => (whole.flows || [])[+i]?.label) : null;
     trk.select(filt.sta ? filt.sta.filter((v) => v !== "") : null, fl);
+    dimLanes();
     window.__sniffsync.selection = {range, filters: filt, note: document.getElementById("selection-note").textContent};
   };
   const onBrush = (r) => { range = r; return recompute(); };
+  let dimSeq = 0;
+  async function dimLanes() {     // the filters on the lanes; sniffer lanes need each PPDU's station
+    const mine = ++dimSeq, [a, b] = tl.domain();
+    const need = tl.laneMode() === "sniffer" && (filt.sta || filt.flows);
+    const of = need ? await stationLanes(source, Math.max(0, a), Math.min(meta.span_ns, b)) : null;
+    if (mine === dimSeq) tl.setDim(laneDim(meta, filt, of));
+  }
+  const onSettle = () => { saveView(); if (tl && tl.laneMode() === "sniffer" && (filt.sta || filt.flows)) dimLanes(); };
   const saveView = () => {      // a settled view that differs from the URL's becomes a history entry
     if (!ready || applying) return;
     const [a, b] = tl.domain(), st = {t0: Math.round(a), t1: Math.round(b), lanes: tl.laneMode()};
     if (tl.pinned() != null) st.ppdu = tl.pinned();
+    for (const k of FILTER_KEYS) if (filt[k]) st[k] = filt[k].join(",");
     const h = "#" + new URLSearchParams(st).toString();
     if (h !== location.hash) history.pushState(null, "", h);
   };
@@ -45,7 +59,7 @@ export async function start(source) {
     renderDrill(drillRoot, id == null ? null : await source.ppdu(id), meta.kinds);
     saveView();
   };
-  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle: saveView});
+  tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle});
   const trk = tracks(document.getElementById("tracks"), source, tl);
 
   async function applyHash() {   // the URL's view: lanes, range, pinned PPDU
@@ -58,11 +72,15 @@ export async function start(source) {
       }
       if (Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0) await tl.zoomTo(Math.max(0, t0), Math.min(meta.span_ns, t1));
       await tl.pick(h.ppdu == null || h.ppdu === "" ? null : Number(h.ppdu));
+      const f = hashFilters(h);
+      if (sel && JSON.stringify(f) !== JSON.stringify(filt)) sel.set(f);
     } finally { applying = false; }
   }
   window.addEventListener("popstate", applyHash);
 
-  document.getElementById("lanes").addEventListener("change", async (ev) => { await tl.setLanes(ev.target.value); saveView(); });
+  document.getElementById("lanes").addEventListener("change", async (ev) => {
+    await tl.setLanes(ev.target.value); await dimLanes(); saveView();
+  });
   document.getElementById("reset").addEventListener("click", () => tl.zoomTo(0, meta.span_ns));
   document.getElementById("export").addEventListener("click", async () => {
     const [a, b] = tl.domain();
@@ -117,7 +135,11 @@ export async function start(source) {
     const label = tr.cells[0].textContent, i = (whole.flows || []).findIndex((f) => f.label === label);
     if (i >= 0) tsg.show(i, label);
   });
-  const sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); });
+  sel = filters(document.getElementById("filters"), meta, whole.flows || [], (f) => { filt = f; recompute(); saveView(); });
+  if (Object.keys(hashFilters(readHash())).length) {       // a link's filters
+    applying = true;
+    try { sel.set(hashFilters(readHash())); } finally { applying = false; }
+  }
   document.getElementById("search").addEventListener("keydown", async (ev) => {
     if (ev.key !== "Enter") return;
     const ps = tl.pinnedStart(), r = await source.search(ev.target.value, ps != null ? ps + 1 : tl.domain()[0]);

@@ -22,6 +22,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   const tipDl = tip.append("dl").node();
   const x0 = d3.scaleLinear().domain([0, span]);
   let x = x0.copy(), width = 0, height = 0, tile = null, seq = 0, timer = null, pinned = null;
+  let dim = null;        // (lane, kind, laneMode, ppdu) -> true: the selection's filters exclude it (lanefilter.js)
   let tipItem = null;    // {ppdu, start_ns, end_ns, lane, dy} of the shown tooltip: it follows its item or goes
   const details = new Map(), viewers = [];
   const tellView = () => { for (const f of viewers) f({x, left: left(), right: right(), width, span}); };
@@ -67,7 +68,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       ctx.fillStyle = l % 2 ? "#f7f7f7" : "#ffffff";
       ctx.fillRect(left(), laneY(l), right() - left(), LANE_H);
     });
-    let drawn = 0, markers = 0;
+    let drawn = 0, markers = 0, dimmed = 0;
     if (!tile) return;
     ctx.save();
     ctx.beginPath(); ctx.rect(left(), 0, right() - left(), height); ctx.clip();
@@ -78,6 +79,8 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
         if (b < left() || a > right()) continue;
         const y = laneY(it.lane[i]);
         ctx.fillStyle = KIND_COLOR[it.kind[i]];
+        ctx.globalAlpha = dim && dim(it.lane[i], it.kind[i], laneMode, it.ppdu[i]) ? 0.12 : 1;
+        dimmed += ctx.globalAlpha < 1;
         ctx.fillRect(a, y + 6, Math.max(1, b - a), LANE_H - 10);
         drawn++;
         if (it.severity[i] > 0) { mark(ctx, a, Math.max(3, b - a), y, it.severity[i]); markers++; }
@@ -88,6 +91,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
         const y = laneY(l);
         for (let k = 0; k < busy.length; k++) {
           const a = x(e[k]), b = x(e[k + 1]);
+          ctx.globalAlpha = dim && dim(l, tile.kind[l][k], laneMode) ? 0.12 : 1;
           if (busy[k] > 0) {
             const h = Math.max(1, Math.min(1, busy[k] / (e[k + 1] - e[k])) * (LANE_H - 10));
             ctx.fillStyle = KIND_COLOR[Math.max(0, tile.kind[l][k])];
@@ -99,7 +103,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       });
     }
     ctx.restore();
-    if (ctx.canvas === canvas) Object.assign(hook, {drawn, markers, mode: tile.mode});
+    if (ctx.canvas === canvas) Object.assign(hook, {drawn, markers, dimmed, mode: tile.mode});
   }
 
   function mark(ctx, a, w, y, sev) {   // event marker: a bar and a triangle above the lane
@@ -208,6 +212,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       return fetchTile();
     },
     setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
+    setDim(f) { dim = f; gLabels.selectAll("text").classed("dimmed", (_, l) => !!(dim && dim(l, -1, laneMode))); draw(); },
     domain: () => x.domain(),
     laneMode: () => laneMode,
     clearBrush() { gBrush.call(brush.move, null); },

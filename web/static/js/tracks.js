@@ -3,6 +3,7 @@
 // (about one per 2 px) for the visible range, like the lanes' tiles; a fold hides a track.
 const TRACK_H = 54, PX_PER_BUCKET = 2;
 const color = d3.scaleOrdinal(d3.schemeTableau10);
+const FLOW_TRACKS = ["goodput", "rtt", "qdelay", "inflight"];     // per-flow series: follow the flow selection
 
 export function tracks(root, source, tl) {
   const hook = (window.__sniffsync ||= {}).tracks = {fetches: 0, domain: null, drawn: {}, folded: []};
@@ -12,7 +13,7 @@ export function tracks(root, source, tl) {
   const shown = (t, s) => {
     if (!only) return true;
     if (/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(s.label)) return !only.sta || only.sta.has(s.label);
-    if (t.id === "goodput" || t.id === "rtt") return !only.flows || only.flows.has(s.label);
+    if (FLOW_TRACKS.includes(t.id)) return !only.flows || only.flows.has(s.label);
     return true;
   };
 

@@ -1,0 +1,64 @@
+"""The campaign page's overlaid time series: the same metrics of every run on one time axis
+(seconds since the run's first PPDU), for the page's run picker (:mod:`sniffsync.campaign.page`).
+
+Per run, from its cached tables (:mod:`sniffsync.campaign.store`): total goodput per fairness
+window (sum over flow directions), Jain's index per window, the window's median queueing delay,
+channel utilisation per window (``utilisation``). A series longer than :data:`MAX_POINTS` keeps
+every k-th point, so the page's size follows runs x metrics, not packets.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["OVERLAY_METRICS", "MAX_POINTS", "overlay_series"]
+
+MAX_POINTS = 2000
+# id -> (title, unit, table, time column, value column, scale, aggregate over rows of one time)
+OVERLAY_METRICS = {
+    "goodput": ("goodput, all flows, per window", "Mb/s", "windows", "start_ns", "goodput_bps", 1e-6, "sum"),
+    "jain": ("Jain's index per window", "", "jain", "start_ns", "jain", 1.0, "mean"),
+    "qdelay": ("queueing delay per window (median)", "ms", "jain", "start_ns", "qdelay_p50_ns", 1e-6, "mean"),
+    "util": ("channel utilisation per window", "busy fraction", "utilisation", "ts_ns", "utilisation", 1.0, "mean"),
+}
+
+
+def _origin(spec) -> int | None:
+    path = Path(spec.cache) / "ppdus.parquet"
+    if not path.exists():
+        return None
+    s = pd.read_parquet(path, columns=["start_ns"])["start_ns"]
+    return int(s.min()) if len(s) else None
+
+
+def _series(df: pd.DataFrame, t_col: str, v_col: str, scale: float, how: str, t0: int) -> dict:
+    if not len(df) or t_col not in df or v_col not in df:
+        return {"t_s": [], "y": []}
+    v = pd.to_numeric(df[v_col], errors="coerce").astype(np.float64) * scale
+    g = v.groupby(df[t_col].to_numpy(np.int64)).agg(how)
+    k = max(1, -(-len(g) // MAX_POINTS))
+    g = g.iloc[::k]
+    y = np.round(g.to_numpy(np.float64), 4)
+    return {"t_s": np.round((g.index.to_numpy(np.int64) - t0) / 1e9, 6).tolist(),
+            "y": [None if not np.isfinite(x) else float(x) for x in y]}
+
+
+def overlay_series(specs) -> dict:
+    """``{"runs": [{name, labels}], "metrics": [{id, title, unit, series: [{run, t_s, y}]}]}``."""
+    from sniffsync.campaign.store import load_table
+    runs, metrics = [], {m: [] for m in OVERLAY_METRICS}
+    for spec in specs:
+        t0 = _origin(spec)
+        if t0 is None:
+            continue
+        runs.append({"name": spec.name, "labels": {k: str(v) for k, v in spec.labels.items()}})
+        tables = {}
+        for mid, (_, _, table, t_col, v_col, scale, how) in OVERLAY_METRICS.items():
+            if table not in tables:
+                tables[table] = load_table(spec.cache, table)
+            metrics[mid].append({"run": spec.name, **_series(tables[table], t_col, v_col, scale, how, t0)})
+    return {"runs": runs, "metrics": [
+        {"id": mid, "title": d[0], "unit": d[1], "series": metrics[mid]} for mid, d in OVERLAY_METRICS.items()
+        if any(s["t_s"] for s in metrics[mid])]}
