@@ -40,7 +40,8 @@ import pandas as pd
 
 from sniffsync.errors import SyncError
 from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidates, anchor_pairs, key_order
-from sniffsync.sync.fit import ClockModel, _robust_fit
+from sniffsync.sync.fit import ClockModel, _robust_fit, clock_sigma
+from sniffsync.sync.order import order_by
 
 __all__ = ["local_clocks", "reference_clock", "sync", "SyncResult"]
 
@@ -102,6 +103,21 @@ class SyncResult:
     clock: np.ndarray
     common_ns: np.ndarray
     anchors: pd.DataFrame                # per anchor pair: rows, clocks, kind, used, held out, residual
+    gate_ns: np.ndarray | None = None    # per clock: the final anchor gate (ns)
+
+    @property
+    def sigma_ns(self) -> np.ndarray:
+        """Per clock: sd (ns) of one frame's stamp about the fitted model (its own noise)."""
+        return self.model.sigma_ns
+
+    @property
+    def kind(self) -> np.ndarray:
+        """Per clock: ``"tsft"`` or ``"host"``."""
+        return self.model.kind
+
+    def frame_sigma_ns(self) -> np.ndarray:
+        """Per frame: its clock's ``sigma_ns`` (unsynced clocks: inf, their time is their own)."""
+        return np.where(self.model.synced[self.clock], self.model.sigma_ns[self.clock], np.inf)
 
 
 def _coarse_offsets(ca, cb, d, nclk, ref):
@@ -158,7 +174,9 @@ def _knots(clocks, n_per_clock, knot_ns, max_knots, linear):
 
 
 class _Pairs:
-    """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id."""
+    """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id, and ``share``:
+    1 / the number of pairs with the same two stamps (the subframes of one A-MPDU share
+    one stamp, so one draw of its jitter: together they weigh as one measurement)."""
 
     def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows):
         self.ra, self.rb = rows[i], rows[j]
@@ -166,6 +184,24 @@ class _Pairs:
         self.ta, self.tb = a_local[i], a_local[j]
         self.kind, self.cid = a_kind[i], cid[i]
         self.y = ((self.tb + offset[self.cb]) - (self.ta + offset[self.ca])).astype(np.float64)
+        self.share = _share(self.ca, self.ta, self.cb, self.tb)
+
+
+def _share(ca, ta, cb, tb) -> np.ndarray:
+    """1 / size of each pair's group of equal (clocks, stamps), found by a 64-bit hash."""
+    if len(ca) == 0:
+        return np.ones(0)
+    with np.errstate(over="ignore"):
+        h = ta.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= (tb.astype(np.uint64) + (ca.astype(np.uint64) << np.uint64(48))) * np.uint64(0xC2B2AE3D27D4EB4F)
+        h ^= cb.astype(np.uint64) << np.uint64(56)
+    order = order_by(h)
+    hs = h[order]
+    start = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+    count = np.diff(np.r_[start, len(hs)])
+    out = np.empty(len(h))
+    out[order] = 1.0 / np.repeat(count, count)
+    return out
 
 
 @dataclass
@@ -179,7 +215,8 @@ class _Fit:
     local: np.ndarray
     by_key: tuple
     clocks: pd.DataFrame
-    sigma: np.ndarray
+    sigma: np.ndarray                    # per clock: noise sd (ns), prior then estimated
+    prior: np.ndarray
     ref: int
     knot_ns: float
     max_knots: int
@@ -208,16 +245,18 @@ def _coarse(f: _Fit):
     vals, ok, r = _robust_fit(P, f.clocks, f.sigma, knots, f.ref, ok, 20_000.0, 1e9)
     model = ClockModel(f.clocks, f.offset, knots, vals, np.ones(nclk, bool), f.sigma, f.ref)
     gate = float(np.quantile(np.abs(r[ok]), 0.999)) * 3 + 20_000 if ok.any() else 5e6
-    return model, gate
+    return model, np.full(nclk, gate)
 
 
 def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
-    """Steps 3-4: re-match every kind on the fitted time in ``gate``, piecewise fit (the
-    ``final`` stage holds every ``holdout``-th cluster out). Returns the model, the next
-    gate, the pairs and their held-out, used and residual arrays."""
+    """Steps 3-4: re-match every kind on the fitted time in ``gate`` (per clock), piecewise
+    fit (the ``final`` stage holds every ``holdout``-th cluster out), then each clock's
+    noise from its residuals (``f.sigma``: the next stage's weights and gates). Returns
+    the model, the next gate per clock, the pairs and their held-out, used and residual
+    arrays."""
     nclk = len(f.clocks)
     t_est = model.apply(f.local, f.clock)
-    cid, by_cid = _cluster(f.key, t_est, f.clock, gate, f.by_key, pairs=True)
+    cid, by_cid = _cluster(f.key, t_est, f.clock, gate[f.clock], f.by_key, pairs=True)
     del t_est
     i, j = anchor_pairs(cid, f.clock, by_cid)
     del by_cid
@@ -237,10 +276,12 @@ def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
             break
         synced &= good
         ok &= synced[P.ca] & synced[P.cb]
-    model = ClockModel(f.clocks, f.offset, knots, vals, synced, f.sigma, f.ref)
-    s = np.sqrt(f.sigma[P.ca] ** 2 + f.sigma[P.cb] ** 2)
     if ok.any():
-        gate = max(2_000.0, 5 * float(np.quantile(np.abs(r[ok]) / s[ok], 0.99)) * f.sigma.max())
+        z99 = float(np.quantile(np.abs(r[ok]) / np.sqrt(f.sigma[P.ca[ok]] ** 2 + f.sigma[P.cb[ok]] ** 2), 0.99))
+        f.sigma = np.where(synced, clock_sigma(P.ca[ok], P.cb[ok], r[ok], f.prior), f.prior)
+        # a pair's gap stays under 5 z99 sqrt(s_a^2 + s_b^2) <= 5 z99 sqrt(2) max(s_a, s_b)
+        gate = np.maximum(2_000.0, 5 * z99 * np.sqrt(2) * f.sigma)
+    model = ClockModel(f.clocks, f.offset, knots, vals, synced, f.sigma.copy(), f.ref)
     return model, gate, P, held, ok, r
 
 
@@ -293,9 +334,9 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     local, clock, clocks = local_clocks(df) if clocks is None else clocks
     ref = reference_clock(clocks, reference)
     rows, kind, key = anchor_candidates(df, anchors)
+    prior = np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS)
     f = _Fit(rows, kind, key, clock[rows], local[rows], key_order(key),   # the one full key sort
-             clocks, np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS), ref,
-             knot_s * 1e9, max_knots, holdout, min_anchors)
+             clocks, prior.copy(), prior, ref, knot_s * 1e9, max_knots, holdout, min_anchors)
     del rows, kind, key
     model, gate = _coarse(f)
     for final in (False, True):
@@ -307,5 +348,6 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
                           "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
                           "held_out": held, "used": ok, "residual_ns": r,
-                          "ok": held & (np.abs(r) <= gate) | ok}, copy=False)   # no second copy
-    return SyncResult(model, local, clock, common, pairs)
+                          "ok": held & (np.abs(r) <= np.maximum(gate[P.ca], gate[P.cb])) | ok},
+                         copy=False)   # no second copy
+    return SyncResult(model, local, clock, common, pairs, gate)
