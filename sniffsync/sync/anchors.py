@@ -24,7 +24,7 @@ _NULL = np.uint64(0xA5A5_5A5A_DEAD_BEEF)
 ANCHOR_KEYS: dict[str, tuple[tuple[int, ...] | None, tuple[str, ...]]] = {
     "beacon": ((0x08,), ("type_subtype", "bssid", "beacon_tsf_us")),
     "ba": ((0x19,), ("type_subtype", "ta", "ra", "ba_ssn", "ba_bitmap_lo")),
-    "unique": (None, ("type_subtype", "ta", "ra", "seq", "frag", "retry", "wirelen",
+    "unique": (None, ("type_subtype", "ta", "ra", "seq", "frag", "retry", "mpdu_len",
                       "duration_us", "fcs")),
 }
 

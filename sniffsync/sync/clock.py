@@ -48,6 +48,7 @@ __all__ = ["local_clocks", "reference_clock", "sync", "SyncResult"]
 TSFT_SIGMA_NS = 600.0      # 1 µs quantisation + jitter, per frame
 HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
 JUMP_NS = 5_000_000        # tsft - ts jump that starts a new clock segment (TSF reset/wrap)
+MIN_KEPT = 0.5             # share of a clock's in-gate anchor pairs the fit must keep
 
 
 def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
@@ -267,11 +268,14 @@ def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
     held = (P.cid % f.holdout == f.holdout - 1) if (final and f.holdout) else np.zeros(len(P.y), bool)
     synced = _reachable(P.ca, P.cb, nclk, f.ref)
     ok = ~held & synced[P.ca] & synced[P.cb]
+    n_in = np.bincount(P.ca[~held], minlength=nclk) + np.bincount(P.cb[~held], minlength=nclk)
     for _ in range(nclk):              # drop clocks with too few anchors, refit
         vals, ok, r = _robust_fit(P, f.clocks, f.sigma, knots, f.ref, ok, 2_000.0, 100.0)
         n_ok = np.bincount(P.ca[ok], minlength=nclk) + np.bincount(P.cb[ok], minlength=nclk)
+        # a real clock keeps most pairs found in its gate; content that merely looks alike
+        # (another network with the same addresses) leaves a few chance fits in a wide gate
         good = _reachable(P.ca[ok], P.cb[ok], nclk, f.ref) & (
-            (n_ok >= f.min_anchors) | (np.arange(nclk) == f.ref))
+            ((n_ok >= f.min_anchors) & (n_ok >= MIN_KEPT * n_in)) | (np.arange(nclk) == f.ref))
         if (good >= synced).all():
             break
         synced &= good

@@ -20,7 +20,7 @@ CAPS = Path(__file__).parents[1] / "data" / "captures"
 HIDDEN = [CAPS / f"ns3-11n-ht20-hidden-sniffer{x}.pcap" for x in ("A-nearAP", "B-nearSTA1", "C-nearSTA2")]
 # what sync() reads (anchors.ANCHOR_KEYS, local_clocks, anchor_candidates)
 COLUMNS = ["sniffer", "ts_ns", "tsft_us", "type_subtype", "bad", "fcs_bad", "ta", "ra", "seq", "frag",
-           "retry", "wirelen", "duration_us", "fcs", "bssid", "beacon_tsf_us", "ba_ssn", "ba_bitmap_lo"]
+           "retry", "wirelen", "mpdu_len", "duration_us", "fcs", "bssid", "beacon_tsf_us", "ba_ssn", "ba_bitmap_lo"]
 EPOCH_NS = 1_700_000_000_000_000_000
 
 

@@ -68,7 +68,7 @@ def test_bad_fcs_frames_are_never_anchors():
         "ba_ssn": pd.array([None, None, 1, 2, None, None], "Int64"),
         "ba_bitmap_lo": pd.array([None, None, 3, 4, None, None], "UInt64"),
         "seq": pd.array([1, 2, 3, 4, 5, 6], "Int64"), "frag": pd.array([0] * n, "Int64"),
-        "retry": pd.array([False] * n, "boolean"), "wirelen": np.full(n, 100),
+        "retry": pd.array([False] * n, "boolean"), "wirelen": np.full(n, 100), "mpdu_len": pd.array([80] * n, "Int32"),
         "duration_us": pd.array([0] * n, "Int64"), "fcs": pd.array([7] * n, "UInt64")})
     rows, _, _ = anchor_candidates(df, ("beacon", "ba", "unique"))
     assert sorted(rows.tolist()) == [0, 2, 4]

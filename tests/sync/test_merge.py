@@ -144,7 +144,9 @@ def test_cli_summary_report_and_conservation_line(tmp_path, capsys):
     assert f"frames in {t['frames_in']} = frames out {t['frames_out']} + duplicates removed {t['duplicates_removed']}" in err
     assert t["frames_in"] == 3097 + 2947 + 2072                  # MANIFEST.md counts
     for s in r["sniffers"]:
-        assert s["synced"] and s["anchors"]["beacon"] >= 8
+        # B and C share ~9 beacons with A; every 5th anchor cluster (by content-key order,
+        # so by the key's hash) is held out of the fit and not counted here
+        assert s["synced"] and s["anchors"]["beacon"] >= 6
         assert s["heldout"]["n"] > 50 and s["heldout"]["abs_residual_us_p50_p95_p99"][2] < 2.0
 
 
