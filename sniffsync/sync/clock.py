@@ -16,20 +16,25 @@ Algorithm
    frame from each of >= 2 clocks is an anchor; one with two copies from one clock is
    ambiguous and dropped (this is the "unique in a short window" rule).
 3. *Coarse fit* (offsets of hours): clusters by key only (beacons: BSSID + TSF field are
-   unique; other kinds: keys seen once per clock over the whole capture), a robust
-   pairwise median offset, then offsets solved jointly.
+   unique; other kinds: keys seen once per clock over the whole capture), per pair of
+   clocks the densest offset, laid along the strongest links (a spanning tree from
+   the reference), then solved jointly over the pairs that agree.
 4. *Joint fit.* Every clock ``c`` maps local ``t`` to common time ``t + o_c + g_c(t)``;
    ``g_c`` is piecewise linear (hat basis, a knot per ``knot_s``). Every anchor pair
    gives ``g_a(t_i) - g_b(t_j) = (t_j + o_b) - (t_i + o_a)``; the reference clock has
    ``g = 0``. One weighted least-squares system over all pairs and all clocks (normal
    equations summed per pair of knot intervals, dense, numpy only), with a small
-   second-difference penalty so knots without anchors interpolate; errors do not add
-   up along a chain. Residuals are rejected by a MAD rule and the fit repeated.
-5. Gates shrink (coarse -> linear -> piecewise) and anchors are re-matched each time.
-   Every 5th anchor cluster is held out of the final fit and its residuals reported.
+   second-difference penalty so knots without anchors interpolate. A pair weighs
+   1 / (s_a^2 + s_b^2), shared among the pairs of one pair of stamps (an A-MPDU).
+   Residuals are rejected by a MAD rule and the fit repeated; then each clock's own
+   noise ``s_c`` is measured from the residuals (:func:`sniffsync.sync.fit.clock_sigma`).
+5. Gates shrink (coarse -> linear -> piecewise), one per clock from its ``s_c``, and
+   anchors are re-matched each time. Every 5th anchor cluster is held out of the final
+   fit and its residuals reported.
 
 Caveats: a clock needs >= ``min_anchors`` (8) anchor pairs spread over its span after
-rejection, else it is unsynced; drift must stay under ~300 ppm for the first gate.
+rejection, a quarter of its content-only matches in its gate and half of those kept,
+else it is unsynced; drift must stay under ~300 ppm for the first gate.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ import pandas as pd
 
 from sniffsync.errors import SyncError
 from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidates, anchor_pairs, key_order
+from sniffsync.sync.coarse import coarse_offsets
 from sniffsync.sync.fit import ClockModel, _robust_fit, clock_sigma
 from sniffsync.sync.order import order_by
 
@@ -49,6 +55,7 @@ TSFT_SIGMA_NS = 600.0      # 1 µs quantisation + jitter, per frame
 HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
 JUMP_NS = 5_000_000        # tsft - ts jump that starts a new clock segment (TSF reset/wrap)
 MIN_KEPT = 0.5             # share of a clock's in-gate anchor pairs the fit must keep
+MIN_IN_GATE = 0.25         # share of its content-only matches that must fall in its gate
 
 
 def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
@@ -103,7 +110,8 @@ class SyncResult:
     local_ns: np.ndarray
     clock: np.ndarray
     common_ns: np.ndarray
-    anchors: pd.DataFrame                # per anchor pair: rows, clocks, kind, used, held out, residual
+    anchors: pd.DataFrame                # per anchor pair (star to the cluster's first copy): rows,
+                                         # clocks, kind, used, held out, residual, cluster
     gate_ns: np.ndarray | None = None    # per clock: the final anchor gate (ns)
 
     @property
@@ -119,32 +127,6 @@ class SyncResult:
     def frame_sigma_ns(self) -> np.ndarray:
         """Per frame: its clock's ``sigma_ns`` (unsynced clocks: inf, their time is their own)."""
         return np.where(self.model.synced[self.clock], self.model.sigma_ns[self.clock], np.inf)
-
-
-def _coarse_offsets(ca, cb, d, nclk, ref):
-    """Joint per-clock offsets (int64 ns) from the median ``d = t_b - t_a`` of each clock pair."""
-    pair = ca * nclk + cb
-    order = np.lexsort((d, pair))
-    p, dd = pair[order], d[order]
-    start = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
-    count = np.diff(np.r_[start, len(p)])
-    med = dd[start + count // 2]
-    a, b = p[start] // nclk, p[start] % nclk
-    # o_a - o_b = med; solve in float relative to the reference, weights sqrt(count)
-    w = np.sqrt(count)
-    m = np.zeros((nclk, nclk))
-    r = np.zeros(nclk)
-    np.add.at(m, (a, a), w)
-    np.add.at(m, (b, b), w)
-    np.add.at(m, (a, b), -w)
-    np.add.at(m, (b, a), -w)
-    np.add.at(r, a, w * med)
-    np.add.at(r, b, -w * med)
-    m[ref, :] = 0
-    m[ref, ref] = 1
-    r[ref] = 0
-    m[np.diag_indices(nclk)] += (np.diag(m) == 0)
-    return np.rint(np.linalg.solve(m, r)).astype(np.int64)
 
 
 def _reachable(ca, cb, nclk, ref):
@@ -224,6 +206,7 @@ class _Fit:
     holdout: int
     min_anchors: int
     offset: np.ndarray | None = None
+    n_key: np.ndarray | None = None      # per clock: pairs matched by content alone (coarse)
 
 
 def _coarse(f: _Fit):
@@ -238,8 +221,9 @@ def _coarse(f: _Fit):
     i, j = np.flatnonzero(sel)[i], np.flatnonzero(sel)[j]
     f.offset = np.zeros(nclk, np.int64)
     if len(i):
-        f.offset = _coarse_offsets(f.clock[i], f.clock[j], f.local[j] - f.local[i], nclk, f.ref)
+        f.offset = coarse_offsets(f.clock[i], f.clock[j], f.local[j] - f.local[i], nclk, f.ref)
     P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows)
+    f.n_key = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
     loose = 3e-4 * np.maximum(span[P.ca], span[P.cb]) + 2e6
     ok = np.abs(P.y) <= loose
     knots = _knots(f.clocks, np.zeros(nclk, int) + 4, f.knot_ns, f.max_knots, linear=True)
@@ -269,13 +253,17 @@ def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
     synced = _reachable(P.ca, P.cb, nclk, f.ref)
     ok = ~held & synced[P.ca] & synced[P.cb]
     n_in = np.bincount(P.ca[~held], minlength=nclk) + np.bincount(P.cb[~held], minlength=nclk)
+    # content alone matches a real copy's frames at one offset: most land in the gate;
+    # look-alike frames of another network match at offsets spread over the capture
+    n_gate = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
+    found = n_gate >= MIN_IN_GATE * f.n_key
     for _ in range(nclk):              # drop clocks with too few anchors, refit
         vals, ok, r = _robust_fit(P, f.clocks, f.sigma, knots, f.ref, ok, 2_000.0, 100.0)
         n_ok = np.bincount(P.ca[ok], minlength=nclk) + np.bincount(P.cb[ok], minlength=nclk)
         # a real clock keeps most pairs found in its gate; content that merely looks alike
         # (another network with the same addresses) leaves a few chance fits in a wide gate
         good = _reachable(P.ca[ok], P.cb[ok], nclk, f.ref) & (
-            ((n_ok >= f.min_anchors) & (n_ok >= MIN_KEPT * n_in)) | (np.arange(nclk) == f.ref))
+            ((n_ok >= f.min_anchors) & (n_ok >= MIN_KEPT * n_in) & found) | (np.arange(nclk) == f.ref))
         if (good >= synced).all():
             break
         synced &= good
@@ -352,6 +340,7 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
                           "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
                           "held_out": held, "used": ok, "residual_ns": r,
-                          "ok": held & (np.abs(r) <= np.maximum(gate[P.ca], gate[P.cb])) | ok},
+                          "ok": held & (np.abs(r) <= np.maximum(gate[P.ca], gate[P.cb])) | ok,
+                          "cluster": P.cid},
                          copy=False)   # no second copy
     return SyncResult(model, local, clock, common, pairs, gate)

@@ -2,7 +2,7 @@
 
 The three ns-3 hidden-node sniffers share one true clock (their TSFT is the end of the
 PPDU, the same instant at every sniffer). :func:`tiled` repeats a table on that clock to
-make a longer run; :func:`sniffer` gives a table the clock of an imperfect sniffer:
+make a longer run (each tile's frames distinct, as real FCS make them); :func:`sniffer` gives a table the clock of an imperfect sniffer:
 offset, drift (constant or ramping linearly from ``ppm`` to ``ppm_end``: a temperature
 change), jitter, a TSF counter that restarts, a time window (late join / early leave),
 or no TSFT at all (the host clock stamps the frame, jittered per frame). Each kept row's
@@ -31,13 +31,17 @@ def read_hidden():
 
 def tiled(df: pd.DataFrame, n: int, span_us: int) -> pd.DataFrame:
     """``df`` repeated ``n`` times, tile k shifted by ``k * span_us`` on the true clock
-    (beacon Timestamp fields too, so beacon keys stay unique as in a real run)."""
+    (beacon Timestamp fields too, so beacon keys stay unique as in a real run; ``fcs``
+    = k)."""
     k = np.repeat(np.arange(n, dtype=np.int64), len(df)) * span_us
     out = pd.concat([df] * n, ignore_index=True)
     out["tsft_us"] = pd.array(out.tsft_us.to_numpy(np.int64) + k, dtype="Int64")
     out["ts_ns"] = out.ts_ns.to_numpy(np.int64) + k * 1000
     b = out.beacon_tsf_us
     out["beacon_tsf_us"] = b + pd.array(k.astype(np.uint64), dtype=b.dtype)   # null stays null
+    # a real FCS differs between transmissions (ns-3 writes 0): the tile number stands in,
+    # else a frame of tile 1 and its replay in tile 2 would look like one transmission
+    out["fcs"] = pd.array(np.repeat(np.arange(n, dtype=np.uint64), len(df)), dtype=out.fcs.dtype)
     return out
 
 
