@@ -161,13 +161,13 @@ class _Pairs:
     1 / the number of pairs with the same two stamps (the subframes of one A-MPDU share
     one stamp, so one draw of its jitter: together they weigh as one measurement)."""
 
-    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows):
+    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows, share=True):
         self.ra, self.rb = rows[i], rows[j]
         self.ca, self.cb = a_clock[i], a_clock[j]
         self.ta, self.tb = a_local[i], a_local[j]
         self.kind, self.cid = a_kind[i], cid[i]
         self.y = ((self.tb + offset[self.cb]) - (self.ta + offset[self.ca])).astype(np.float64)
-        self.share = _share(self.ca, self.ta, self.cb, self.tb)
+        self.share = _share(self.ca, self.ta, self.cb, self.tb) if share else 1.0
 
 
 def _share(ca, ta, cb, tb) -> np.ndarray:
@@ -222,7 +222,7 @@ def _coarse(f: _Fit):
     f.offset = np.zeros(nclk, np.int64)
     if len(i):
         f.offset = coarse_offsets(f.clock[i], f.clock[j], f.local[j] - f.local[i], nclk, f.ref)
-    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows)
+    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, share=False)   # a loose fit
     f.n_key = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
     loose = 3e-4 * np.maximum(span[P.ca], span[P.cb]) + 2e6
     ok = np.abs(P.y) <= loose

@@ -17,14 +17,14 @@ __all__ = ["coarse_offsets"]
 
 
 def _pair_modes(p, dd, window_ns):
-    """Per run of one clock pair in ``p`` (rows sorted by (p, dd)): the median of the
+    """Per run of one clock pair in ``p`` (rows sorted by ``p``): the median of the
     densest ``window_ns`` of ``dd`` and how many rows fall in it. Keys that repeat (a
     retry a sniffer heard once, a replayed frame) pair other transmissions at offsets
     spread over the capture; the true offset is the one dense spot."""
     start = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
     med, count = [], []
     for a, b in zip(start, np.r_[start[1:], len(p)]):   # per pair of clocks: <= 64 * 63 / 2
-        x = dd[a:b]
+        x = np.sort(dd[a:b])
         n_in = np.searchsorted(x, x + window_ns, side="right") - np.arange(len(x))
         k = int(n_in.argmax())
         med.append(x[k + n_in[k] // 2])
@@ -37,7 +37,8 @@ def coarse_offsets(ca, cb, d, nclk, ref, window_ns=2e6):
     pair: first along the strongest links, then solved jointly over the pairs that agree
     with that within ``window_ns``."""
     pair = ca * nclk + cb
-    order = np.lexsort((d, pair))
+    small = pair.astype(np.int16) if nclk * nclk < 2**15 else pair   # int16: a radix sort
+    order = np.argsort(small, kind="stable")
     pk, med, count = _pair_modes(pair[order], d[order], window_ns)
     a, b = pk // nclk, pk % nclk
     o = _tree_offsets(a, b, med, count, nclk, ref)

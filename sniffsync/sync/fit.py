@@ -191,13 +191,15 @@ def clock_sigma(ca, cb, r, prior_ns, floor_ns=SIGMA_FLOOR_NS):
     nclk = len(prior2)
     lo, hi = np.minimum(ca, cb).astype(np.int64), np.maximum(ca, cb).astype(np.int64)
     pair = lo * nclk + hi
-    order = np.lexsort((np.abs(r), pair))
+    small = pair.astype(np.int16) if nclk * nclk < 2**15 else pair   # int16: a radix sort
+    order = np.argsort(small, kind="stable")
     p, ar = pair[order], np.abs(r)[order]
     start = np.flatnonzero(np.r_[True, p[1:] != p[:-1]]) if len(p) else np.zeros(0, np.int64)
     count = np.diff(np.r_[start, len(p)])
     keep = count >= 3
     start, count = start[keep], count[keep]
-    v = np.maximum((1.4826 * ar[start + count // 2]) ** 2, 2 * floor_ns ** 2)
+    mad = np.array([np.median(ar[s:s + n]) for s, n in zip(start, count)])   # per pair of clocks
+    v = np.maximum((1.4826 * mad) ** 2, 2 * floor_ns ** 2)
     a, b = p[start] // nclk, p[start] % nclk
     m = np.zeros((len(v) + nclk, nclk))
     w = np.sqrt(count) / v
