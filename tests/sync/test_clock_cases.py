@@ -266,3 +266,26 @@ def test_64_sniffers_nobody_hears_everything(abc):
     assert all(shared[p] > 0 for p in listed)                     # listed pairs do share frames
     assert all(p in listed for p, n in shared.items() if n >= 100)
     assert all(n <= shared[p] for p, n in listed.items())         # one anchor per shared frame at most
+
+
+def test_tsft_on_some_frames_only(abc):
+    # C's driver gives TSFT on a random half of its frames; every frame has a host stamp
+    # (its own clock: +25 ppm, 20 µs jitter), the TSF runs -18 ppm
+    c_tsf, true_ns, clean_tsf = cc.sniffer(abc[2], 2, ppm=-18, offset_ns=H, jitter_ns=300, seed=3)
+    c_host, _, clean_host = cc.sniffer(abc[2], 2, ppm=25, host=True, jitter_ns=20_000, seed=4)
+    no = np.random.default_rng(5).random(len(c_tsf)) < 0.5
+    c = c_tsf.copy()
+    c["ts_ns"] = c_host.ts_ns.to_numpy()
+    c["tsft_us"] = c.tsft_us.mask(no)
+    clean = np.where(no, clean_host, clean_tsf)
+    df, tn, cl_ = cc.build([cc.sniffer(abc[0], 0, jitter_ns=300, seed=1),
+                            cc.sniffer(abc[1], 1, offset_ns=H, ppm=40, jitter_ns=300, seed=2),
+                            (c, true_ns, clean)])
+    res = sync(df)
+    cl = res.model.clocks
+    assert cl.sniffer.tolist() == [0, 1, 2, 2] and list(res.kind) == ["tsft", "tsft", "tsft", "host"]
+    assert res.model.synced.all() and len(res.common_ns) == len(df)
+    err = np.abs(cc.model_error_ns(res, cl_, tn)) / 1000
+    assert _p99(err, res, 2) < 1.0 and _p99(err, res, 3) < 3.0
+    assert res.sigma_ns[2] < 1_000 and 15_000 < res.sigma_ns[3] < 25_000
+    assert abs(cc.drift_ppm(res, 2) + 18) < 0.5 and abs(cc.drift_ppm(res, 3) - 25) < 5
