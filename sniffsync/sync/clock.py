@@ -233,7 +233,7 @@ def _coarse(f: _Fit):
     return model, np.full(nclk, gate)
 
 
-def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
+def _refine(f: _Fit, model: ClockModel, gate: np.ndarray, final: bool):
     """Steps 3-4: re-match every kind on the fitted time in ``gate`` (per clock), piecewise
     fit (the ``final`` stage holds every ``holdout``-th cluster out), then each clock's
     noise from its residuals (``f.sigma``: the next stage's weights and gates). Returns
@@ -269,7 +269,8 @@ def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
         synced &= good
         ok &= synced[P.ca] & synced[P.cb]
     if ok.any():
-        z99 = float(np.quantile(np.abs(r[ok]) / np.sqrt(f.sigma[P.ca[ok]] ** 2 + f.sigma[P.cb[ok]] ** 2), 0.99))
+        s_pair = np.sqrt(f.sigma[P.ca[ok]] ** 2 + f.sigma[P.cb[ok]] ** 2)
+        z99 = float(np.quantile(np.abs(r[ok]) / s_pair, 0.99))
         f.sigma = np.where(synced, clock_sigma(P.ca[ok], P.cb[ok], r[ok], f.prior), f.prior)
         # a pair's gap stays under 5 z99 sqrt(s_a^2 + s_b^2) <= 5 z99 sqrt(2) max(s_a, s_b)
         gate = np.maximum(2_000.0, 5 * z99 * np.sqrt(2) * f.sigma)
