@@ -21,7 +21,7 @@ def clock_names(clocks, names) -> list:
 
 
 PAIR_SAMPLE = 2_000_000      # within-cluster pairs scored at most (64 sniffers: 2016 per frame)
-MAX_PAIRS_LISTED = 100       # the report lists the pairs with the fewest anchors (weakest links)
+MAX_PAIRS_LISTED = 32        # the report lists the pairs with the fewest anchors (weakest links)
 
 
 def _cluster_pairs(cid, n_max):
