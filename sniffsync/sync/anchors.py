@@ -86,7 +86,8 @@ def cluster(key: np.ndarray, t_ns: np.ndarray, clock: np.ndarray, gate_ns, by_ke
     """Cluster ids (0..m-1) of rows with equal ``key`` and time gaps <= ``gate_ns``.
 
     The k-th copy from one ``clock`` inside a cluster goes to its own sub-cluster, so
-    a cluster never holds two frames of one clock. ``gate_ns=None`` clusters by key only.
+    a cluster never holds two frames of one clock. ``gate_ns=None`` clusters by key only;
+    an array gives each row its own gate (a gap is cut beyond the wider of its two ends).
     ``by_key``: :func:`key_order` of ``key``, when already known.
     """
     return _cluster(key, t_ns, clock, gate_ns, by_key)[0]
@@ -119,6 +120,10 @@ def _cluster(key, t_ns, clock, gate_ns, by_key=None, pairs=False):
         del k
     if gate_ns is not None:
         t = t_ns[order]
+        if np.ndim(gate_ns):             # per row: a gap is cut beyond the wider of its ends
+            g = np.asarray(gate_ns)[order]
+            gate_ns = np.maximum(g[1:], g[:-1])
+            del g
         new[1:] |= np.diff(t) > gate_ns
         del t
     cid = np.cumsum(new) - 1

@@ -16,20 +16,25 @@ Algorithm
    frame from each of >= 2 clocks is an anchor; one with two copies from one clock is
    ambiguous and dropped (this is the "unique in a short window" rule).
 3. *Coarse fit* (offsets of hours): clusters by key only (beacons: BSSID + TSF field are
-   unique; other kinds: keys seen once per clock over the whole capture), a robust
-   pairwise median offset, then offsets solved jointly.
+   unique; other kinds: keys seen once per clock over the whole capture), per pair of
+   clocks the densest offset, laid along the strongest links (a spanning tree from
+   the reference), then solved jointly over the pairs that agree.
 4. *Joint fit.* Every clock ``c`` maps local ``t`` to common time ``t + o_c + g_c(t)``;
    ``g_c`` is piecewise linear (hat basis, a knot per ``knot_s``). Every anchor pair
    gives ``g_a(t_i) - g_b(t_j) = (t_j + o_b) - (t_i + o_a)``; the reference clock has
    ``g = 0``. One weighted least-squares system over all pairs and all clocks (normal
    equations summed per pair of knot intervals, dense, numpy only), with a small
-   second-difference penalty so knots without anchors interpolate; errors do not add
-   up along a chain. Residuals are rejected by a MAD rule and the fit repeated.
-5. Gates shrink (coarse -> linear -> piecewise) and anchors are re-matched each time.
-   Every 5th anchor cluster is held out of the final fit and its residuals reported.
+   second-difference penalty so knots without anchors interpolate. A pair weighs
+   1 / (s_a^2 + s_b^2), shared among the pairs of one pair of stamps (an A-MPDU).
+   Residuals are rejected by a MAD rule and the fit repeated; then each clock's own
+   noise ``s_c`` is measured from the residuals (:func:`sniffsync.sync.fit.clock_sigma`).
+5. Gates shrink (coarse -> linear -> piecewise), one per clock from its ``s_c``, and
+   anchors are re-matched each time. Every 5th anchor cluster is held out of the final
+   fit and its residuals reported.
 
 Caveats: a clock needs >= ``min_anchors`` (8) anchor pairs spread over its span after
-rejection, else it is unsynced; drift must stay under ~300 ppm for the first gate.
+rejection, a quarter of its content-only matches in its gate and half of those kept,
+else it is unsynced; drift must stay under ~300 ppm for the first gate.
 """
 from __future__ import annotations
 
@@ -40,13 +45,17 @@ import pandas as pd
 
 from sniffsync.errors import SyncError
 from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidates, anchor_pairs, key_order
-from sniffsync.sync.fit import ClockModel, _robust_fit
+from sniffsync.sync.coarse import coarse_offsets
+from sniffsync.sync.fit import ClockModel, _robust_fit, clock_sigma
+from sniffsync.sync.order import order_by
 
 __all__ = ["local_clocks", "reference_clock", "sync", "SyncResult"]
 
 TSFT_SIGMA_NS = 600.0      # 1 µs quantisation + jitter, per frame
 HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
 JUMP_NS = 5_000_000        # tsft - ts jump that starts a new clock segment (TSF reset/wrap)
+MIN_KEPT = 0.5             # share of a clock's in-gate anchor pairs the fit must keep
+MIN_IN_GATE = 0.25         # share of its content-only matches that must fall in its gate
 
 
 def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
@@ -101,33 +110,23 @@ class SyncResult:
     local_ns: np.ndarray
     clock: np.ndarray
     common_ns: np.ndarray
-    anchors: pd.DataFrame                # per anchor pair: rows, clocks, kind, used, held out, residual
+    anchors: pd.DataFrame                # per anchor pair (star to the cluster's first copy): rows,
+                                         # clocks, kind, used, held out, residual, cluster
+    gate_ns: np.ndarray | None = None    # per clock: the final anchor gate (ns)
 
+    @property
+    def sigma_ns(self) -> np.ndarray:
+        """Per clock: sd (ns) of one frame's stamp about the fitted model (its own noise)."""
+        return self.model.sigma_ns
 
-def _coarse_offsets(ca, cb, d, nclk, ref):
-    """Joint per-clock offsets (int64 ns) from the median ``d = t_b - t_a`` of each clock pair."""
-    pair = ca * nclk + cb
-    order = np.lexsort((d, pair))
-    p, dd = pair[order], d[order]
-    start = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
-    count = np.diff(np.r_[start, len(p)])
-    med = dd[start + count // 2]
-    a, b = p[start] // nclk, p[start] % nclk
-    # o_a - o_b = med; solve in float relative to the reference, weights sqrt(count)
-    w = np.sqrt(count)
-    m = np.zeros((nclk, nclk))
-    r = np.zeros(nclk)
-    np.add.at(m, (a, a), w)
-    np.add.at(m, (b, b), w)
-    np.add.at(m, (a, b), -w)
-    np.add.at(m, (b, a), -w)
-    np.add.at(r, a, w * med)
-    np.add.at(r, b, -w * med)
-    m[ref, :] = 0
-    m[ref, ref] = 1
-    r[ref] = 0
-    m[np.diag_indices(nclk)] += (np.diag(m) == 0)
-    return np.rint(np.linalg.solve(m, r)).astype(np.int64)
+    @property
+    def kind(self) -> np.ndarray:
+        """Per clock: ``"tsft"`` or ``"host"``."""
+        return self.model.kind
+
+    def frame_sigma_ns(self) -> np.ndarray:
+        """Per frame: its clock's ``sigma_ns`` (unsynced clocks: inf, their time is their own)."""
+        return np.where(self.model.synced[self.clock], self.model.sigma_ns[self.clock], np.inf)
 
 
 def _reachable(ca, cb, nclk, ref):
@@ -158,14 +157,34 @@ def _knots(clocks, n_per_clock, knot_ns, max_knots, linear):
 
 
 class _Pairs:
-    """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id."""
+    """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id, and ``share``:
+    1 / the number of pairs with the same two stamps (the subframes of one A-MPDU share
+    one stamp, so one draw of its jitter: together they weigh as one measurement)."""
 
-    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows):
+    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows, share=True):
         self.ra, self.rb = rows[i], rows[j]
         self.ca, self.cb = a_clock[i], a_clock[j]
         self.ta, self.tb = a_local[i], a_local[j]
         self.kind, self.cid = a_kind[i], cid[i]
         self.y = ((self.tb + offset[self.cb]) - (self.ta + offset[self.ca])).astype(np.float64)
+        self.share = _share(self.ca, self.ta, self.cb, self.tb) if share else 1.0
+
+
+def _share(ca, ta, cb, tb) -> np.ndarray:
+    """1 / size of each pair's group of equal (clocks, stamps), found by a 64-bit hash."""
+    if len(ca) == 0:
+        return np.ones(0)
+    with np.errstate(over="ignore"):
+        h = ta.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= (tb.astype(np.uint64) + (ca.astype(np.uint64) << np.uint64(48))) * np.uint64(0xC2B2AE3D27D4EB4F)
+        h ^= cb.astype(np.uint64) << np.uint64(56)
+    order = order_by(h)
+    hs = h[order]
+    start = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+    count = np.diff(np.r_[start, len(hs)])
+    out = np.empty(len(h))
+    out[order] = 1.0 / np.repeat(count, count)
+    return out
 
 
 @dataclass
@@ -179,13 +198,15 @@ class _Fit:
     local: np.ndarray
     by_key: tuple
     clocks: pd.DataFrame
-    sigma: np.ndarray
+    sigma: np.ndarray                    # per clock: noise sd (ns), prior then estimated
+    prior: np.ndarray
     ref: int
     knot_ns: float
     max_knots: int
     holdout: int
     min_anchors: int
     offset: np.ndarray | None = None
+    n_key: np.ndarray | None = None      # per clock: pairs matched by content alone (coarse)
 
 
 def _coarse(f: _Fit):
@@ -200,24 +221,27 @@ def _coarse(f: _Fit):
     i, j = np.flatnonzero(sel)[i], np.flatnonzero(sel)[j]
     f.offset = np.zeros(nclk, np.int64)
     if len(i):
-        f.offset = _coarse_offsets(f.clock[i], f.clock[j], f.local[j] - f.local[i], nclk, f.ref)
-    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows)
+        f.offset = coarse_offsets(f.clock[i], f.clock[j], f.local[j] - f.local[i], nclk, f.ref)
+    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, share=False)   # a loose fit
+    f.n_key = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
     loose = 3e-4 * np.maximum(span[P.ca], span[P.cb]) + 2e6
     ok = np.abs(P.y) <= loose
     knots = _knots(f.clocks, np.zeros(nclk, int) + 4, f.knot_ns, f.max_knots, linear=True)
     vals, ok, r = _robust_fit(P, f.clocks, f.sigma, knots, f.ref, ok, 20_000.0, 1e9)
     model = ClockModel(f.clocks, f.offset, knots, vals, np.ones(nclk, bool), f.sigma, f.ref)
     gate = float(np.quantile(np.abs(r[ok]), 0.999)) * 3 + 20_000 if ok.any() else 5e6
-    return model, gate
+    return model, np.full(nclk, gate)
 
 
-def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
-    """Steps 3-4: re-match every kind on the fitted time in ``gate``, piecewise fit (the
-    ``final`` stage holds every ``holdout``-th cluster out). Returns the model, the next
-    gate, the pairs and their held-out, used and residual arrays."""
+def _refine(f: _Fit, model: ClockModel, gate: np.ndarray, final: bool):
+    """Steps 3-4: re-match every kind on the fitted time in ``gate`` (per clock), piecewise
+    fit (the ``final`` stage holds every ``holdout``-th cluster out), then each clock's
+    noise from its residuals (``f.sigma``: the next stage's weights and gates). Returns
+    the model, the next gate per clock, the pairs and their held-out, used and residual
+    arrays."""
     nclk = len(f.clocks)
     t_est = model.apply(f.local, f.clock)
-    cid, by_cid = _cluster(f.key, t_est, f.clock, gate, f.by_key, pairs=True)
+    cid, by_cid = _cluster(f.key, t_est, f.clock, gate[f.clock], f.by_key, pairs=True)
     del t_est
     i, j = anchor_pairs(cid, f.clock, by_cid)
     del by_cid
@@ -228,19 +252,29 @@ def _refine(f: _Fit, model: ClockModel, gate: float, final: bool):
     held = (P.cid % f.holdout == f.holdout - 1) if (final and f.holdout) else np.zeros(len(P.y), bool)
     synced = _reachable(P.ca, P.cb, nclk, f.ref)
     ok = ~held & synced[P.ca] & synced[P.cb]
+    n_in = np.bincount(P.ca[~held], minlength=nclk) + np.bincount(P.cb[~held], minlength=nclk)
+    # content alone matches a real copy's frames at one offset: most land in the gate;
+    # look-alike frames of another network match at offsets spread over the capture
+    n_gate = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
+    found = n_gate >= MIN_IN_GATE * f.n_key
     for _ in range(nclk):              # drop clocks with too few anchors, refit
         vals, ok, r = _robust_fit(P, f.clocks, f.sigma, knots, f.ref, ok, 2_000.0, 100.0)
         n_ok = np.bincount(P.ca[ok], minlength=nclk) + np.bincount(P.cb[ok], minlength=nclk)
+        # a real clock keeps most pairs found in its gate; content that merely looks alike
+        # (another network with the same addresses) leaves a few chance fits in a wide gate
         good = _reachable(P.ca[ok], P.cb[ok], nclk, f.ref) & (
-            (n_ok >= f.min_anchors) | (np.arange(nclk) == f.ref))
+            ((n_ok >= f.min_anchors) & (n_ok >= MIN_KEPT * n_in) & found) | (np.arange(nclk) == f.ref))
         if (good >= synced).all():
             break
         synced &= good
         ok &= synced[P.ca] & synced[P.cb]
-    model = ClockModel(f.clocks, f.offset, knots, vals, synced, f.sigma, f.ref)
-    s = np.sqrt(f.sigma[P.ca] ** 2 + f.sigma[P.cb] ** 2)
     if ok.any():
-        gate = max(2_000.0, 5 * float(np.quantile(np.abs(r[ok]) / s[ok], 0.99)) * f.sigma.max())
+        s_pair = np.sqrt(f.sigma[P.ca[ok]] ** 2 + f.sigma[P.cb[ok]] ** 2)
+        z99 = float(np.quantile(np.abs(r[ok]) / s_pair, 0.99))
+        f.sigma = np.where(synced, clock_sigma(P.ca[ok], P.cb[ok], r[ok], f.prior), f.prior)
+        # a pair's gap stays under 5 z99 sqrt(s_a^2 + s_b^2) <= 5 z99 sqrt(2) max(s_a, s_b)
+        gate = np.maximum(2_000.0, 5 * z99 * np.sqrt(2) * f.sigma)
+    model = ClockModel(f.clocks, f.offset, knots, vals, synced, f.sigma.copy(), f.ref)
     return model, gate, P, held, ok, r
 
 
@@ -293,9 +327,9 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     local, clock, clocks = local_clocks(df) if clocks is None else clocks
     ref = reference_clock(clocks, reference)
     rows, kind, key = anchor_candidates(df, anchors)
+    prior = np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS)
     f = _Fit(rows, kind, key, clock[rows], local[rows], key_order(key),   # the one full key sort
-             clocks, np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS), ref,
-             knot_s * 1e9, max_knots, holdout, min_anchors)
+             clocks, prior.copy(), prior, ref, knot_s * 1e9, max_knots, holdout, min_anchors)
     del rows, kind, key
     model, gate = _coarse(f)
     for final in (False, True):
@@ -307,5 +341,7 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
                           "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
                           "held_out": held, "used": ok, "residual_ns": r,
-                          "ok": held & (np.abs(r) <= gate) | ok}, copy=False)   # no second copy
-    return SyncResult(model, local, clock, common, pairs)
+                          "ok": held & (np.abs(r) <= np.maximum(gate[P.ca], gate[P.cb])) | ok,
+                          "cluster": P.cid},
+                         copy=False)   # no second copy
+    return SyncResult(model, local, clock, common, pairs, gate)

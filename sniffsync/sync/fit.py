@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["ClockModel"]
+__all__ = ["ClockModel", "clock_sigma"]
+
+SIGMA_FLOOR_NS = 250.0        # a 1 µs stamp alone is ±0.29 µs (uniform rounding)
 
 
 def _clock_parts(cc: np.ndarray):
@@ -38,8 +40,14 @@ class ClockModel:
     knots: list                          # per clock: float64 local knot times (relative to t0)
     values: list                         # per clock: float64 g at knots (ns)
     synced: np.ndarray                   # bool per clock
-    sigma_ns: np.ndarray                 # per-frame error scale per clock
+    sigma_ns: np.ndarray                 # per clock: sd (ns) of one frame's stamp about the model,
+                                         # estimated from its anchors' residuals (prior if none)
     reference: int                       # reference clock id
+
+    @property
+    def kind(self) -> np.ndarray:
+        """Per clock: ``"tsft"`` (radiotap TSF) or ``"host"`` (capture timestamps)."""
+        return np.where(self.clocks.tsft.to_numpy(bool), "tsft", "host")
 
     def apply(self, local_ns: np.ndarray, clock: np.ndarray) -> np.ndarray:
         """Common time (int64 ns) of local times; unsynced clocks keep their local time."""
@@ -147,7 +155,7 @@ def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=
     (ja, fa), (jb, fb) = (_global_basis(knots, base, c, (t - t0[c]).astype(np.float64))
                           for c, t in ((P.ca, P.ta), (P.cb, P.tb)))
     s_row = np.sqrt(sigma[P.ca] ** 2 + sigma[P.cb] ** 2)
-    w, sol = 1.0 / s_row ** 2, np.zeros(u)
+    w, sol = getattr(P, "share", 1.0) / s_row ** 2, np.zeros(u)
 
     def residual():
         up_a, up_b = sol[np.minimum(ja + 1, u - 1)], sol[np.minimum(jb + 1, u - 1)]
@@ -168,3 +176,36 @@ def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=
             break
         ok = new
     return [sol[base[c]:base[c + 1]] for c in range(len(knots))], ok, residual()
+
+
+def clock_sigma(ca, cb, r, prior_ns, floor_ns=SIGMA_FLOOR_NS):
+    """Per-clock noise sd (ns) from anchor-pair residuals ``r`` between clocks ``ca``, ``cb``.
+
+    A pair's residual has variance ``s_a**2 + s_b**2``: the robust variance of each
+    clock pair (MAD) gives one equation, the prior ``prior_ns`` one more per clock;
+    both are scaled relative to their size (least squares), so a direction the pairs do
+    not determine (a star around one clock) stays at the priors, a tight TSF keeps its
+    small prior and a host clock takes what the pairs give it. Clipped at ``floor_ns``.
+    """
+    prior2 = np.asarray(prior_ns, np.float64) ** 2
+    nclk = len(prior2)
+    lo, hi = np.minimum(ca, cb).astype(np.int64), np.maximum(ca, cb).astype(np.int64)
+    pair = lo * nclk + hi
+    small = pair.astype(np.int16) if nclk * nclk < 2**15 else pair   # int16: a radix sort
+    order = np.argsort(small, kind="stable")
+    p, ar = pair[order], np.abs(r)[order]
+    start = np.flatnonzero(np.r_[True, p[1:] != p[:-1]]) if len(p) else np.zeros(0, np.int64)
+    count = np.diff(np.r_[start, len(p)])
+    keep = count >= 3
+    start, count = start[keep], count[keep]
+    mad = np.array([np.median(ar[s:s + n]) for s, n in zip(start, count)])   # per pair of clocks
+    v = np.maximum((1.4826 * mad) ** 2, 2 * floor_ns ** 2)
+    a, b = p[start] // nclk, p[start] % nclk
+    m = np.zeros((len(v) + nclk, nclk))
+    w = np.sqrt(count) / v
+    m[np.arange(len(v)), a] = w
+    m[np.arange(len(v)), b] = w
+    m[len(v) + np.arange(nclk), np.arange(nclk)] = 1.0 / prior2
+    rhs = np.r_[np.sqrt(count), np.ones(nclk)]
+    x = np.linalg.lstsq(m, rhs, rcond=None)[0]
+    return np.sqrt(np.maximum(x, floor_ns ** 2))

@@ -1,16 +1,91 @@
-"""The merge report: per sniffer its anchors, clock model, held-out residuals and frame
-counts; totals that show no frame was lost (``frames_in = frames_out + duplicates``)."""
+"""The merge report: per sniffer its anchors, clock model (per TSF segment: noise σ,
+offset, drift, or the host clock when unsynced), held-out residuals and frame counts;
+per pair of clocks the anchors they share and their residuals; totals that show no frame
+was lost (``frames_in = frames_out + duplicates``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from sniffsync.sync.copies import best_copy
 
-__all__ = ["merge_report"]
+__all__ = ["merge_report", "pair_report", "clock_names", "host_offsets_us"]
 
 
 def _pct(x):
     return np.percentile(x, [50, 95, 99]).round(3).tolist() if len(x) else [None, None, None]
+
+
+def clock_names(clocks, names) -> list:
+    """Per clock: the sniffer's name, ``name#k`` for its TSF segment k > 0."""
+    return [names[s] + (f"#{g}" if g else "") for s, g in zip(clocks.sniffer, clocks.segment)]
+
+
+PAIR_SAMPLE = 2_000_000      # within-cluster pairs scored at most (64 sniffers: 2016 per frame)
+MAX_PAIRS_LISTED = 32        # the report lists the pairs with the fewest anchors (weakest links)
+
+
+def _cluster_pairs(cid, n_max):
+    """Index pairs (i, j), i < j, of rows in one cluster (rows sorted by ``cid``); when
+    there are more than ``n_max``, those of every k-th cluster only."""
+    start = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])
+    size = np.diff(np.r_[start, len(cid)])
+    total = int((size * (size - 1) // 2).sum())
+    step = max(1, -(-total // n_max))
+    pick = np.zeros(len(start), bool)
+    pick[::step] = True
+    rows = np.repeat(pick, size)
+    pos = np.arange(len(cid)) - np.repeat(start, size)
+    later = np.where(rows, np.repeat(size, size) - 1 - pos, 0)
+    i = np.repeat(np.arange(len(cid)), later)
+    j = i + 1 + (np.arange(len(i)) - np.repeat(np.cumsum(later) - later, later))
+    return i, j, step
+
+
+def pair_report(res, names) -> list:
+    """Per pair of clocks that share anchors (two copies in one anchor cluster, kept by the
+    fit or held out of it): how many, and |common time of the one − of the other| p50/p95
+    (µs), over all of them and over the held-out clusters (not fitted: the honest figure)."""
+    p = res.anchors
+    keep = (p.used | (p.held_out & p.ok)).to_numpy(bool)
+    cid = p.cluster.to_numpy(np.int64)[keep]
+    ra, rb = p.row_a.to_numpy(np.int64)[keep], p.row_b.to_numpy(np.int64)[keep]
+    held = p.held_out.to_numpy(bool)[keep]
+    first = np.unique(cid, return_index=True)[1]       # the head once per cluster
+    cid = np.r_[cid[first], cid]
+    row, held = np.r_[ra[first], rb], np.r_[held[first], held]
+    o = np.argsort(cid, kind="stable")
+    cid, row, held = cid[o], row[o], held[o]
+    i, j, step = _cluster_pairs(cid, PAIR_SAMPLE)
+    nclk = len(res.model.clocks)
+    ci, cj = res.clock[row[i]], res.clock[row[j]]
+    key = np.minimum(ci, cj) * nclk + np.maximum(ci, cj)
+    r_us = np.abs(res.common_ns[row[i]] - res.common_ns[row[j]]) / 1000
+    cn = clock_names(res.model.clocks, names)
+    order = np.argsort(key, kind="stable")
+    key, r_us, h = key[order], r_us[order], held[i][order]
+    cut = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    out = []
+    for a, b in zip(cut, np.r_[cut[1:], len(key)]):     # per pair of clocks: <= 64 * 63 / 2
+        x, y = divmod(int(key[a]), nclk)
+        out.append({"clocks": [cn[x], cn[y]], "anchors": int((b - a) * step),
+                    "abs_residual_us_p50_p95": _pct(r_us[a:b])[:2],
+                    "heldout": int(h[a:b].sum() * step),
+                    "heldout_abs_residual_us_p50_p95": _pct(r_us[a:b][h[a:b]])[:2]})
+    return out
+
+
+def host_offsets_us(res, df, n) -> np.ndarray:
+    """Per sniffer: median (capture stamp - common time) of its synced frames, minus the
+    reference's (µs; NaN if none): how far its host clock is from the reference host's.
+    The spread over synced sniffers bounds from below the error of a sniffer merged on
+    its host clock alone (another channel: no anchors)."""
+    sn = df["sniffer"].to_numpy(np.int64)
+    ok = res.model.synced[res.clock]
+    d = df["ts_ns"].to_numpy(np.int64) - res.common_ns
+    med = np.array([np.median(d[(sn == s) & ok]) if ((sn == s) & ok).any() else np.nan
+                    for s in range(n)])                       # per sniffer: <= 64
+    ref = int(res.model.clocks.sniffer[res.model.reference])
+    return (med - med[ref]) / 1000
 
 
 def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_duplicates,
@@ -29,6 +104,8 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
     kind_p = pairs.kind.cat.codes.to_numpy(np.int64)
     res_us = np.abs(pairs.residual_ns.to_numpy(np.float64)) / 1000
     clock_sn = cl.sniffer.to_numpy()
+    host = host_offsets_us(res, df, len(names))
+    host_bound = float(np.nanmax(np.abs(host))) if np.isfinite(host).any() else None
     out = []
     for s, name in enumerate(names):    # per sniffer: a handful
         mine_c = np.flatnonzero(clock_sn == s)
@@ -42,15 +119,23 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
             span = float(k[-1])
             segs.append({"segment": int(cl.segment[c]), "clock": "tsft" if cl.tsft[c] else "capture",
                          "frames": int(cl.frames[c]), "synced": bool(model.synced[c]),
-                         "offset_ns": int(model.offset_ns[c] + round(v[0])),
-                         "drift_ppm": round(float((v[-1] - v[0]) / span * 1e6), 4) if span > 0 else 0.0,
+                         # synced: a frame's sd about the model; else on its host clock, off by
+                         # at least what the synced sniffers' host clocks are (µs)
+                         "sigma_us": round(float(model.sigma_ns[c]) / 1000, 3) if model.synced[c] else None,
+                         "time": "common" if model.synced[c] else "host clock",
+                         "host_offset_bound_us": None if model.synced[c] or host_bound is None
+                         else round(host_bound, 1),
                          "knots": int(len(k)), "span_s": round(span / 1e9, 6)})
+            if model.synced[c]:          # an unsynced clock has no fitted offset or drift
+                segs[-1].update(offset_ns=int(model.offset_ns[c] + round(v[0])),
+                                drift_ppm=round(float((v[-1] - v[0]) / span * 1e6), 4) if span > 0 else 0.0)
         m = sniffer == s
         out.append({
             "name": name, "reference": bool(cl.sniffer[model.reference] == s),
             "synced": bool(model.synced[mine_c].all()),
             "anchors": {a: int(n_kind[kinds.index(a)]) if a in kinds else 0 for a in anchors},
             "model": segs,
+            "host_offset_us": None if np.isnan(host[s]) else round(float(host[s]), 1),
             "heldout": {"n": int((hold & ok_p).sum()), "outliers": int((hold & ~ok_p).sum()),
                         "abs_residual_us_p50_p95_p99": _pct(res_us[hold & ok_p])},
             "frames_in": int(m.sum()),
@@ -58,7 +143,17 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
             "duplicates": int((m & ~is_best).sum())})
     n_in = len(df)
     dup = 0 if keep_duplicates else n_in - frames_out
-    return {"sniffers": out, "totals": {
+    pairs = pair_report(res, names)
+    cn = clock_names(cl, names)
+    n_pair = np.zeros((len(cn), len(cn)), np.int64)
+    at = {c: k for k, c in enumerate(cn)}
+    for q in pairs:                      # per pair of clocks
+        a, b = at[q["clocks"][0]], at[q["clocks"][1]]
+        n_pair[a, b] = n_pair[b, a] = q["anchors"]
+    weakest = set(sorted(range(len(pairs)), key=lambda k: pairs[k]["anchors"])[:MAX_PAIRS_LISTED])
+    return {"sniffers": out, "pairs": [q for k, q in enumerate(pairs) if k in weakest],
+            "pairs_sharing_anchors": len(pairs),
+            "pair_anchors": {"clocks": cn, "n": n_pair.tolist()}, "totals": {
         "frames_in": n_in, "frames_out": int(frames_out), "duplicates_removed": int(dup),
         "transmissions": int(len(nh)), "heard_by_2_or_more": int((nh > 1).sum()),
         "unsynced_frames": int((~model.synced[res.clock]).sum()),
