@@ -9,8 +9,9 @@ every IP/TCP header) or ``wpa2`` (bench/gen_wpa2_mix.py: a WPA2/CCMP BSS, tshark
 encrypted payloads). ``--walk`` also runs the Parquet export with the Python record walk
 (``SNIFFSYNC_WALK=python``) and times the walk alone in-process, C against Python.
 Prints the machine's core count and load (1-min load average) before and after.
-Each run is one child process, timed wall-clock; its peak RSS comes from ``os.wait4``
-(that child alone). The three commands alternate within each repetition so that load
+Each run is one child process, timed wall-clock; its peak RSS and CPU time (user + system,
+all threads) come from ``os.wait4`` (that child alone): the CPU-time ratio says more than
+the wall-time ratio on a loaded machine. The three commands alternate within each repetition so that load
 from elsewhere hits them alike; the table shows the median of the repetitions.
 Target (issue 17): >= 25x tshark on both mixes at 1M frames (>= 15x at 300k), peak memory
 <= 1.0x the file size.
@@ -64,9 +65,9 @@ def commands(capture: Path, out_dir: Path, walk: bool = False) -> dict[str, list
         "frames", str(capture), "-q", "-o", str(out_dir / "y.parquet"), "--columns", cols])} if walk else {})
 
 
-def run_once(cmd) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one child process; stdout to /dev/null.
-    ``cmd``: argv, or ``(walk backend, argv)``."""
+def run_once(cmd) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (bytes) and CPU seconds (user + system, all threads) of one
+    child process; stdout to /dev/null. ``cmd``: argv, or ``(walk backend, argv)``."""
     env = dict(os.environ)
     if isinstance(cmd, tuple):
         env["SNIFFSYNC_WALK"], cmd = cmd
@@ -78,7 +79,7 @@ def run_once(cmd) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {stderr.decode()[-500:]}")
-    return wall, usage.ru_maxrss * 1024          # Linux: ru_maxrss in KiB
+    return wall, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime   # Linux: ru_maxrss in KiB
 
 
 def count_frames(capture: Path) -> int:
@@ -183,22 +184,28 @@ def main(argv=None) -> int:
 
     res = {}
     for name, rr in runs.items():
-        wall = statistics.median(w for w, _ in rr)
-        rss = max(r for _, r in rr)
-        res[name] = {"wall_s": [round(w, 3) for w, _ in rr], "median_s": round(wall, 3),
+        wall = statistics.median(w for w, _, _ in rr)
+        rss = max(r for _, r, _ in rr)
+        res[name] = {"wall_s": [round(w, 3) for w, _, _ in rr], "median_s": round(wall, 3),
+                     "cpu_s": round(statistics.median(c for _, _, c in rr), 3),
                      "frames_per_s": round(n_frames / wall), "peak_rss_bytes": rss,
                      "peak_rss_vs_file": round(rss / size, 3)}
-    ts = res["tshark fields"]["median_s"]
+    ts, ts_cpu = res["tshark fields"]["median_s"], res["tshark fields"]["cpu_s"]
     for name in res:
         res[name]["speedup_vs_tshark"] = round(ts / res[name]["median_s"], 2)
+        res[name]["cpu_ratio_vs_tshark"] = round(ts_cpu / res[name]["cpu_s"], 2)
 
     print(f"capture: {args.capture} ({n_frames:,} frames, {size / 1e6:.1f} MB), "
           f"{len(COLUMNS)} columns / {len(TSHARK_FIELDS)} tshark fields, median of {args.repeat}")
     print(f"machine: {os.cpu_count()} cores, load {load_before} before / {load_after} after")
-    print(f"{'command':20s} {'median s':>9s} {'frames/s':>11s} {'x tshark':>9s} {'peak RSS MB':>12s} {'RSS/file':>9s}")
+    print(f"{'command':20s} {'median s':>9s} {'frames/s':>11s} {'x tshark':>9s} {'CPU s':>7s} {'CPU x':>6s} "
+          f"{'peak RSS MB':>12s} {'RSS/file':>9s}")
     for name, r in res.items():
         print(f"{name:20s} {r['median_s']:9.2f} {r['frames_per_s']:11,d} {r['speedup_vs_tshark']:9.1f} "
-              f"{r['peak_rss_bytes'] / 1e6:12.0f} {r['peak_rss_vs_file']:9.2f}")
+              f"{r['cpu_s']:7.2f} {r['cpu_ratio_vs_tshark']:6.1f} {r['peak_rss_bytes'] / 1e6:12.0f} "
+              f"{r['peak_rss_vs_file']:9.2f}")
+    print("x tshark: wall-time ratio (the target); CPU x: CPU-time ratio (user + system, all threads: "
+          "less sensitive to load)")
     for part in ("loop", "records") if walked else ():
         got = {k.split()[1]: v for k, v in walked.items() if k.startswith(part)}
         print(f"record walk, {part} (CPU s, in-process): " + ", ".join(f"{k} {v:.3f}" for k, v in got.items())

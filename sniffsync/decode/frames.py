@@ -132,7 +132,8 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
                  window_bytes: int = WINDOW_BYTES):
     """Walk and decode one capture at once: yields, in file order, one result per batch.
 
-    The main thread walks the record headers (the one per-record Python loop) while
+    The main thread walks the record headers (the one per-record loop, in C when built:
+    :mod:`sniffsync.io.walk`) while
     batches of about ``batch_rows`` frames are decoded on worker threads (numpy releases
     the GIL), so the walk costs almost nothing on two cores.
 
