@@ -11,15 +11,16 @@ capture); it is about 20x faster. ``SNIFFSYNC_WALK=python`` in the environment, 
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import struct
 from array import array
 from contextlib import contextmanager
 
-try:
-    from sniffsync.io import _walk as _c
-except ImportError:            # no compiler at install time: the Python walk does it
-    _c = None
+# built or not (no compiler at install time: the Python walk does it); a built extension
+# that fails to load is a broken install and raises
+_c = importlib.import_module("sniffsync.io._walk") if importlib.util.find_spec("sniffsync.io._walk") else None
 
 __all__ = ["pcap_window", "pcapng_window", "backend", "use_backend", "ENV_WALK"]
 
