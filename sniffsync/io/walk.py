@@ -6,8 +6,8 @@ of a file; everything else about a record is read afterwards, vectorised. The C
 extension ``sniffsync.io._walk`` (built by ``pip install``, optional: without a compiler
 the package installs and runs on the Python walks) gives the same offsets and stop
 position as the Python walks, byte for byte (the tests compare both on every test
-capture); it is about 20x faster. ``SNIFFSYNC_WALK=python`` in the environment, or
-:func:`use_backend`, selects the Python walk.
+capture); the loop is about 7x faster (docs/benchmarks.md, issue 17).
+``SNIFFSYNC_WALK=python`` in the environment, or :func:`use_backend`, selects the Python walk.
 """
 from __future__ import annotations
 
