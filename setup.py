@@ -1,7 +1,11 @@
 """Only what setup.cfg cannot say: the top-level ``samples/`` folder installed as
-``sniffsync/samples`` (package data of a package that lives outside the tree ``find:`` walks).
+``sniffsync/samples`` (package data of a package that lives outside the tree ``find:`` walks),
+and the optional C record walk (``sniffsync.io._walk``: when it cannot be compiled, the
+install goes on and the reader uses its Python walk, see ``sniffsync/io/walk.py``).
 Everything else is in setup.cfg."""
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 setup(packages=find_packages(include=["sniffsync*", "airtime*", "viz*", "web*"]) + ["sniffsync.samples"],
-      package_dir={"sniffsync.samples": "samples"})
+      package_dir={"sniffsync.samples": "samples"},
+      ext_modules=[Extension("sniffsync.io._walk", ["sniffsync/io/_walk.c"], optional=True,
+                             extra_compile_args=["-O2"])])

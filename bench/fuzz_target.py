@@ -4,7 +4,9 @@
 column) on a file holding the input; :func:`stages` runs PPDU grouping, detection and
 the fairness core on the frame table. An input passes when it ends in a table (whose
 invariants :func:`check_table` asserts) or in the project's own error
-(:class:`sniffsync.errors.SniffsyncError`); anything else is a crash.
+(:class:`sniffsync.errors.SniffsyncError`); anything else is a crash. With the C record
+walk built (the default then), every input is walked again in Python
+(:func:`check_walks`): records that differ are a crash too.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 from sniffsync.decode.frames import decode_columns
 from sniffsync.decode.table import bad_column, frame_table
 from sniffsync.errors import NoDataError, SniffsyncError
+from sniffsync.io import walk
 from sniffsync.io.capture import concat_records, iter_records
 
 __all__ = ["read_bytes", "stages", "check_table", "run_one", "record_starts", "scratch_path", "SniffsyncError"]
@@ -25,12 +28,26 @@ def read_bytes(data: bytes, path: str, table: bool = True):
     pools); without ``table`` the numpy columns and the ``bad`` column (no pandas)."""
     with open(path, "wb") as fh:
         fh.write(data)
-    rec = concat_records(iter_records(path))
+    rec = concat_records(iter_records(path))     # the C walk when built
+    check_walks(path, rec)
     n, cols, marks = decode_columns(rec, threads=1)
     if table:
         return rec, frame_table(n, cols, marks, None)
     cols["bad"] = (bad_column(n, marks), None)
     return rec, cols
+
+
+def check_walks(path, rec) -> None:
+    """With the C walk in use: the Python walk (the fallback) indexes the same records."""
+    if walk.backend() != "c":
+        return
+    with walk.use_backend("python"):
+        py = concat_records(iter_records(path))
+    for f in ("data_off", "caplen", "wirelen", "ts_ns", "linktype", "iface"):
+        assert np.array_equal(getattr(rec, f), getattr(py, f)), f"C and Python walks differ: {f}"
+    assert rec.problems == py.problems, "C and Python walks differ: problems"
+    assert [(np.asarray(r).tolist(), w) for r, w in rec.marks] == \
+        [(np.asarray(r).tolist(), w) for r, w in py.marks], "C and Python walks differ: marks"
 
 
 def check_table(rec, frames) -> None:

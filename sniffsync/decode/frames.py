@@ -17,7 +17,7 @@ from collections import deque
 import numpy as np
 
 from sniffsync.io.capture import WINDOW_BYTES, concat_records, iter_records, release
-from sniffsync.runtime import Inline, pool
+from sniffsync.runtime import Inline, pool, workers
 from sniffsync.decode.linklayer import RADIO_LINKTYPES, decode_link, decode_radio
 from sniffsync.decode.payload import decode_l3, decode_llc
 from sniffsync.decode.schema import COLUMNS
@@ -127,12 +127,13 @@ def split_records(rec, rows: int = BATCH_ROWS):
             marks=marks, problems=rec.problems if lo == 0 else [], row0=rec.row0 + lo)
 
 
-def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int = 4,
+def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int | None = None,
                  batch_rows: int = BATCH_ROWS, chunk_rows: int = CHUNK_ROWS,
                  window_bytes: int = WINDOW_BYTES):
     """Walk and decode one capture at once: yields, in file order, one result per batch.
 
-    The main thread walks the record headers (the one per-record Python loop) while
+    The main thread walks the record headers (the one per-record loop, in C when built:
+    :mod:`sniffsync.io.walk`) while
     batches of about ``batch_rows`` frames are decoded on worker threads (numpy releases
     the GIL), so the walk costs almost nothing on two cores.
 
@@ -143,8 +144,10 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
     post : callable, optional
         ``post(rec, n, cols, marks)`` run on the worker right after a batch is decoded
         (e.g. conversion to Arrow); its result is yielded instead of the tuple.
-    ahead : int
-        Batches decoded ahead of the consumer at most: bounds the memory of a stream.
+    ahead : int, optional
+        Batches decoded ahead of the consumer at most (default: one per worker thread, plus
+        one): bounds the memory of a stream, as every batch walked and not yet decoded
+        keeps its file pages mapped.
     batch_rows, chunk_rows, window_bytes : int
         Frames per batch, frames per decoding chunk, bytes walked at a time.
 
@@ -159,6 +162,7 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
         return post(*out) if post is not None else out
 
     pending = deque()
+    ahead = workers() + 1 if ahead is None else ahead
     with pool() as ex:
         for batch in iter_records(path, drop_walked=False, batch_rows=batch_rows, window_bytes=window_bytes):
             for rec in split_records(batch, batch_rows):

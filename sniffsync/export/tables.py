@@ -19,7 +19,7 @@ from sniffsync.decode.macs import as_mac_ints, mac_codes
 from sniffsync.decode.schema import DTYPES
 from sniffsync.decode.table import Cat
 from sniffsync.io.atomic import atomic_output
-from sniffsync.runtime import pool
+from sniffsync.runtime import pool, workers
 
 __all__ = ["MAC_COLUMNS", "mac_strings", "for_export", "write_table", "write_columns",
            "arrow_columns", "FORMATS"]
@@ -205,10 +205,12 @@ def write_columns(n: int, cols: dict, names: list, path: str | None, fmt: str | 
             _write_parquet(table, fh)
 
 
-def _write_csv_parallel(table, stream, parts: int = 4) -> None:
+def _write_csv_parallel(table, stream, parts: int | None = None) -> None:
     """CSV of ``table`` (dictionary columns written as their values), the row slices
-    formatted on worker threads (Arrow releases the GIL) and written in order."""
+    (default: two per worker thread) formatted on worker threads (Arrow releases the GIL)
+    and written in order."""
     import pyarrow.csv as pacsv
+    parts = parts or 2 * workers()
     n = table.num_rows
     cuts = [n * i // parts for i in range(parts + 1)]
 

@@ -3,8 +3,8 @@
 :func:`read_records` maps the whole file as one ``uint8`` buffer (``mmap``: pages
 come from the page cache and can be dropped again with :func:`release` once decoded,
 so memory stays near the size of the decoded columns), walks the record
-headers in one lean, unrolled Python loop (the only per-record loop of the reader: a
-record's position depends on the previous record's length), window by window, and
+headers window by window (:mod:`sniffsync.io.walk`: the only per-record loop of the
+reader, in C when built, as a record's position depends on the previous record's length), and
 reads every header field afterwards with numpy; lengths are checked vectorised per
 window. :func:`iter_records` hands out each window's records as soon as it is walked,
 so decoding overlaps the walk. pcapng is walked the same way in :mod:`sniffsync.io.pcapng`.
@@ -18,7 +18,6 @@ import mmap
 import os
 import struct
 import zlib
-from array import array
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +26,7 @@ from sniffsync.io.bytecols import field, gather
 from sniffsync.io.inflate import inflate
 from sniffsync.io.limits import limits, take_frames
 from sniffsync.io.stamps import flag_ts_outliers
+from sniffsync.io.walk import pcap_window
 from sniffsync.errors import CaptureError
 
 __all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "head_linktypes",
@@ -158,28 +158,6 @@ def head_linktypes(path, head: int = 1 << 16):
     return None
 
 
-def _walk_window(mv, pos: int, stop: int, step):
-    """Record offsets from ``pos`` while ``pos <= stop`` (overshooting by up to 3 records),
-    and the next position. Stops silently at a header the buffer cannot hold; the caller
-    checks the last offset against the file's end and every length against ``MAX_RECORD``.
-    """
-    offs = array("q")
-    app = offs.append
-    try:
-        while pos <= stop:              # unrolled: one bounds test per four records
-            app(pos)
-            pos += 16 + step(mv, pos)[0]
-            app(pos)
-            pos += 16 + step(mv, pos)[0]
-            app(pos)
-            pos += 16 + step(mv, pos)[0]
-            app(pos)
-            pos += 16 + step(mv, pos)[0]
-    except struct.error:                # the length field of the last offset is past the end
-        pos = offs.pop()
-    return offs, pos
-
-
 def next_window(walked_bytes: int, walked: int, rows: int | None, window: int) -> int:
     """Bytes to walk next: ``window``, or about ``rows`` records at the size seen so far
     (a small first window), so a stream's batches are even and the first comes early."""
@@ -201,11 +179,10 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
     walked with a garbage length and is dropped).
     """
     mv = memoryview(buf)
-    step = struct.Struct(order + "8xI").unpack_from
     pos, last, walked = 24, n - 16, 0
     while pos <= last:
         size = next_window(pos - 24, walked, rows, window)
-        offs, pos = _walk_window(mv, pos, min(pos + size, last), step)
+        offs, pos = pcap_window(mv, pos, min(pos + size, last), order)
         walked += len(offs)
         if len(offs) and offs[-1] > last:      # a header cut by the end of the file
             pos = offs.pop()

@@ -1,7 +1,7 @@
 """pcapng: walk the blocks window by window and index the packet blocks (EPB, SPB, PB).
 
-The walk assumes every block is a sane Enhanced Packet Block and only steps by block
-length (unrolled, one bounds test per four blocks); the blocks walked are then checked
+The walk (:mod:`sniffsync.io.walk`) assumes every block is a sane Enhanced Packet Block
+and only steps by block length; the blocks walked are then checked
 vectorised, and the first that is not a sane EPB (a section header, an interface
 description, a corrupt length...) is handled by the careful one-block path. Sections
 (byte order) and interfaces are tracked as they come, so packets are indexed per window
@@ -10,13 +10,13 @@ and decoding can start before the walk ends.
 from __future__ import annotations
 
 import struct
-from array import array
 
 import numpy as np
 
 from sniffsync.io.bytecols import field, gather
 from sniffsync.io.capture import (_BOM, _EPB, _IDB, _PACKET_BLOCKS, _PB, _SPB, MAX_RECORD, PCAPNG_SHB,
                                   WINDOW_BYTES, _finish, _release, next_window, tally)
+from sniffsync.io.walk import pcapng_window
 
 __all__ = ["pcapng_records", "custom_options"]
 
@@ -32,26 +32,6 @@ class _Walk:
         self.unknown = [None, 0]  # first offset, count: packets of an interface with no IDB
         self.over = [None, 0]     # first offset, count: caplen > snaplen
         self.section_custom = []  # custom option values of the current section header
-
-
-def _step_blocks(mv, pos: int, stop: int, step):
-    """Block offsets from ``pos`` while ``pos <= stop`` (overshooting by up to 3), and the
-    next position; a zero length steps 12 bytes so the walk always moves (checked later)."""
-    offs = array("q")
-    app = offs.append
-    try:
-        while pos <= stop:
-            app(pos)
-            pos += step(mv, pos)[0] or 12
-            app(pos)
-            pos += step(mv, pos)[0] or 12
-            app(pos)
-            pos += step(mv, pos)[0] or 12
-            app(pos)
-            pos += step(mv, pos)[0] or 12
-    except struct.error:            # length field past the end of the buffer
-        pos = offs.pop()
-    return offs, pos
 
 
 def _sane_epbs(buf, boff, order: str, n: int):
@@ -107,13 +87,12 @@ def _one_block(buf, mv, pos: int, path, st: _Walk, offs: list, rare: dict):
 def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows, window: int):
     """Yields ``(block offsets, kinds)`` of the packet blocks, one window at a time."""
     mv, n = memoryview(buf), buf.size
-    steps = {o: struct.Struct(o + "4xI").unpack_from for o in "<>"}
     pos, stopped, walked = 0, False, 0
     while pos + 12 <= n and not stopped:
         stop = min(pos + next_window(pos, walked, rows, window), n)
         parts, rare = [], {}
         while pos <= stop and pos + 12 <= n and not stopped:
-            offs, end = _step_blocks(mv, pos, stop, steps[st.order])
+            offs, end = pcapng_window(mv, pos, stop, st.order)
             boff = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
             ok = _sane_epbs(buf, boff, st.order, n)
             k = boff.size if ok.all() else int(np.argmin(ok))
