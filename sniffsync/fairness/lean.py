@@ -7,7 +7,8 @@ cast to the schema dtype (the values the frame table would hold) and then stored
 narrowest integer type of the same signedness that holds the batch's values; a mask that
 is all valid is dropped. The batches are joined column by column (a batch's column freed
 once copied), and :func:`lean_frame` gives the PPDU grouping a DataFrame over these
-arrays without widening them (pandas nullable arrays of the narrow dtype). Readers of
+arrays without widening them (pandas nullable arrays of the narrow dtype, plain numpy
+where no value is null). Readers of
 the columns convert to the dtype they compute in (``to_numpy(int64)``,
 :func:`sniffsync.tcp.columns.frame_getter`), so results do not change.
 """
@@ -82,11 +83,14 @@ def read_lean(path, columns, sniffer: int = 0):
         end = int(rec.data_off[-1]) + int(rec.caplen[-1]) if n else 1
         return rec.row0, n, narrow(cols), marks, int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
 
-    marks, sink = [], None
+    marks, sink, names = [], None, {}
     for row0, k, cols, batch_marks, rows_estimate in iter_columns(path, sniffer, columns, post=post):
         marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
+        for name, (v, ok) in cols.items():        # categories: codes into one list per column
+            if isinstance(v, Cat):
+                cols[name] = (_global_codes(v, names.setdefault(name, {})), ok)
         # copied into columns allocated once: the batch's arrays are freed (and their
-        # memory reused by the next batches) at once, not kept until a final join
+        # memory reused by the next batches) at once, none kept until a final join
         sink = sink or ColumnSink(rows_estimate)
         sink.add(cols, k)
         del cols
@@ -95,16 +99,23 @@ def read_lean(path, columns, sniffer: int = 0):
         return read_columns(path, sniffer, columns, records=False)[1:]
     cols = sink.result()
     for name, (v, ok) in cols.items():
-        if isinstance(v, Cat):                    # the union of categories widened the codes
-            cols[name] = (_narrow_codes(v), ok)
+        if name in names:
+            cols[name] = (Cat(v, list(names[name])), ok)
         elif v.dtype.kind in "iu":                # batches of different widths met at the widest
             cols[name] = (v.astype(_smallest(v), copy=False), ok)
     return sink.n, cols, marks
 
 
+def _global_codes(cat: Cat, index: dict) -> np.ndarray:
+    """A batch's codes into ``index`` ({category: code}, extended in first-seen order)."""
+    remap = np.array([index.setdefault(v, len(index)) for v in cat.categories] + [-1], np.int64)
+    k = len(index)
+    return remap[np.asarray(cat.codes)].astype(np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
+
+
 def lean_frame(n: int, cols: dict, marks: list, names):
     """Frame-table DataFrame of ``names`` (schema order) over the narrow arrays: nullable
-    pandas arrays of the narrow dtype, no widened copy (:func:`sniffsync.decode.table.frame_table`
+    pandas arrays of the narrow dtype (plain numpy without nulls), no widened copy (:func:`sniffsync.decode.table.frame_table`
     otherwise)."""
     import pandas as pd
     wanted, data = set(names), {}
@@ -126,10 +137,9 @@ def lean_frame(n: int, cols: dict, marks: list, names):
         if c.dtype == "string" or vals.dtype.kind not in "iub":
             data[c.name] = nullable(vals, ok, c.dtype)
             continue
-        if c.dtype[0] not in "IUb":               # not nullable: plain numpy
+        if ok is None:                            # no null: plain numpy, no mask to hold
             data[c.name] = vals
             continue
-        mask = np.zeros(n, bool) if ok is None else ~ok
-        data[c.name] = (pd.arrays.BooleanArray(vals.astype(bool, copy=False), mask) if c.dtype == "boolean"
-                        else pd.arrays.IntegerArray(vals, mask))
+        data[c.name] = (pd.arrays.BooleanArray(vals.astype(bool, copy=False), ~ok) if c.dtype == "boolean"
+                        else pd.arrays.IntegerArray(vals, ~ok))
     return pd.DataFrame(data, copy=False)
