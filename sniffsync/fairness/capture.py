@@ -122,7 +122,8 @@ def _airtime_columns(cap: Capture, ppdus):
     n, cols, marks = cap.columns
     keep = np.ones(n, bool) if cap.skip is None else ~cap.skip     # wild stamps group into no PPDU
     radio = [c for c in cols if c not in TCP_COLUMNS or c in _PPDU_READS]
-    frames = lean_frame(n, cols, marks, radio + ["bad"])       # no widened copies
+    # no widened copies; the columns only the grouping reads move into the table
+    frames = lean_frame(n, cols, marks, radio + ["bad"], consume={c for c in radio if c not in TCP_COLUMNS})
     if cap.skip is not None:
         frames = frames[keep].reset_index(drop=True)
     grouped = group_ppdus(frames)

@@ -113,10 +113,12 @@ def _global_codes(cat: Cat, index: dict) -> np.ndarray:
     return remap[np.asarray(cat.codes)].astype(np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
 
 
-def lean_frame(n: int, cols: dict, marks: list, names):
+def lean_frame(n: int, cols: dict, marks: list, names, consume=()):
     """Frame-table DataFrame of ``names`` (schema order) over the narrow arrays: nullable
-    pandas arrays of the narrow dtype (plain numpy without nulls), no widened copy (:func:`sniffsync.decode.table.frame_table`
-    otherwise)."""
+    pandas arrays of the narrow dtype (plain numpy without nulls), no widened copy
+    (:func:`sniffsync.decode.table.frame_table` otherwise). Columns named in ``consume``
+    move into the DataFrame: removed from ``cols``, their valid mask turned in place into
+    the null mask pandas holds (no second mask per column)."""
     import pandas as pd
     wanted, data = set(names), {}
     for c in COLUMNS:
@@ -125,7 +127,7 @@ def lean_frame(n: int, cols: dict, marks: list, names):
         if c.name == "bad" and "bad" not in cols:
             vals, ok = bad_column(n, marks), None
         elif c.name in cols:
-            vals, ok = cols[c.name]
+            vals, ok = cols.pop(c.name) if c.name in consume else cols[c.name]
         else:                                     # absent: all-null, as the frame table has it
             data[c.name] = frame_table(n, {}, [], [c.name])[c.name].array
             continue
@@ -140,6 +142,7 @@ def lean_frame(n: int, cols: dict, marks: list, names):
         if ok is None:                            # no null: plain numpy, no mask to hold
             data[c.name] = vals
             continue
-        data[c.name] = (pd.arrays.BooleanArray(vals.astype(bool, copy=False), ~ok) if c.dtype == "boolean"
-                        else pd.arrays.IntegerArray(vals, ~ok))
+        null = np.logical_not(ok, out=ok) if c.name in consume else ~ok
+        data[c.name] = (pd.arrays.BooleanArray(vals.astype(bool, copy=False), null) if c.dtype == "boolean"
+                        else pd.arrays.IntegerArray(vals, null))
     return pd.DataFrame(data, copy=False)

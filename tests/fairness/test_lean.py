@@ -61,3 +61,15 @@ def test_report_bytes_unchanged(sniffer, tmp_path):
     assert main(["fairness", CAP.format(sniffer), "-o", str(out)]) == 0
     with open(os.path.join(DATA, "fairness_reports", f"ns3-11n-ht20-hidden-sniffer{sniffer}.json"), "rb") as fh:
         assert out.read_bytes() == fh.read()
+
+
+def test_consumed_columns_move_into_the_table(both):
+    _, (n, lean, marks) = both
+    cols = {k: (v, None if ok is None else ok.copy()) for k, (v, ok) in lean.items()}
+    names = ["seq", "tsft_us", "ta"]
+    ref = lean_frame(n, cols, marks, names)
+    got = lean_frame(n, cols, marks, names, consume={"seq", "ta"})
+    assert "seq" not in cols and "ta" not in cols and "tsft_us" in cols
+    assert ref["seq"].isna().any()
+    for c in names:
+        assert ref[c].equals(got[c]), c
