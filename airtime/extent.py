@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pandas as pd
 
-from airtime.blockack import acked_in_block_ack
+from airtime.blockack import acked_in_block_ack, ba_records
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import BA_BYTES, CTS_BYTES
@@ -305,9 +305,10 @@ def _acked(frames, ba_frame, seq) -> np.ndarray:
     :data:`QUERY_CHUNK` (its tables hold ~150 bytes per query: a bounded peak)."""
     key, inv = np.unique(ba_frame * 4096 + seq, return_inverse=True)
     out = np.zeros(len(key), bool)
+    records = ba_records(frames) if len(key) > QUERY_CHUNK else None      # once for every chunk
     for lo in range(0, len(key), QUERY_CHUNK):
         k = key[lo:lo + QUERY_CHUNK]
-        out[lo:lo + QUERY_CHUNK] = acked_in_block_ack(frames, k // 4096, k % 4096)
+        out[lo:lo + QUERY_CHUNK] = acked_in_block_ack(frames, k // 4096, k % 4096, records=records)
     return out[inv.ravel()]
 
 
