@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pandas as pd
 
-from airtime.blockack import acked_in_block_ack
+from airtime.blockack import acked_in_block_ack, ba_records
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import BA_BYTES, CTS_BYTES
@@ -41,6 +41,7 @@ SLACK_NS = 6_000              # NAV µs rounding, TSFT rounding, propagation, sy
 COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 MAX_PPDU_NS = 5_484_000       # aPPDUMaxTime (HT/VHT/HE)
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
+QUERY_CHUNK = 1 << 17         # Block-Ack queries answered at a time (memory, not results)
 
 
 class Extent(NamedTuple):
@@ -232,10 +233,17 @@ def _copies(ctx: _Ctx, psdu):
     padded = (sub + 3) // 4 * 4
     # the last subframe (its flag) is not padded
     pad_last = np.where(_col(ctx.frames, "ampdu_last", 0)[rows] > 0, padded - sub, 0)
-    u = pd.DataFrame({"g": group[ctx.fp[rows]], "s": ctx.seq[rows], "b": padded, "p": pad_last})
-    u = u.drop_duplicates(["g", "s"]).groupby("g")
-    total = u["b"].sum() - u["p"].max()
-    union = total.reindex(group).fillna(-1).to_numpy(np.int64)
+    if not len(rows):
+        return group, np.full(n, -1, np.int64)
+    # each (group, seq) once (its first row), then per group: bytes less the last's padding
+    g = group[ctx.fp[rows]]
+    _, first = np.unique(g * 4096 + ctx.seq[rows], return_index=True)    # sorted by group
+    g, b, p = g[first], padded[first], pad_last[first]
+    heads = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    total = np.add.reduceat(b, heads) - np.maximum.reduceat(p, heads)
+    gh = g[heads]
+    at = np.minimum(np.searchsorted(gh, group), len(gh) - 1)
+    union = np.where(gh[at] == group, total[at], -1).astype(np.int64)
     return group, union
 
 
@@ -256,6 +264,7 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     gf, sq = group[ctx.fp[ok]], ctx.seq[ok]
     captured = np.sort(gf * 4096 + sq)
     lo, hi = _seq_bounds(gf, sq, 2 * n)                      # per group
+    del gf, sq                                               # (per frame: a lower peak)
     lo, hi = lo[group[d]], hi[group[d]]
     ssn = _col(frames, "ba_ssn", -1)[np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d])]
     # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it;
@@ -274,12 +283,13 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     at = np.minimum(np.searchsorted(captured, key), max(len(captured) - 1, 0))
     cand = ((captured[at] != key) if len(captured) else np.ones(len(key), bool)) & (ssn[rows] >= 0)
     k, rows, s = k[cand], rows[cand], s[cand]                  # not captured by any copy
+    del captured, at, key
     pid = d[rows]
     now, prev = ba_now[pid], ba_prev[pid]
     acked_now = np.zeros(len(s), bool)
-    acked_now[now >= 0] = acked_in_block_ack(frames, now[now >= 0], s[now >= 0])
+    acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0])
     known = np.zeros(len(s), bool)
-    known[prev >= 0] = acked_in_block_ack(frames, prev[prev >= 0], s[prev >= 0])
+    known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0])
     known |= _sent_since(ctx, pid, s, prev_t[pid])
     last_known = np.full(len(d), -1, np.int64)
     np.maximum.at(last_known, rows[known], k[known])
@@ -288,6 +298,18 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     missed = ~known & (acked_now | between | before)
     np.add.at(add, pid[missed], 1)
     return add
+
+
+def _acked(frames, ba_frame, seq) -> np.ndarray:
+    """:func:`acked_in_block_ack` of each distinct (Block-Ack, seq) query once, in chunks of
+    :data:`QUERY_CHUNK` (its tables hold ~150 bytes per query: a bounded peak)."""
+    key, inv = np.unique(ba_frame * 4096 + seq, return_inverse=True)
+    out = np.zeros(len(key), bool)
+    records = ba_records(frames) if len(key) > QUERY_CHUNK else None      # once for every chunk
+    for lo in range(0, len(key), QUERY_CHUNK):
+        k = key[lo:lo + QUERY_CHUNK]
+        out[lo:lo + QUERY_CHUNK] = acked_in_block_ack(frames, k // 4096, k % 4096, records=records)
+    return out[inv.ravel()]
 
 
 def _seq_bounds(g, seq, n):
@@ -316,14 +338,26 @@ def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
     be told apart, so it is not counted (an estimate may stay one retransmission short)."""
     c = ctx.c
     code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
-    ok = (ctx.fp >= 0) & (ctx.seq >= 0)
-    f = ctx.fp[ok]
-    ref, t_ref = code[f] * 4096 + ctx.seq[ok], c.t_ns[f]
     q, t_q = code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS
+    rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
+    ref = code[ctx.fp[rows]]                                 # in place: per-frame temporaries
+    ref *= 4096
+    ref += ctx.seq[rows]
+    # only captures of a queried (pair, seq) can answer: sort those, not every frame
+    uq = np.unique(q)
+    at = np.searchsorted(uq, ref)
+    np.minimum(at, max(len(uq) - 1, 0), out=at)
+    hit = uq[at] == ref if len(uq) else np.zeros(len(ref), bool)
+    del at
+    rows, ref = rows[hit], ref[hit]
+    del hit
+    t_ref = c.t_ns[ctx.fp[rows]]
+    del rows
     # (key, time rank) as one int64: the last capture of the same key before each query
     times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]))
     m = len(times) + 1
-    rk = ref * m + np.searchsorted(times, t_ref)
+    rk = ref * m
+    rk += np.searchsorted(times, t_ref)
     o = np.argsort(rk, kind="stable")
     rk, ref, t_ref = rk[o], ref[o], t_ref[o]
     pos = np.searchsorted(rk, q * m + np.searchsorted(times, t_q), "left") - 1

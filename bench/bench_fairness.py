@@ -1,11 +1,18 @@
 """Benchmark: `sniffsync fairness` vs tshark's TCP analysis on the same 1M-packet capture.
 
-The capture is built by tiling the TCP packets of the ns-3 hidden-node capture (sniffer A)
+The wired capture is built by tiling the TCP packets of the ns-3 hidden-node capture (sniffer A)
 as Ethernet/IPv4/TCP frames (headers + TCP timestamp option, payload not captured:
 caplen 66, original length kept): tile k is shifted by k x the capture's span in time
 and by k x each direction's sequence span in seq/ack/TSval, so the flows continue.
+``--wifi``: the 802.11 capture of ``bench/make_capture.py`` instead (radiotap, A-MPDUs,
+the test captures pooled and tiled; the PPDU grouping and the cross-layer view run too).
 
-    python bench/bench_fairness.py [--packets 1000000] [--repeat 3] [--phases] [--keep PATH] [--no-compile]
+    python bench/bench_fairness.py [--packets 1000000] [--wifi] [--repeat 3] [--phases] [--keep PATH]
+                                   [--no-compile] [--peer TREE]
+
+``--peer TREE``: also time ``sniffsync fairness`` of another checkout (e.g. the code
+before a change: ``git worktree add /tmp/before HEAD~1``), interleaved with ours, and
+check that both write the same report bytes.
 
 Both sides are whole processes, timed in the same run, interleaved (ours, tshark, ours,
 tshark, ..., then the rest of ours; medians): tshark with the tcp.analysis fields the
@@ -117,13 +124,25 @@ def compile_package() -> None:
     print("bytecode: compiled first (PYTHONDONTWRITEBYTECODE=%s)" % os.environ.get("PYTHONDONTWRITEBYTECODE", ""))
 
 
-def timed(cmd) -> float:
+def build_wifi_capture(path: str, frames: int) -> int:
+    """The 802.11 capture of ``bench/make_capture.py``; returns the number of frames."""
+    subprocess.run([sys.executable, os.path.join(HERE, "make_capture.py"), path, "--frames", str(frames)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return frames
+
+
+def timed(cmd, env=None) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t
 
 
-def phases(path: str, repeat: int) -> list[tuple[str, float]]:
+def _tree_env(tree: str) -> dict:
+    """Environment running the ``sniffsync`` of checkout ``tree``."""
+    return dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+
+
+def phases(path: str, repeat: int, wifi: bool = False) -> list[tuple[str, float]]:
     """Minimum wall time of each stage of ``sniffsync fairness`` in this process."""
     import io
 
@@ -137,14 +156,20 @@ def phases(path: str, repeat: int) -> list[tuple[str, float]]:
         best[name] = min(best.get(name, float("inf")), time.perf_counter() - t0)
         return time.perf_counter()
 
+    from sniffsync.cli.fairness import _captures
     from sniffsync.decode.frames import decode_columns
     for _ in range(repeat):
         t = time.perf_counter()
-        rec = read_records(path)
-        t = tick("read_records (record walk)", t)
-        cols = decode_columns(rec, 0, COLUMNS)
-        t = tick("decode_columns", t)
-        runs, summary = fairness_tables([Capture.from_columns(*cols, COLUMNS)])
+        if wifi:                     # as the command reads it: narrow, walk and decode overlapped
+            caps = list(_captures([path]))
+            t = tick("read (walk + decode, narrow)", t)
+        else:
+            rec = read_records(path)
+            t = tick("read_records (record walk)", t)
+            cols = decode_columns(rec, 0, COLUMNS)
+            t = tick("decode_columns", t)
+            caps = [Capture.from_columns(*cols, COLUMNS)]
+        runs, summary = fairness_tables(caps)
         t = tick("analysis (fairness_tables)", t)
         write_json(io.StringIO(), runs, summary)
         tick("JSON report", t)
@@ -154,6 +179,8 @@ def phases(path: str, repeat: int) -> list[tuple[str, float]]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=1_000_000)
+    ap.add_argument("--wifi", action="store_true", help="an 802.11 capture (bench/make_capture.py)")
+    ap.add_argument("--peer", metavar="TREE", help="also time the sniffsync of this checkout")
     ap.add_argument("--repeat", type=int, default=3, help="runs of sniffsync (median reported)")
     ap.add_argument("--tshark-repeat", type=int, default=1, help="runs of tshark (median reported)")
     ap.add_argument("--keep", help="write the capture here and keep it")
@@ -164,20 +191,28 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if not args.no_compile:
         compile_package()
+        if args.peer:
+            import compileall
+            for name in ("sniffsync", "airtime"):
+                compileall.compile_dir(os.path.join(args.peer, name), quiet=1)
     tshark = shutil.which("tshark")
     tmp = tempfile.mkdtemp()
-    path = args.keep or os.path.join(tmp, "tiled_tcp.pcap")
-    n = build_capture(path, args.packets)
-    print(f"capture: {n} packets, {os.path.getsize(path) / 1e6:.0f} MB ({path})")
+    path = args.keep or os.path.join(tmp, "busy.pcap" if args.wifi else "tiled_tcp.pcap")
+    n = (build_wifi_capture if args.wifi else build_capture)(path, args.packets)
+    print(f"capture: {n} {'802.11 frames' if args.wifi else 'packets'}, {os.path.getsize(path) / 1e6:.0f} MB "
+          f"({path}); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     ours_cmd = [sys.executable, "-m", "sniffsync", "fairness", path, "-o", os.path.join(tmp, "r.json")]
+    peer_cmd = ours_cmd[:-1] + [os.path.join(tmp, "peer.json")]
     tshark_cmd = [tshark, "-r", path, "-T", "fields", "-e", "frame.number",
                   "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
                   "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.bytes_in_flight"]
     # interleaved (ours, tshark, ours, tshark, ...): both medians see the same machine
-    ours, theirs = [], []
+    ours, theirs, peer = [], [], []
     for i in range(max(args.repeat, args.tshark_repeat if tshark else 0)):
         if i < args.repeat:
             ours.append(timed(ours_cmd))
+            if args.peer:
+                peer.append(timed(peer_cmd, _tree_env(args.peer)))
         if tshark and i < args.tshark_repeat:
             theirs.append(timed(tshark_cmd))
     t_ours = statistics.median(ours)
@@ -188,8 +223,15 @@ def main(argv=None) -> int:
         print(f"tshark tcp.analysis: {t_ts:.2f} s  ({n / t_ts:,.0f} packets/s, median of {len(theirs)}: "
               + ", ".join(f"{t:.2f}" for t in theirs) + ")")
         print(f"speed-up: {t_ts / t_ours:.1f}x")
+    if peer:
+        t_peer = statistics.median(peer)
+        with open(os.path.join(tmp, "r.json"), "rb") as a, open(os.path.join(tmp, "peer.json"), "rb") as b:
+            same = a.read() == b.read()
+        print(f"peer {args.peer}: {t_peer:.2f} s (median of {len(peer)}: " + ", ".join(f"{t:.2f}" for t in peer)
+              + f"){f'; tshark / peer: {t_ts / t_peer:.1f}x' if theirs else ''}; same report bytes: {same}")
+    print(f"load after: {os.getloadavg()[0]:.1f}")
     if args.phases:
-        for name, sec in phases(path, args.repeat):
+        for name, sec in phases(path, args.repeat, args.wifi):
             print(f"  {name:28s} {sec * 1e3:7.0f} ms")
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -67,6 +67,7 @@ def _captures(paths, keep_bad_fcs=False):
     from sniffsync.io.capture import head_linktypes
     from sniffsync.fairness.core import Capture
     from sniffsync.decode.frames import WIRED_LINKTYPES, read_columns
+    from sniffsync.fairness.lean import read_lean
     from sniffsync.sync.mergedfile import read_merged
     for p in paths:
         if (merged := read_merged(p)) is not None:     # a merged pcapng: the merge's table
@@ -74,10 +75,12 @@ def _captures(paths, keep_bad_fcs=False):
             continue
         kinds = head_linktypes(p)
         columns = WIRED_COLUMNS if kinds and kinds <= set(WIRED_LINKTYPES) else COLUMNS
-        _rec, n, cols, marks = read_columns(p, 0, columns, records=False)   # walk/decode overlap
-        if columns is WIRED_COLUMNS and not np.isin(cols["linktype"][0], WIRED_LINKTYPES).all():
-            # a pcapng interface described after the first packet is not wired: read it all
-            _rec, n, cols, marks = read_columns(p, 0, columns := COLUMNS, records=False)
+        if columns is WIRED_COLUMNS:
+            _rec, n, cols, marks = read_columns(p, 0, columns, records=False)   # walk/decode overlap
+        if columns is COLUMNS or not np.isin(cols["linktype"][0], WIRED_LINKTYPES).all():
+            # 802.11 (or a pcapng interface described after the first packet is not wired):
+            # every column the grouping reads, held narrow (sniffsync.fairness.lean)
+            n, cols, marks = read_lean(p, columns := COLUMNS)
         if keep_bad_fcs:          # no fcs_bad column: every frame is analysed (decode.quality)
             cols.pop("fcs_bad", None)
         # a wired capture is analysed once, without the frame table: its columns are freed as read

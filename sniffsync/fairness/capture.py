@@ -118,11 +118,12 @@ def _airtime_columns(cap: Capture, ppdus):
     grouped on a frame table of the radio columns only (no TCP/IP ones), then the columns
     only the grouping read are freed and the TCP analysis consumes the rest as it reads them."""
     from airtime.ppdu import align_to_ppdu_end, group_ppdus
-    from sniffsync.decode.table import frame_table
+    from sniffsync.fairness.lean import lean_frame
     n, cols, marks = cap.columns
     keep = np.ones(n, bool) if cap.skip is None else ~cap.skip     # wild stamps group into no PPDU
     radio = [c for c in cols if c not in TCP_COLUMNS or c in _PPDU_READS]
-    frames = frame_table(n, cols, marks, radio + ["bad"])
+    # no widened copies; the columns only the grouping reads move into the table
+    frames = lean_frame(n, cols, marks, radio + ["bad"], consume={c for c in radio if c not in TCP_COLUMNS})
     if cap.skip is not None:
         frames = frames[keep].reset_index(drop=True)
     grouped = group_ppdus(frames)

@@ -178,6 +178,13 @@ def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch
         asked.append(list(columns))
         return real(path, sniffer, columns, records)
     monkeypatch.setattr(frames, "read_columns", spy)
+    import sniffsync.fairness.lean as lean
+    real_lean = lean.read_lean
+
+    def spy_lean(path, columns, sniffer=0):           # 802.11: the narrow columns
+        asked.append(list(columns))
+        return real_lean(path, columns, sniffer)
+    monkeypatch.setattr(lean, "read_lean", spy_lean)
     caps = list(cmd._captures([ethernet_pcap, NS3[0]]))
     assert asked == [cmd.WIRED_COLUMNS, cmd.COLUMNS] and len(caps) == 2
 

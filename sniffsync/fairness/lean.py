@@ -1,0 +1,148 @@
+"""Decoded columns held narrow: the fairness command's reading of an 802.11 capture.
+
+The reader's columns carry the schema's width (``tsft_us`` and ``ampdu_ref`` int64,
+categorical codes int32, a validity mask per nullable column): ~230 bytes per frame for
+the ~57 columns the PPDU grouping and the TCP analysis read. Here each streamed batch is
+cast to the schema dtype (the values the frame table would hold) and then stored in the
+narrowest integer type of the same signedness that holds the batch's values; a mask that
+is all valid is dropped; category codes go into one list per column. Each batch is copied
+into columns allocated once as it arrives (nothing of it stays pinned in the decoding
+threads' heaps), and :func:`lean_frame` gives the PPDU grouping a DataFrame over these
+arrays without widening them (pandas nullable arrays of the narrow dtype, plain numpy
+where no value is null). Readers of the columns convert to the dtype they compute in
+(``to_numpy(int64)``, :func:`sniffsync.tcp.columns.frame_getter`), so results do not change.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sniffsync.decode.schema import COLUMNS
+from sniffsync.decode.table import Cat, ColumnSink, as_cat, bad_column, frame_table, nullable
+
+__all__ = ["read_lean", "narrow", "lean_frame"]
+
+_SCHEMA = {c.name: c.dtype for c in COLUMNS}
+_SIGNED = (np.int8, np.int16, np.int32, np.int64)
+_UNSIGNED = (np.uint8, np.uint16, np.uint32, np.uint64)
+
+
+def _schema_np(name: str, values: np.ndarray) -> np.dtype:
+    """The numpy dtype the frame table holds ``name`` in (the reader's if not a schema int)."""
+    sd = _SCHEMA.get(name, "")
+    if sd == "boolean":
+        return np.dtype(bool)
+    if sd.lower().lstrip("u").startswith("int"):          # Int8 ... UInt64, int16 ... int64
+        return np.dtype(sd.lower())
+    return values.dtype
+
+
+def _smallest(v: np.ndarray) -> np.dtype:
+    """Narrowest integer dtype of ``v``'s signedness holding all of its values."""
+    if v.dtype.kind not in "iu" or v.size == 0:
+        return v.dtype
+    lo, hi = int(v.min()), int(v.max())
+    for t in (_SIGNED if v.dtype.kind == "i" else _UNSIGNED):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return np.dtype(t) if np.dtype(t).itemsize < v.dtype.itemsize else v.dtype
+    return v.dtype
+
+
+def _narrow_codes(cat: Cat) -> Cat:
+    codes = np.asarray(cat.codes)
+    k = len(cat.categories)
+    t = np.int8 if k < 127 else np.int16 if k < 32767 else codes.dtype
+    return Cat(codes.astype(t, copy=False), cat.categories)
+
+
+def narrow(cols: dict) -> dict:
+    """``cols`` (``{name: (values, valid)}``) cast to the schema dtype and narrowed."""
+    out = {}
+    for name, (v, ok) in cols.items():
+        if ok is not None:
+            ok = np.asarray(ok, bool)
+            if ok.all():
+                ok = None
+        if isinstance(v, Cat) or _SCHEMA.get(name) == "category":
+            out[name] = (_narrow_codes(as_cat(v, ok, name)), None)
+            continue
+        v = np.asarray(v)
+        if v.dtype != object:
+            v = v.astype(_schema_np(name, v), copy=False)
+            v = v.astype(_smallest(v), copy=False)
+        out[name] = (v, ok)
+    return out
+
+
+def read_lean(path, columns, sniffer: int = 0):
+    """``(n, cols, marks)`` as :func:`sniffsync.decode.frames.read_columns` gives them
+    (``records=False``), with every column narrowed (:func:`narrow`)."""
+    from sniffsync.decode.frames import iter_columns
+
+    def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
+        end = int(rec.data_off[-1]) + int(rec.caplen[-1]) if n else 1
+        return rec.row0, n, narrow(cols), marks, int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
+
+    marks, sink, names = [], None, {}
+    for row0, k, cols, batch_marks, rows_estimate in iter_columns(path, sniffer, columns, post=post):
+        marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
+        for name, (v, ok) in cols.items():        # categories: codes into one list per column
+            if isinstance(v, Cat):
+                cols[name] = (_global_codes(v, names.setdefault(name, {})), ok)
+        # copied into columns allocated once: the batch's arrays are freed (and their
+        # memory reused by the next batches) at once, none kept until a final join
+        sink = sink or ColumnSink(rows_estimate)
+        sink.add(cols, k)
+        del cols
+    if sink is None:                              # an empty capture: the reader's own columns
+        from sniffsync.decode.frames import read_columns
+        return read_columns(path, sniffer, columns, records=False)[1:]
+    cols = sink.result()
+    for name, (v, ok) in cols.items():
+        if name in names:
+            cols[name] = (Cat(v, list(names[name])), ok)
+        elif v.dtype.kind in "iu":                # batches of different widths met at the widest
+            cols[name] = (v.astype(_smallest(v), copy=False), ok)
+    return sink.n, cols, marks
+
+
+def _global_codes(cat: Cat, index: dict) -> np.ndarray:
+    """A batch's codes into ``index`` ({category: code}, extended in first-seen order)."""
+    remap = np.array([index.setdefault(v, len(index)) for v in cat.categories] + [-1], np.int64)
+    k = len(index)
+    return remap[np.asarray(cat.codes)].astype(np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
+
+
+def lean_frame(n: int, cols: dict, marks: list, names, consume=()):
+    """Frame-table DataFrame of ``names`` (schema order) over the narrow arrays: nullable
+    pandas arrays of the narrow dtype (plain numpy without nulls), no widened copy
+    (:func:`sniffsync.decode.table.frame_table` otherwise). Columns named in ``consume``
+    move into the DataFrame: removed from ``cols``, their valid mask turned in place into
+    the null mask pandas holds (no second mask per column)."""
+    import pandas as pd
+    wanted, data = set(names), {}
+    for c in COLUMNS:
+        if c.name not in wanted:
+            continue
+        if c.name == "bad" and "bad" not in cols:
+            vals, ok = bad_column(n, marks), None
+        elif c.name in cols:
+            vals, ok = cols.pop(c.name) if c.name in consume else cols[c.name]
+        else:                                     # absent: all-null, as the frame table has it
+            data[c.name] = frame_table(n, {}, [], [c.name])[c.name].array
+            continue
+        if c.dtype == "category":
+            cat = as_cat(vals, ok, c.name)
+            data[c.name] = pd.Categorical.from_codes(cat.codes, categories=pd.Index(cat.categories, dtype=object))
+            continue
+        vals = np.asarray(vals)
+        if c.dtype == "string" or vals.dtype.kind not in "iub":
+            data[c.name] = nullable(vals, ok, c.dtype)
+            continue
+        if ok is None:                            # no null: plain numpy, no mask to hold
+            data[c.name] = vals
+            continue
+        null = np.logical_not(ok, out=ok) if c.name in consume else ~ok
+        data[c.name] = (pd.arrays.BooleanArray(vals.astype(bool, copy=False), null) if c.dtype == "boolean"
+                        else pd.arrays.IntegerArray(vals, null))
+    return pd.DataFrame(data, copy=False)
