@@ -38,7 +38,8 @@ class Engine:
         self.ap = next(i for i, nd in enumerate(self.nodes) if nd.get("ap"))
         self.hears = hearing(positions(self.nodes), positions(self.nodes), cfg["range_m"])
         np.fill_diagonal(self.hears, False)
-        self.hearers = [list(np.flatnonzero(self.hears[:, t])) for t in range(n)]
+        self.hearers = [np.flatnonzero(self.hears[:, t]).tolist() for t in range(n)]
+        self._hears = self.hears.tolist()          # plain lists: the event loop's lookups
         self.phy = Phy(cfg)
         self.slot, self.sifs = int(cfg["slot_ns"]), int(cfg["sifs_ns"])
         self.aifs = [self.sifs + AC_PARAMS[a][2] * self.slot for a in ACS]
@@ -171,15 +172,19 @@ class Engine:
 
     def overlaps(self, pid: int, r: int) -> list[int]:
         """PPDUs other than ``pid`` that node ``r`` hears or sends while ``pid`` is on the air."""
-        p = self.ppdus[pid]
+        hr = self._hears[r]
+        return [q for q, tx in self._in_air_with(pid) if tx == r or hr[tx]]
+
+    def _in_air_with(self, pid: int) -> list[tuple[int, int]]:
+        """``(ppdu, transmitter)`` of every other recent PPDU overlapping ``pid`` in time."""
+        pp = self.ppdus
+        p = pp[pid]
         s, e = p["start_ns"], p["end_ns"]
         out = []
         for q in self.recent:
-            if q == pid:
-                continue
-            o = self.ppdus[q]
-            if o["start_ns"] < e and o["end_ns"] > s and (o["tx"] == r or self.hears[r, o["tx"]]):
-                out.append(q)
+            o = pp[q]
+            if o["start_ns"] < e and o["end_ns"] > s and q != pid:
+                out.append((q, o["tx"]))
         return out
 
     def _end(self, pid: int) -> None:
@@ -187,14 +192,17 @@ class Engine:
         tx, t = p["tx"], self.t
         self.txing[tx] = False
         decoded = {}
+        others = self._in_air_with(pid)          # one scan of the air for every hearer
         for r in self.hearers[tx]:
             self.busy[r] -= 1
-            decoded[r] = not self.overlaps(pid, r)
+            hr = self._hears[r]
+            decoded[r] = not any(q_tx == r or hr[q_tx] for _, q_tx in others)
         rx = p["rx"]
         if rx >= 0:
             p["rx_ok"] = decoded.get(rx, False)
             if not p["rx_ok"] and rx in decoded:
-                qs = self.overlaps(pid, rx)
+                hr = self._hears[rx]
+                qs = [q for q, q_tx in others if q_tx == rx or hr[q_tx]]
                 p["collided_with"] = " ".join(str(q) for q in qs)
                 p["rx_deaf"] = any(self.ppdus[q]["tx"] == rx for q in qs)
         if p["dur_us"]:
