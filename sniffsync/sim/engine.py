@@ -24,8 +24,6 @@ from sniffsync.sim.scenarios import AC_PARAMS
 
 __all__ = ["Engine", "ACS"]
 
-PRUNE_NS = 20_000_000           # PPDUs older than this cannot overlap a new one
-
 
 class Engine:
     """The event loop and medium state; MAC exchange logic lives in :class:`Mac`."""
@@ -63,7 +61,8 @@ class Engine:
         self.acc_gen = [[0] * k for _ in range(n)]
         # truth: one row per PPDU (see truth.py for the columns)
         self.ppdus: list[list] = []
-        self.recent: deque = deque()
+        self.recent: deque = deque()      # PPDUs that may still overlap one on the air
+        self._longest = 0                 # longest PPDU so far (ns): the pruning horizon
         self.mac = Mac(self)
 
     # ---- event queue ------------------------------------------------------------
@@ -162,7 +161,10 @@ class Engine:
         tx = p["tx"]
         self.txing[tx] = True
         self.recent.append(pid)
-        while self.recent and self.ppdus[self.recent[0]]["end_ns"] < self.t - PRUNE_NS:
+        self._longest = max(self._longest, p["end_ns"] - p["start_ns"])
+        # a PPDU that ended before the longest one could have started cannot overlap it
+        horizon = self.t - self._longest
+        while self.recent and self.ppdus[self.recent[0]]["end_ns"] < horizon:
             self.recent.popleft()
         self.update_idle(tx)
         for r in self.hearers[tx]:

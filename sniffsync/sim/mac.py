@@ -31,6 +31,16 @@ def _ceil_us(ns: int) -> int:
     return -(-int(ns) // 1000)
 
 
+def _ba_bitmap(ssn: int, rb: list) -> int:
+    """Compressed BA bitmap: bit ``j`` = ``ssn + j`` was received (below the reorder
+    buffer's next expected number, or held in the buffer)."""
+    bits = (1 << min(64, max(0, rb[0] - ssn))) - 1
+    for s, pkt in rb[1].items():
+        if pkt is not None and ssn <= s < ssn + 64:
+            bits |= 1 << (s - ssn)
+    return bits
+
+
 class Mac:
     """Exchange logic driven by :class:`~sniffsync.sim.engine.Engine` events."""
 
@@ -130,8 +140,8 @@ class Mac:
         dq = self.q[i][a].get(dst, deque())
         n_new = max(0, min(room - len(old), win_start + cfg["ba_window"] - s[0], len(dq)))
         new = [dq[j] for j in range(n_new)]
-        lens = np.array([self.mpdu_bytes(info[q][0]) for q in old]
-                        + [self.mpdu_bytes(p) for p in new], np.int64)
+        ipl, base = self.ip_len, QOS_HDR + LLC + FCS
+        lens = np.array([base + ipl[info[q][0]] for q in old] + [base + ipl[p] for p in new], np.int64)
         psdu = ampdu_psdu_bytes(lens)
         durs = self.e.phy.data(psdu)
         txop = AC_PARAMS[self.acs[a]][3]
@@ -226,7 +236,7 @@ class Mac:
         i, rx, t, a = p["tx"], p["rx"], e.t, p["ac"]
         rows = e.exch[i]["rows"]
         if decoded.get(rx):
-            ok = e.rng.random(len(rows)) >= self.cfg["mpdu_error"]
+            ok = (e.rng.random(len(rows)) >= self.cfg["mpdu_error"]).tolist()
             rb = self.rxbuf.setdefault((i, rx, a), [0, {}])
             for r, good in zip(rows, ok):
                 m = self.mpdus[r]
@@ -234,13 +244,9 @@ class Mac:
                 if good and m[5] >= rb[0] and m[5] not in rb[1]:
                     rb[1][m[5]] = m[8]
             self._release(rx, rb, t)
-            if ok.any():
+            if any(ok):
                 ssn = min(self.mpdus[r][5] for r in rows)
-                bits = 0
-                for j in range(64):
-                    s = ssn + j
-                    if s < rb[0] or rb[1].get(s) is not None:
-                        bits |= 1 << j
+                bits = _ba_bitmap(ssn, rb)
                 e.new_ppdu(rx, i, "ba", a, t + e.sifs, e.phy.ba_ns, answers=pid, psdu_bytes=BA_BYTES,
                            ba_ssn=ssn, ba_bitmap=bits, tid=AC_TID[self.acs[a]])
                 return
