@@ -20,7 +20,7 @@ import pandas as pd
 from sniffsync.io.atomic import atomic_output
 from sniffsync.sim.mac import MPDU_COLS
 
-__all__ = ["ppdu_table", "mpdu_table", "rts_table", "flow_table", "clocks_doc", "write_truth"]
+__all__ = ["ppdu_table", "mpdu_table", "rts_table", "flow_table", "clocks_doc", "write_truth", "write_table"]
 
 CLOCK_DEFINITION = (
     "clock_ns(t) = round(t_ns * (1 + ppm * 1e-6)) + offset_ns + jitter_ns, t_ns = true ns since "
@@ -116,9 +116,14 @@ def write_truth(out: Path, cfg: dict, tables: dict, clocks: dict) -> None:
         with atomic_output(path, "w") as fh:
             fh.write(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     for name, df in tables.items():
-        with atomic_output(td / f"{name}.csv") as fh:
-            if not _arrow_csv(df, fh):
-                fh.write(df.to_csv(index=False, lineterminator="\n").encode())
+        write_table(td, name, df)
+
+
+def write_table(folder: Path, name: str, df: pd.DataFrame) -> None:
+    """``folder/name.csv`` as ``df.to_csv(index=False)`` writes it."""
+    with atomic_output(Path(folder) / f"{name}.csv") as fh:
+        if not _arrow_csv(df, fh):
+            fh.write(df.to_csv(index=False, lineterminator="\n").encode())
 
 
 _SPECIAL = (",", '"', "\n", "\r")
