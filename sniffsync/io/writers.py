@@ -61,7 +61,6 @@ def _assemble(fh, n: int, pieces) -> None:
     ``src`` either ``None`` (zeros: padding), a ``(n, w)`` uint8 array (fixed-width
     headers) or ``(bytes_u8, off)`` with part ``i`` at ``bytes_u8[off[i]:off[i+1]]``.
     """
-    k = len(pieces)
     lens = np.stack([np.broadcast_to(np.asarray(ln, np.int64), (n,)) for _, ln in pieces], axis=1)
     rec_end = np.cumsum(lens.sum(axis=1))
     # chunk boundaries in records: each chunk ~ _CHUNK_BYTES of output (at least 1 record)

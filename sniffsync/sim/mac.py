@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
+from itertools import islice
 
-import numpy as np
 
-from sniffsync.sim.medium import BA_BYTES, CTS_BYTES, RTS_BYTES, ampdu_psdu_bytes
+from sniffsync.sim.medium import BA_BYTES, CTS_BYTES, RTS_BYTES
 from sniffsync.sim.scenarios import AC_PARAMS, AC_TID
 
 __all__ = ["Mac", "MPDU_COLS", "QOS_HDR", "LLC"]
@@ -29,6 +29,17 @@ RX_START_DELAY_NS = 25_000       # aRxPHYStartDelay (OFDM): part of the CTS/BA t
 
 def _ceil_us(ns: int) -> int:
     return -(-int(ns) // 1000)
+
+
+def _ampdu_lengths(mpdu_bytes: list[int]) -> list[int]:
+    """:func:`~sniffsync.sim.medium.ampdu_psdu_bytes` on a short list, without numpy's
+    per-call overhead (one call per channel access)."""
+    out, acc = [], 0
+    for n in mpdu_bytes:
+        sub = 4 + n
+        out.append(acc + sub)
+        acc += sub + (-sub) % 4
+    return out
 
 
 def _ba_bitmap(ssn: int, rb: list) -> int:
@@ -139,14 +150,13 @@ class Mac:
         old = pend[:room]
         dq = self.q[i][a].get(dst, deque())
         n_new = max(0, min(room - len(old), win_start + cfg["ba_window"] - s[0], len(dq)))
-        new = [dq[j] for j in range(n_new)]
+        new = list(islice(dq, n_new))
         ipl, base = self.ip_len, QOS_HDR + LLC + FCS
-        lens = np.array([base + ipl[info[q][0]] for q in old] + [base + ipl[p] for p in new], np.int64)
-        psdu = ampdu_psdu_bytes(lens)
-        durs = self.e.phy.data(psdu)
+        psdu = _ampdu_lengths([base + ipl[info[q][0]] for q in old] + [base + ipl[p] for p in new])
+        durs = self.e.phy.data_ns(psdu)
         txop = AC_PARAMS[self.acs[a]][3]
         limit = min(cfg["max_ppdu_us"], txop if txop else 1 << 40) * 1000
-        k = max(1, int(np.count_nonzero(durs <= limit)))
+        k = max(1, sum(d <= limit for d in durs))
         seqs = old[:k]
         del pend[:len(seqs)]
         for p in new[:k - len(seqs)]:

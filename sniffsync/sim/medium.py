@@ -80,10 +80,13 @@ class Phy:
         Memoised per length: an exchange asks for up to 64 lengths, nearly all seen before,
         and one vectorised call costs ~0.7 ms whatever its size.
         """
-        lens = np.asarray(psdu_bytes, np.int64).reshape(-1).tolist()
+        return np.array(self.data_ns(np.asarray(psdu_bytes, np.int64).reshape(-1).tolist()), np.int64)
+
+    def data_ns(self, psdu_bytes: list[int]) -> list[int]:
+        """:meth:`data` on a list of ints, as a list."""
         known = self._data_ns
-        new = sorted({x for x in lens if x not in known})
+        new = sorted({x for x in psdu_bytes if x not in known})
         if new:
             d = self._f(self.cfg["phy"], np.array(new, np.int64), **self.data_kw)
             known.update(zip(new, np.asarray(d, np.int64).reshape(-1).tolist()))
-        return np.array([known[x] for x in lens], np.int64)
+        return [known[x] for x in psdu_bytes]
