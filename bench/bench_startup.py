@@ -4,15 +4,20 @@
 
 Writes the first ``--frames`` records of ``--capture`` (default: the ns-3 hidden-node
 sniffer A capture of tests/data) to a temporary pcap, then runs, interleaved and
-``--repeat`` times, three whole processes with this interpreter (not a shell shim):
+``--repeat`` times, four whole processes with this interpreter (not a shell shim):
 
 * ``python -c pass``                          (the peer: interpreter + site start-up)
+* ``python -c 'import numpy'``                (the floor of any numpy reader)
 * ``python -m sniffsync --help``
 * ``python -m sniffsync frames tiny.pcap``    (CSV to /dev/null)
 
 and prints their medians and minima, each command's ratio to ``python -c pass`` and its
 own cost above it. Then one ``-X importtime`` run of ``frames`` gives the biggest imports
 (self and cumulative time) and the heavy libraries that must not be imported.
+
+The package's modules are byte-compiled first (``compileall``), as in an installed
+package: with ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__``, every run would
+compile ~40 modules from source (~0.1 s) and measure that instead.
 """
 from __future__ import annotations
 
@@ -79,10 +84,14 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=10)
     args = ap.parse_args(argv)
     py = sys.executable
+    import compileall
+    for pkg in ("sniffsync", "airtime"):
+        compileall.compile_dir(os.path.join(ROOT, pkg), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         tiny = os.path.join(tmp, "tiny.pcap")
         tiny_pcap(args.capture, tiny, args.frames)
         cmds = {"python -c pass": [py, "-c", "pass"],
+                "python -c 'import numpy'": [py, "-c", "import numpy"],
                 "sniffsync --help": [py, "-m", "sniffsync", "--help"],
                 "sniffsync frames tiny.pcap": [py, "-m", "sniffsync", "frames", tiny]}
         for cmd in cmds.values():                    # warm the page cache and .pyc files
@@ -100,6 +109,8 @@ def main(argv=None) -> int:
     for k, ts in times.items():
         med = statistics.median(ts)
         print(f"{k:28} {med:9.3f} {min(ts):7.3f} {med / base:7.2f} {med - base:13.3f}")
+    np_med = statistics.median(times["python -c 'import numpy'"])
+    print(f"frames above `import numpy`: {statistics.median(times['sniffsync frames tiny.pcap']) - np_med:.3f} s")
     print("\nbiggest imports of `frames` (one -X importtime run, ms):")
     print(f"{'self':>7} {'cumul':>7}  module")
     for name, own, cum in sorted(imports, key=lambda r: -r[1])[:15]:
