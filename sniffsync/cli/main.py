@@ -36,8 +36,9 @@ def _chosen(argv: list | None) -> str | None:
 
 
 def build_parser(argv: list | None = None) -> argparse.ArgumentParser:
-    """The full parser; with ``argv`` naming a command, only that command's module is
-    imported (the others get a bare subparser: their names are all argparse needs)."""
+    """The full parser; with ``argv`` naming a command, the parser of that command only
+    (the others' modules are not imported: argparse needs them only for the top-level
+    help and for an unknown command, when :func:`_chosen` says None)."""
     from sniffsync.cli.common import add_traceback
     parser = argparse.ArgumentParser(
         prog="sniffsync", description="Post-mortem of multi-sniffer Wi-Fi testbed captures.")
@@ -47,7 +48,6 @@ def build_parser(argv: list | None = None) -> argparse.ArgumentParser:
     only = _chosen(argv) if argv is not None else None
     for name in COMMANDS:
         if only is not None and name != only:
-            sub.add_parser(name)
             continue
         mod = importlib.import_module(f"sniffsync.cli.{name}")
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
