@@ -67,23 +67,40 @@ def _assemble(fh, n: int, pieces) -> None:
     cuts = np.searchsorted(rec_end, np.arange(_CHUNK_BYTES, rec_end[-1] if n else 0, _CHUNK_BYTES),
                            side="right") if n else np.zeros(0, np.int64)
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    zeros = any(src is None for src, _ in pieces)
+    room = np.empty(0, np.uint8)          # one output buffer reused by every chunk: pages are
+    for a, b in zip(bounds[:-1], bounds[1:]):      # touched once (first touches are costly)
         ln = lens[a:b]
         flat = ln.ravel()
         at = (np.cumsum(flat) - flat).reshape(ln.shape)      # chunk offset of every part
-        out = np.zeros(int(flat.sum()), np.uint8)
+        size = int(flat.sum())
+        if room.size < size:
+            room = np.empty(size, np.uint8)
+        out = room[:size]
+        if zeros:
+            out[:] = 0                    # padding parts
         for code, (src, _) in enumerate(pieces):
             if src is None:
                 continue
             # parts of one length in one fancy-indexed copy between sliding-window views
-            # (a memcpy per part, no per-byte index or code arrays)
+            # (a memcpy per part, no per-byte index or code arrays), a few MB at a time
             for width, rows in _runs(ln[:, code]):
                 dst = sliding_window_view(out, width, writeable=True)
                 if isinstance(src, tuple):
-                    dst[at[rows, code]] = sliding_window_view(src[0], width)[src[1][a + rows]]
+                    view, first = sliding_window_view(src[0], width), src[1][a:b]
+                    for blk in _blocks(rows, width):
+                        dst[at[blk, code]] = view[first[blk]]
                 else:
-                    dst[at[rows, code]] = src[a + rows, :width]
+                    for blk in _blocks(rows, width):
+                        dst[at[blk, code]] = src[a + blk, :width]
         fh.write(out.data)
+
+
+def _blocks(rows: np.ndarray, width: int, limit: int = 4 << 20):
+    """``rows`` in pieces of at most ``limit`` bytes of ``width``-byte parts (bounded,
+    reusable temporaries)."""
+    step = max(1, limit // width)
+    return [rows[i:i + step] for i in range(0, rows.size, step)]
 
 
 def _runs(lens: np.ndarray):

@@ -247,7 +247,7 @@ def assemble(parts, buf, off, frame_rows, fcs: bool, snaplen: int):
     return data, out_off, wire
 
 
-_BLOCK_BYTES = 16 << 20         # rows copied per numpy call: bounded temporary memory
+_BLOCK_BYTES = 4 << 20          # rows copied per numpy call: bounded temporary memory
 
 
 def _by_length(lens: np.ndarray):
