@@ -58,7 +58,9 @@ def frame_table(eng, pk: dict, pp: pd.DataFrame, mp: pd.DataFrame) -> dict:
     ap, server = eng.ap, eng.n
     ctrl = pp[pp["kind"] != "data"]
     sent = mp[mp["ppdu"] >= 0]
-    d_pp = pp.set_index("ppdu").loc[sent["ppdu"].to_numpy()]
+    ids = pp["ppdu"].to_numpy()
+    by_id = np.argsort(ids, kind="stable")
+    at = by_id[np.searchsorted(ids[by_id], sent["ppdu"].to_numpy())]     # row of each MPDU's PPDU
     tx_c, rx_c = ctrl["tx"].to_numpy(), ctrl["rx"].to_numpy()
     kind_c = ctrl["kind"].map(KINDS).to_numpy()
     tx_d, rx_d = sent["tx"].to_numpy(), sent["rx"].to_numpy()
@@ -70,11 +72,11 @@ def frame_table(eng, pk: dict, pp: pd.DataFrame, mp: pd.DataFrame) -> dict:
     fr = {
         "ppdu": np.concatenate([ctrl["ppdu"], sent["ppdu"]]).astype(np.int64),
         "index": np.concatenate([np.zeros(n_c, np.int64), sent["index"]]).astype(np.int64),
-        "n_mpdus": np.concatenate([np.ones(n_c, np.int64), d_pp["n_mpdus"]]).astype(np.int64),
+        "n_mpdus": np.concatenate([np.ones(n_c, np.int64), pp["n_mpdus"].to_numpy()[at]]).astype(np.int64),
         "kind": np.concatenate([kind_c, np.full(n_d, KINDS["data"])]).astype(np.int64),
         "fc1": np.concatenate([np.zeros(n_c, np.int64),
                                np.where(up, 1, 2) | np.where(sent["retry"], 0x08, 0)]),
-        "dur_us": np.concatenate([ctrl["dur_us"], d_pp["dur_us"]]).astype(np.int64),
+        "dur_us": np.concatenate([ctrl["dur_us"], pp["dur_us"].to_numpy()[at]]).astype(np.int64),
         "ra": np.concatenate([np.where(rx_c < 0, BROADCAST, mac_int(rx_c)), mac_int(rx_d)]).astype(np.int64),
         "ta": np.concatenate([mac_int(tx_c), mac_int(tx_d)]),
         "a3": np.concatenate([np.full(n_c, mac_int(ap)),
