@@ -82,39 +82,46 @@ class Engine:
         t = self.t
         now_idle = (self.busy[i] == 0 and self.nav[i] <= t and not self.txing[i]
                     and self.exch[i] is None)
-        if now_idle and not self.idle[i]:
-            self.idle[i] = True
-            self.idle_since[i] = t
-            self.schedule_access(i)
-        elif not now_idle and self.idle[i]:
-            self.idle[i] = False
+        idle = self.idle
+        if now_idle:
+            if not idle[i]:
+                idle[i] = True
+                self.idle_since[i] = t
+                self.schedule_access(i)
+        elif idle[i]:
+            idle[i] = False
             self._freeze(i)
 
     def _freeze(self, i: int) -> None:
         """Medium turned busy: keep the slots already counted, cancel pending accesses."""
-        t = self.t
-        for a in range(len(ACS)):
-            at = self.acc_at[i][a]
-            if at is not None and at <= t:
-                continue                      # fires in this very slot: a collision
-            start = self.idle_since[i] + self.aifs[a]
-            if t > start and self.bo[i][a] > 0:
-                self.bo[i][a] = max(0, self.bo[i][a] - (t - start) // self.slot)
+        t, slot, aifs, since = self.t, self.slot, self.aifs, self.idle_since[i]
+        acc_at, bo, gen = self.acc_at[i], self.bo[i], self.acc_gen[i]
+        for a in range(len(acc_at)):
+            at = acc_at[a]
             if at is not None:
-                self.acc_at[i][a] = None
-                self.acc_gen[i][a] += 1
+                if at <= t:
+                    continue                  # fires in this very slot: a collision
+                acc_at[a] = None
+                gen[a] += 1
+            b = bo[a]
+            if b > 0:
+                start = since + aifs[a]
+                if t > start:
+                    bo[a] = max(0, b - (t - start) // slot)
 
     def schedule_access(self, i: int, only: int | None = None) -> None:
         """Schedule channel access of every backlogged AC of an idle node."""
         if not self.idle[i]:
             return
-        for a in (range(len(ACS)) if only is None else (only,)):
-            if self.acc_at[i][a] is not None or not self.mac.has_data(i, a):
+        acc_at, bo, gen, has_data = self.acc_at[i], self.bo[i], self.acc_gen[i], self.mac.has_data
+        base = self.idle_since[i]
+        for a in (range(len(acc_at)) if only is None else (only,)):
+            if acc_at[a] is not None or not has_data(i, a):
                 continue
-            at = max(self.t, self.idle_since[i] + self.aifs[a] + self.bo[i][a] * self.slot)
-            self.acc_at[i][a] = at
-            self.acc_gen[i][a] += 1
-            self.push(at, self._access, i, a, self.acc_gen[i][a])
+            at = max(self.t, base + self.aifs[a] + bo[a] * self.slot)
+            acc_at[a] = at
+            gen[a] += 1
+            self.push(at, self._access, i, a, gen[a])
 
     def _access(self, i: int, a: int, gen: int) -> None:
         if gen != self.acc_gen[i][a]:

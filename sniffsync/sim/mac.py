@@ -175,15 +175,15 @@ class Mac:
         info = self._session(i, dst, a)[2]
         pid = e.new_ppdu(i, dst, "data", a, start, ex["dur"], n_mpdus=len(ex["seqs"]),
                          psdu_bytes=ex["psdu"], dur_us=_ceil_us(e.sifs + e.phy.ba_ns))
-        rows = []
         tid = AC_TID[self.acs[a]]
+        mpdus, ipl, base = self.mpdus, self.ip_len, QOS_HDR + LLC + FCS
+        first = len(mpdus)
         for idx, seq in enumerate(ex["seqs"]):
             it = info[seq]
             it[1] += 1
-            rows.append(len(self.mpdus))
-            self.mpdus.append([pid, idx, i, dst, tid, seq, it[1] > 1, it[1], it[0],
-                               self.mpdu_bytes(it[0]), "", "", ""])
-        ex["rows"], ex["pid"] = rows, pid
+            mpdus.append([pid, idx, i, dst, tid, seq, it[1] > 1, it[1], it[0],
+                          base + ipl[it[0]], "", "", ""])
+        ex["rows"], ex["pid"] = list(range(first, len(mpdus))), pid
 
     # ---- end of a PPDU -----------------------------------------------------------------------
     def on_end(self, pid: int, decoded: dict) -> None:
