@@ -202,10 +202,14 @@ class Engine:
         self.txing[tx] = False
         decoded = {}
         others = self._in_air_with(pid)          # one scan of the air for every hearer
+        busy = self.busy
         for r in self.hearers[tx]:
-            self.busy[r] -= 1
-            hr = self._hears[r]
-            decoded[r] = not any(q_tx == r or hr[q_tx] for _, q_tx in others)
+            busy[r] -= 1
+            if others:
+                hr = self._hears[r]
+                decoded[r] = not any(q_tx == r or hr[q_tx] for _, q_tx in others)
+            else:
+                decoded[r] = True             # alone on the air
         rx = p["rx"]
         if rx >= 0:
             p["rx_ok"] = decoded.get(rx, False)
