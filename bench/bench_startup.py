@@ -110,7 +110,8 @@ def main(argv=None) -> int:
         med = statistics.median(ts)
         print(f"{k:28} {med:9.3f} {min(ts):7.3f} {med / base:7.2f} {med - base:13.3f}")
     np_med = statistics.median(times["python -c 'import numpy'"])
-    print(f"frames above `import numpy`: {statistics.median(times['sniffsync frames tiny.pcap']) - np_med:.3f} s")
+    frames_med = statistics.median(times["sniffsync frames tiny.pcap"])
+    print(f"frames above `import numpy`: {frames_med - np_med:.3f} s")
     print("\nbiggest imports of `frames` (one -X importtime run, ms):")
     print(f"{'self':>7} {'cumul':>7}  module")
     for name, own, cum in sorted(imports, key=lambda r: -r[1])[:15]:

@@ -3,9 +3,11 @@
 :class:`BatchWriter` splits the work so that the costly part runs where the batch was
 decoded: :meth:`BatchWriter.convert` (numpy columns -> Arrow -> CSV bytes) is
 thread-safe and runs on the decoding worker; :meth:`BatchWriter.write` appends the
-result in file order. Every batch is cast to one fixed schema (dictionary columns
-with int32 indices), so a Parquet file gets one row group per batch and the same
-pandas dtypes as a file written at once. Memory holds a few batches, not the table.
+result in file order. Small CSV batches (and the header) are formatted by
+:mod:`sniffsync.export.csvtext` with the same bytes, so a small capture never imports
+Arrow. Every batch is cast to one fixed schema (dictionary columns with int32 indices),
+so a Parquet file gets one row group per batch and the same pandas dtypes as a file
+written at once. Memory holds a few batches, not the table.
 """
 from __future__ import annotations
 
