@@ -152,10 +152,10 @@ class Engine:
     def new_ppdu(self, tx: int, rx: int, kind: str, ac: int, start: int, dur: int, **kw) -> int:
         """Record a PPDU and schedule its start; returns its id."""
         pid = len(self.ppdus)
-        row = dict(ppdu=pid, tx=tx, rx=rx, kind=kind, ac=ac, start_ns=start, end_ns=start + dur,
-                   answers=-1, dur_us=0, n_mpdus=1, psdu_bytes=0, ba_ssn=-1, ba_bitmap=0,
-                   rx_ok=False, rx_deaf=False, collided_with="")
-        row.update(kw)
+        row = {"ppdu": pid, "tx": tx, "rx": rx, "kind": kind, "ac": ac, "start_ns": start,
+               "end_ns": start + dur, "answers": -1, "dur_us": 0, "n_mpdus": 1, "psdu_bytes": 0,
+               "ba_ssn": -1, "ba_bitmap": 0, "rx_ok": False, "rx_deaf": False, "collided_with": "",
+               **kw}
         self.ppdus.append(row)
         if start <= self.t:
             self._start(pid)
