@@ -23,14 +23,32 @@ COMMANDS = ["frames", "merge", "airtime", "detect", "fairness", "simulate", "ser
             "analyse", "compare", "sql"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: list | None) -> str | None:
+    """The command ``argv`` runs, or None when the top-level help or an error may need
+    every command's help line (no command, an unknown one, ``-h`` before it)."""
+    args = sys.argv[1:] if argv is None else argv
+    for arg in args:
+        if arg in ("-h", "--help"):
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``argv`` naming a command, the parser of that command only
+    (the others' modules are not imported: argparse needs them only for the top-level
+    help and for an unknown command, when :func:`_chosen` says None)."""
     from sniffsync.cli.common import add_traceback
     parser = argparse.ArgumentParser(
         prog="sniffsync", description="Post-mortem of multi-sniffer Wi-Fi testbed captures.")
     add_traceback(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    only = _chosen(argv) if argv is not None else None
     for name in COMMANDS:
+        if only is not None and name != only:
+            continue
         mod = importlib.import_module(f"sniffsync.cli.{name}")
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
@@ -66,7 +84,8 @@ def _run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from sniffsync.cli.common import prepare
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         prepare(args)                  # --reference, outputs vs inputs: before any work

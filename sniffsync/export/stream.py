@@ -3,9 +3,11 @@
 :class:`BatchWriter` splits the work so that the costly part runs where the batch was
 decoded: :meth:`BatchWriter.convert` (numpy columns -> Arrow -> CSV bytes) is
 thread-safe and runs on the decoding worker; :meth:`BatchWriter.write` appends the
-result in file order. Every batch is cast to one fixed schema (dictionary columns
-with int32 indices), so a Parquet file gets one row group per batch and the same
-pandas dtypes as a file written at once. Memory holds a few batches, not the table.
+result in file order. Small CSV batches (and the header) are formatted by
+:mod:`sniffsync.export.csvtext` with the same bytes, so a small capture never imports
+Arrow. Every batch is cast to one fixed schema (dictionary columns with int32 indices),
+so a Parquet file gets one row group per batch and the same pandas dtypes as a file
+written at once. Memory holds a few batches, not the table.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from sniffsync.errors import UsageError
 from sniffsync.io.atomic import atomic_output
+from sniffsync.export import csvtext
 from sniffsync.export.tables import _NP, FORMATS, MAC_COLUMNS, _pandas_meta, _plain, arrow_columns
 from sniffsync.decode.schema import DTYPES
 
@@ -77,7 +80,7 @@ class BatchWriter:
         self.fmt = fmt or ("csv" if self.path is None else FORMATS.get(os.path.splitext(path)[1].lower()))
         if self.fmt not in ("csv", "parquet"):
             raise UsageError(f"{path}: streamed output is CSV or Parquet")
-        self.schema = stream_schema(self.names)
+        self._schema = None
         self.rows = 0
         self._out, self._fh, self._pq = None, sys.stdout.buffer, None
         if self.path is not None:
@@ -89,15 +92,20 @@ class BatchWriter:
             self.abort()
             raise
 
+    @property
+    def schema(self):
+        """The Arrow schema of every batch (built on first use: small CSV needs no Arrow)."""
+        if self._schema is None:
+            self._schema = stream_schema(self.names)
+        return self._schema
+
     def _start(self) -> None:
         """The Parquet writer, or the CSV header."""
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
             self._pq = pq.ParquetWriter(self._fh, self.schema)
         else:
-            import pyarrow as pa          # (schema.empty_table() would import pandas)
-            empty = pa.Table.from_arrays([pa.nulls(0, f.type) for f in self.schema], schema=self.schema)
-            self._fh.write(self._csv(empty, header=True))
+            self._fh.write(csvtext.header(self.names))
 
     @staticmethod
     def _csv(table, header: bool = False) -> bytes:
@@ -109,6 +117,8 @@ class BatchWriter:
 
     def convert(self, n: int, cols: dict):
         """Arrow table (Parquet) or CSV bytes of one batch; thread-safe."""
+        if self.fmt == "csv" and n <= csvtext.SMALL:
+            return csvtext.rows(n, cols, self.names)       # same bytes, no Arrow import
         table = _cast(arrow_columns(n, cols, self.names), self.schema)
         return table if self.fmt == "parquet" else self._csv(table)
 

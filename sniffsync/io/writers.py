@@ -1,8 +1,8 @@
 """Capture writers: classic pcap and pcapng from columnar packet arrays.
 
 All packets arrive as one ``uint8`` array plus offsets. Every record header is built
-as one numpy array, then headers, packet bytes and padding are scattered into the
-output by a per-byte "which piece" code (np.repeat of piece codes by piece lengths), a chunk of records
+as one numpy array, then headers and packet bytes are copied into the output, all
+parts of one length at once (sliding-window views: a memcpy per part), a chunk of records
 at a time so memory stays bounded for captures of millions of frames. Output goes
 through :func:`sniffsync.io.atomic.atomic_output`, so a failed write never leaves a
 partial capture behind.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from sniffsync.errors import UsageError
 from sniffsync.io.atomic import atomic_output
@@ -60,27 +61,53 @@ def _assemble(fh, n: int, pieces) -> None:
     ``src`` either ``None`` (zeros: padding), a ``(n, w)`` uint8 array (fixed-width
     headers) or ``(bytes_u8, off)`` with part ``i`` at ``bytes_u8[off[i]:off[i+1]]``.
     """
-    k = len(pieces)
     lens = np.stack([np.broadcast_to(np.asarray(ln, np.int64), (n,)) for _, ln in pieces], axis=1)
     rec_end = np.cumsum(lens.sum(axis=1))
     # chunk boundaries in records: each chunk ~ _CHUNK_BYTES of output (at least 1 record)
     cuts = np.searchsorted(rec_end, np.arange(_CHUNK_BYTES, rec_end[-1] if n else 0, _CHUNK_BYTES),
                            side="right") if n else np.zeros(0, np.int64)
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
-    codes_row = np.arange(k, dtype=np.int8)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        flat = lens[a:b].ravel()
-        which = np.repeat(np.tile(codes_row, b - a), flat)   # piece code of every output byte
-        out = np.zeros(which.size, np.uint8)
+    zeros = any(src is None for src, _ in pieces)
+    room = np.empty(0, np.uint8)          # one output buffer reused by every chunk: pages are
+    for a, b in zip(bounds[:-1], bounds[1:]):      # touched once (first touches are costly)
+        ln = lens[a:b]
+        flat = ln.ravel()
+        at = (np.cumsum(flat) - flat).reshape(ln.shape)      # chunk offset of every part
+        size = int(flat.sum())
+        if room.size < size:
+            room = np.empty(size, np.uint8)
+        out = room[:size]
+        if zeros:
+            out[:] = 0                    # padding parts
         for code, (src, _) in enumerate(pieces):
             if src is None:
                 continue
-            if isinstance(src, tuple):
-                part = src[0][src[1][a]:src[1][b]]
-            else:
-                part = src[a:b].reshape(-1)
-            out[which == code] = part
+            # parts of one length in one fancy-indexed copy between sliding-window views
+            # (a memcpy per part, no per-byte index or code arrays), a few MB at a time
+            for width, rows in _runs(ln[:, code]):
+                dst = sliding_window_view(out, width, writeable=True)
+                if isinstance(src, tuple):
+                    view, first = sliding_window_view(src[0], width), src[1][a:b]
+                    for blk in _blocks(rows, width):
+                        dst[at[blk, code]] = view[first[blk]]
+                else:
+                    for blk in _blocks(rows, width):
+                        dst[at[blk, code]] = src[a + blk, :width]
         fh.write(out.data)
+
+
+def _blocks(rows: np.ndarray, width: int, limit: int = 4 << 20):
+    """``rows`` in pieces of at most ``limit`` bytes of ``width``-byte parts (bounded,
+    reusable temporaries)."""
+    step = max(1, limit // width)
+    return [rows[i:i + step] for i in range(0, rows.size, step)]
+
+
+def _runs(lens: np.ndarray):
+    """``(length, rows)`` for every distinct positive length in ``lens``."""
+    order = np.argsort(lens, kind="stable")
+    uniq, first = np.unique(lens[order], return_index=True)
+    return [(int(w), rows) for w, rows in zip(uniq, np.split(order, first[1:])) if w > 0]
 
 
 def write_pcap(path, linktype, ts_ns, data, off, wirelen=None, nanosecond=True, snaplen=262144):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from sniffsync.decode.radiotap import FIELDS
 
@@ -143,11 +144,7 @@ def mpdu_bytes(fr: dict, pk: dict, cfg: dict, ip_of) -> tuple[np.ndarray, np.nda
             l3 = _l3(pk, fr["pkt"][rows], ip_of, cfg["mss"])
             hl = 26 + 8 + 20 + pk["hdr"][fr["pkt"][rows]]
             h[:, 26:] = np.where(np.arange(68)[None, :] < (hl - 26)[:, None], l3, 0)
-        w = np.minimum(width, length[rows] - 4)
-        for lo in range(0, rows.size, 65536):        # chunks: bounded index memory
-            sl = slice(lo, lo + 65536)
-            ok = np.arange(width)[None, :] < w[sl, None]
-            buf[(off[rows[sl]][:, None] + np.arange(width))[ok]] = h[sl][ok]
+        _scatter(buf, off[rows], h, np.minimum(width, length[rows] - 4))
     ends = off[1:] - 4
     mv = memoryview(buf)
     fcs = np.fromiter((zlib.crc32(mv[a:b]) for a, b in zip(off[:-1].tolist(), ends.tolist())),
@@ -244,15 +241,38 @@ def assemble(parts, buf, off, frame_rows, fcs: bool, snaplen: int):
     out_off = np.concatenate([[0], np.cumsum(cap)])
     data = np.zeros(int(out_off[-1]), np.uint8)
     for rows, h in parts:
-        w = h.shape[1]
-        ok = np.arange(w)[None, :] < cap[rows][:, None]
-        data[(out_off[rows][:, None] + np.arange(w))[ok]] = h[ok]
+        _scatter(data, out_off[rows], h, np.minimum(h.shape[1], cap[rows]))
     body = np.maximum(cap - rt_len, 0)
-    src0, dst0 = off[frame_rows], out_off[:-1] + rt_len
-    for lo in range(0, n, 8192):            # ragged copy in chunks: bounded index memory
-        hi = min(n, lo + 8192)
-        ln = body[lo:hi]
-        start = np.repeat(np.cumsum(ln) - ln, ln)
-        k = np.arange(start.size) - start
-        data[np.repeat(dst0[lo:hi], ln) + k] = buf[np.repeat(src0[lo:hi], ln) + k]
+    _ragged_copy(data, out_off[:-1] + rt_len, buf, off[frame_rows], body)
     return data, out_off, wire
+
+
+_BLOCK_BYTES = 4 << 20          # rows copied per numpy call: bounded temporary memory
+
+
+def _by_length(lens: np.ndarray):
+    """``(length, rows)`` for each distinct positive length, rows cut into bounded blocks."""
+    order = np.argsort(lens, kind="stable")
+    uniq, first = np.unique(lens[order], return_index=True)
+    for ln, rows in zip(uniq.tolist(), np.split(order, first[1:])):
+        if ln > 0:
+            step = max(1, _BLOCK_BYTES // ln)
+            for lo in range(0, rows.size, step):
+                yield ln, rows[lo:lo + step]
+
+
+def _scatter(dst: np.ndarray, at: np.ndarray, rows_u8: np.ndarray, widths: np.ndarray) -> None:
+    """``dst[at[i]:at[i] + widths[i]] = rows_u8[i, :widths[i]]`` for every row ``i``.
+
+    Rows of one width go in one fancy-indexed assignment on a sliding-window view of
+    ``dst`` (a memcpy per row in C, no per-byte index arrays).
+    """
+    for w, rows in _by_length(np.asarray(widths, np.int64)):
+        sliding_window_view(dst, w, writeable=True)[at[rows]] = rows_u8[rows, :w]
+
+
+def _ragged_copy(dst, dst_at, src, src_at, lens) -> None:
+    """``dst[dst_at[i]:+lens[i]] = src[src_at[i]:+lens[i]]`` for every ``i`` (see :func:`_scatter`)."""
+    for ln, rows in _by_length(np.asarray(lens, np.int64)):
+        sliding_window_view(dst, ln, writeable=True)[dst_at[rows]] = \
+            sliding_window_view(src, ln)[src_at[rows]]

@@ -24,8 +24,6 @@ from sniffsync.sim.scenarios import AC_PARAMS
 
 __all__ = ["Engine", "ACS"]
 
-PRUNE_NS = 20_000_000           # PPDUs older than this cannot overlap a new one
-
 
 class Engine:
     """The event loop and medium state; MAC exchange logic lives in :class:`Mac`."""
@@ -38,7 +36,8 @@ class Engine:
         self.ap = next(i for i, nd in enumerate(self.nodes) if nd.get("ap"))
         self.hears = hearing(positions(self.nodes), positions(self.nodes), cfg["range_m"])
         np.fill_diagonal(self.hears, False)
-        self.hearers = [list(np.flatnonzero(self.hears[:, t])) for t in range(n)]
+        self.hearers = [np.flatnonzero(self.hears[:, t]).tolist() for t in range(n)]
+        self._hears = self.hears.tolist()          # plain lists: the event loop's lookups
         self.phy = Phy(cfg)
         self.slot, self.sifs = int(cfg["slot_ns"]), int(cfg["sifs_ns"])
         self.aifs = [self.sifs + AC_PARAMS[a][2] * self.slot for a in ACS]
@@ -62,7 +61,8 @@ class Engine:
         self.acc_gen = [[0] * k for _ in range(n)]
         # truth: one row per PPDU (see truth.py for the columns)
         self.ppdus: list[list] = []
-        self.recent: deque = deque()
+        self.recent: deque = deque()      # PPDUs that may still overlap one on the air
+        self._longest = 0                 # longest PPDU so far (ns): the pruning horizon
         self.mac = Mac(self)
 
     # ---- event queue ------------------------------------------------------------
@@ -82,39 +82,46 @@ class Engine:
         t = self.t
         now_idle = (self.busy[i] == 0 and self.nav[i] <= t and not self.txing[i]
                     and self.exch[i] is None)
-        if now_idle and not self.idle[i]:
-            self.idle[i] = True
-            self.idle_since[i] = t
-            self.schedule_access(i)
-        elif not now_idle and self.idle[i]:
-            self.idle[i] = False
+        idle = self.idle
+        if now_idle:
+            if not idle[i]:
+                idle[i] = True
+                self.idle_since[i] = t
+                self.schedule_access(i)
+        elif idle[i]:
+            idle[i] = False
             self._freeze(i)
 
     def _freeze(self, i: int) -> None:
         """Medium turned busy: keep the slots already counted, cancel pending accesses."""
-        t = self.t
-        for a in range(len(ACS)):
-            at = self.acc_at[i][a]
-            if at is not None and at <= t:
-                continue                      # fires in this very slot: a collision
-            start = self.idle_since[i] + self.aifs[a]
-            if t > start and self.bo[i][a] > 0:
-                self.bo[i][a] = max(0, self.bo[i][a] - (t - start) // self.slot)
+        t, slot, aifs, since = self.t, self.slot, self.aifs, self.idle_since[i]
+        acc_at, bo, gen = self.acc_at[i], self.bo[i], self.acc_gen[i]
+        for a in range(len(acc_at)):
+            at = acc_at[a]
             if at is not None:
-                self.acc_at[i][a] = None
-                self.acc_gen[i][a] += 1
+                if at <= t:
+                    continue                  # fires in this very slot: a collision
+                acc_at[a] = None
+                gen[a] += 1
+            b = bo[a]
+            if b > 0:
+                start = since + aifs[a]
+                if t > start:
+                    bo[a] = max(0, b - (t - start) // slot)
 
     def schedule_access(self, i: int, only: int | None = None) -> None:
         """Schedule channel access of every backlogged AC of an idle node."""
         if not self.idle[i]:
             return
-        for a in (range(len(ACS)) if only is None else (only,)):
-            if self.acc_at[i][a] is not None or not self.mac.has_data(i, a):
+        acc_at, bo, gen, has_data = self.acc_at[i], self.bo[i], self.acc_gen[i], self.mac.has_data
+        base = self.idle_since[i]
+        for a in (range(len(acc_at)) if only is None else (only,)):
+            if acc_at[a] is not None or not has_data(i, a):
                 continue
-            at = max(self.t, self.idle_since[i] + self.aifs[a] + self.bo[i][a] * self.slot)
-            self.acc_at[i][a] = at
-            self.acc_gen[i][a] += 1
-            self.push(at, self._access, i, a, self.acc_gen[i][a])
+            at = max(self.t, base + self.aifs[a] + bo[a] * self.slot)
+            acc_at[a] = at
+            gen[a] += 1
+            self.push(at, self._access, i, a, gen[a])
 
     def _access(self, i: int, a: int, gen: int) -> None:
         if gen != self.acc_gen[i][a]:
@@ -145,10 +152,10 @@ class Engine:
     def new_ppdu(self, tx: int, rx: int, kind: str, ac: int, start: int, dur: int, **kw) -> int:
         """Record a PPDU and schedule its start; returns its id."""
         pid = len(self.ppdus)
-        row = dict(ppdu=pid, tx=tx, rx=rx, kind=kind, ac=ac, start_ns=start, end_ns=start + dur,
-                   answers=-1, dur_us=0, n_mpdus=1, psdu_bytes=0, ba_ssn=-1, ba_bitmap=0,
-                   rx_ok=False, rx_deaf=False, collided_with="")
-        row.update(kw)
+        row = {"ppdu": pid, "tx": tx, "rx": rx, "kind": kind, "ac": ac, "start_ns": start,
+               "end_ns": start + dur, "answers": -1, "dur_us": 0, "n_mpdus": 1, "psdu_bytes": 0,
+               "ba_ssn": -1, "ba_bitmap": 0, "rx_ok": False, "rx_deaf": False, "collided_with": "",
+               **kw}
         self.ppdus.append(row)
         if start <= self.t:
             self._start(pid)
@@ -161,7 +168,10 @@ class Engine:
         tx = p["tx"]
         self.txing[tx] = True
         self.recent.append(pid)
-        while self.recent and self.ppdus[self.recent[0]]["end_ns"] < self.t - PRUNE_NS:
+        self._longest = max(self._longest, p["end_ns"] - p["start_ns"])
+        # a PPDU that ended before the longest one could have started cannot overlap it
+        horizon = self.t - self._longest
+        while self.recent and self.ppdus[self.recent[0]]["end_ns"] < horizon:
             self.recent.popleft()
         self.update_idle(tx)
         for r in self.hearers[tx]:
@@ -171,15 +181,19 @@ class Engine:
 
     def overlaps(self, pid: int, r: int) -> list[int]:
         """PPDUs other than ``pid`` that node ``r`` hears or sends while ``pid`` is on the air."""
-        p = self.ppdus[pid]
+        hr = self._hears[r]
+        return [q for q, tx in self._in_air_with(pid) if tx == r or hr[tx]]
+
+    def _in_air_with(self, pid: int) -> list[tuple[int, int]]:
+        """``(ppdu, transmitter)`` of every other recent PPDU overlapping ``pid`` in time."""
+        pp = self.ppdus
+        p = pp[pid]
         s, e = p["start_ns"], p["end_ns"]
         out = []
         for q in self.recent:
-            if q == pid:
-                continue
-            o = self.ppdus[q]
-            if o["start_ns"] < e and o["end_ns"] > s and (o["tx"] == r or self.hears[r, o["tx"]]):
-                out.append(q)
+            o = pp[q]
+            if o["start_ns"] < e and o["end_ns"] > s and q != pid:
+                out.append((q, o["tx"]))
         return out
 
     def _end(self, pid: int) -> None:
@@ -187,14 +201,21 @@ class Engine:
         tx, t = p["tx"], self.t
         self.txing[tx] = False
         decoded = {}
+        others = self._in_air_with(pid)          # one scan of the air for every hearer
+        busy = self.busy
         for r in self.hearers[tx]:
-            self.busy[r] -= 1
-            decoded[r] = not self.overlaps(pid, r)
+            busy[r] -= 1
+            if others:
+                hr = self._hears[r]
+                decoded[r] = not any(q_tx == r or hr[q_tx] for _, q_tx in others)
+            else:
+                decoded[r] = True             # alone on the air
         rx = p["rx"]
         if rx >= 0:
             p["rx_ok"] = decoded.get(rx, False)
             if not p["rx_ok"] and rx in decoded:
-                qs = self.overlaps(pid, rx)
+                hr = self._hears[rx]
+                qs = [q for q, q_tx in others if q_tx == rx or hr[q_tx]]
                 p["collided_with"] = " ".join(str(q) for q in qs)
                 p["rx_deaf"] = any(self.ppdus[q]["tx"] == rx for q in qs)
         if p["dur_us"]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
+from itertools import islice
 
-import numpy as np
 
-from sniffsync.sim.medium import BA_BYTES, CTS_BYTES, RTS_BYTES, ampdu_psdu_bytes
+from sniffsync.sim.medium import BA_BYTES, CTS_BYTES, RTS_BYTES
 from sniffsync.sim.scenarios import AC_PARAMS, AC_TID
 
 __all__ = ["Mac", "MPDU_COLS", "QOS_HDR", "LLC"]
@@ -29,6 +29,27 @@ RX_START_DELAY_NS = 25_000       # aRxPHYStartDelay (OFDM): part of the CTS/BA t
 
 def _ceil_us(ns: int) -> int:
     return -(-int(ns) // 1000)
+
+
+def _ampdu_lengths(mpdu_bytes: list[int]) -> list[int]:
+    """:func:`~sniffsync.sim.medium.ampdu_psdu_bytes` on a short list, without numpy's
+    per-call overhead (one call per channel access)."""
+    out, acc = [], 0
+    for n in mpdu_bytes:
+        sub = 4 + n
+        out.append(acc + sub)
+        acc += sub + (-sub) % 4
+    return out
+
+
+def _ba_bitmap(ssn: int, rb: list) -> int:
+    """Compressed BA bitmap: bit ``j`` = ``ssn + j`` was received (below the reorder
+    buffer's next expected number, or held in the buffer)."""
+    bits = (1 << min(64, max(0, rb[0] - ssn))) - 1
+    for s, pkt in rb[1].items():
+        if pkt is not None and ssn <= s < ssn + 64:
+            bits |= 1 << (s - ssn)
+    return bits
 
 
 class Mac:
@@ -129,14 +150,13 @@ class Mac:
         old = pend[:room]
         dq = self.q[i][a].get(dst, deque())
         n_new = max(0, min(room - len(old), win_start + cfg["ba_window"] - s[0], len(dq)))
-        new = [dq[j] for j in range(n_new)]
-        lens = np.array([self.mpdu_bytes(info[q][0]) for q in old]
-                        + [self.mpdu_bytes(p) for p in new], np.int64)
-        psdu = ampdu_psdu_bytes(lens)
-        durs = self.e.phy.data(psdu)
+        new = list(islice(dq, n_new))
+        ipl, base = self.ip_len, QOS_HDR + LLC + FCS
+        psdu = _ampdu_lengths([base + ipl[info[q][0]] for q in old] + [base + ipl[p] for p in new])
+        durs = self.e.phy.data_ns(psdu)
         txop = AC_PARAMS[self.acs[a]][3]
         limit = min(cfg["max_ppdu_us"], txop if txop else 1 << 40) * 1000
-        k = max(1, int(np.count_nonzero(durs <= limit)))
+        k = max(1, sum(d <= limit for d in durs))
         seqs = old[:k]
         del pend[:len(seqs)]
         for p in new[:k - len(seqs)]:
@@ -155,15 +175,15 @@ class Mac:
         info = self._session(i, dst, a)[2]
         pid = e.new_ppdu(i, dst, "data", a, start, ex["dur"], n_mpdus=len(ex["seqs"]),
                          psdu_bytes=ex["psdu"], dur_us=_ceil_us(e.sifs + e.phy.ba_ns))
-        rows = []
         tid = AC_TID[self.acs[a]]
+        mpdus, ipl, base = self.mpdus, self.ip_len, QOS_HDR + LLC + FCS
+        first = len(mpdus)
         for idx, seq in enumerate(ex["seqs"]):
             it = info[seq]
             it[1] += 1
-            rows.append(len(self.mpdus))
-            self.mpdus.append([pid, idx, i, dst, tid, seq, it[1] > 1, it[1], it[0],
-                               self.mpdu_bytes(it[0]), "", "", ""])
-        ex["rows"], ex["pid"] = rows, pid
+            mpdus.append([pid, idx, i, dst, tid, seq, it[1] > 1, it[1], it[0],
+                          base + ipl[it[0]], "", "", ""])
+        ex["rows"], ex["pid"] = list(range(first, len(mpdus))), pid
 
     # ---- end of a PPDU -----------------------------------------------------------------------
     def on_end(self, pid: int, decoded: dict) -> None:
@@ -226,7 +246,7 @@ class Mac:
         i, rx, t, a = p["tx"], p["rx"], e.t, p["ac"]
         rows = e.exch[i]["rows"]
         if decoded.get(rx):
-            ok = e.rng.random(len(rows)) >= self.cfg["mpdu_error"]
+            ok = (e.rng.random(len(rows)) >= self.cfg["mpdu_error"]).tolist()
             rb = self.rxbuf.setdefault((i, rx, a), [0, {}])
             for r, good in zip(rows, ok):
                 m = self.mpdus[r]
@@ -234,13 +254,9 @@ class Mac:
                 if good and m[5] >= rb[0] and m[5] not in rb[1]:
                     rb[1][m[5]] = m[8]
             self._release(rx, rb, t)
-            if ok.any():
+            if any(ok):
                 ssn = min(self.mpdus[r][5] for r in rows)
-                bits = 0
-                for j in range(64):
-                    s = ssn + j
-                    if s < rb[0] or rb[1].get(s) is not None:
-                        bits |= 1 << j
+                bits = _ba_bitmap(ssn, rb)
                 e.new_ppdu(rx, i, "ba", a, t + e.sifs, e.phy.ba_ns, answers=pid, psdu_bytes=BA_BYTES,
                            ba_ssn=ssn, ba_bitmap=bits, tid=AC_TID[self.acs[a]])
                 return

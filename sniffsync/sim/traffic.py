@@ -33,6 +33,7 @@ class Traffic:
         self.cfg = eng.cfg
         self.server = eng.n
         self.pk = {c: [] for c in PKT_COLS}
+        self._cols = [self.pk[c] for c in PKT_COLS]
         self.ip_len: list[int] = []
         eng.mac.ip_len = self.ip_len
         eng.mac.deliver = self.forward
@@ -51,14 +52,13 @@ class Traffic:
     # ---- packets and routing ------------------------------------------------------------
     def packet(self, f, src, dst, sport, dport, **kw) -> int:
         pid = len(self.ip_len)
-        row = dict(flow=f["id"], proto=6 if f["kind"] == "tcp" else 17, src=src, dst=dst,
-                   ip_id=pid & 0xFFFF, sport=sport, dport=dport, tcp_seq=0, tcp_ack=0,
-                   tcp_flags=0, tcp_win=0, tsval=0, tsecr=0, payload=0, hdr=8,
-                   created_ns=self.e.t)
-        row.update(kw)
-        for c in PKT_COLS:
-            self.pk[c].append(row[c])
-        self.ip_len.append(20 + row["hdr"] + row["payload"])
+        get = kw.get
+        row = (f["id"], 6 if f["kind"] == "tcp" else 17, src, dst, pid & 0xFFFF, sport, dport,
+               get("tcp_seq", 0), get("tcp_ack", 0), get("tcp_flags", 0), get("tcp_win", 0),
+               get("tsval", 0), get("tsecr", 0), get("payload", 0), get("hdr", 8), self.e.t)
+        for col, v in zip(self._cols, row):          # same order as PKT_COLS
+            col.append(v)
+        self.ip_len.append(20 + row[14] + row[13])
         return pid
 
     def emit(self, pkt: int) -> None:

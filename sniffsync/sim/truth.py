@@ -20,7 +20,7 @@ import pandas as pd
 from sniffsync.io.atomic import atomic_output
 from sniffsync.sim.mac import MPDU_COLS
 
-__all__ = ["ppdu_table", "mpdu_table", "rts_table", "flow_table", "clocks_doc", "write_truth"]
+__all__ = ["ppdu_table", "mpdu_table", "rts_table", "flow_table", "clocks_doc", "write_truth", "write_table"]
 
 CLOCK_DEFINITION = (
     "clock_ns(t) = round(t_ns * (1 + ppm * 1e-6)) + offset_ns + jitter_ns, t_ns = true ns since "
@@ -116,5 +116,46 @@ def write_truth(out: Path, cfg: dict, tables: dict, clocks: dict) -> None:
         with atomic_output(path, "w") as fh:
             fh.write(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     for name, df in tables.items():
-        with atomic_output(td / f"{name}.csv", "w") as fh:
-            df.to_csv(fh, index=False, lineterminator="\n")
+        write_table(td, name, df)
+
+
+def write_table(folder: Path, name: str, df: pd.DataFrame) -> None:
+    """``folder/name.csv`` as ``df.to_csv(index=False)`` writes it."""
+    with atomic_output(Path(folder) / f"{name}.csv") as fh:
+        if not _arrow_csv(df, fh):
+            fh.write(df.to_csv(index=False, lineterminator="\n").encode())
+
+
+_SPECIAL = (",", '"', "\n", "\r")
+
+
+def _plain(values) -> bool:
+    """Strings that CSV writes as they are (no quoting)."""
+    return all(type(x) is str for x in values) and not any(c in "\0".join(values) for c in _SPECIAL)
+
+
+def _arrow_csv(df: pd.DataFrame, fh) -> bool:
+    """Write ``df`` exactly as ``df.to_csv(index=False)`` would, through Arrow's CSV writer
+    (3-6x faster); False (nothing written) unless every column is int, bool or plain text."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    names = [str(c) for c in df.columns]
+    if len(names) < 2 or not _plain(names):
+        return False
+    arrays = []
+    for j in range(len(names)):
+        v = df.iloc[:, j].to_numpy()
+        if v.dtype == bool:
+            v = np.where(v, "True", "False")             # pandas' spelling, not Arrow's
+        elif v.dtype == object:
+            v = v.tolist()
+            if not _plain(v):
+                return False
+        elif v.dtype.kind not in "iu":
+            return False
+        arrays.append(pa.array(v, pa.string() if isinstance(v, list) else None))
+    fh.write((",".join(names) + "\n").encode())
+    if len(df):
+        pacsv.write_csv(pa.Table.from_arrays(arrays, names=names), fh,
+                        pacsv.WriteOptions(include_header=False, quoting_style="none"))
+    return True

@@ -1,0 +1,50 @@
+"""`sniffsync frames SMALL.pcap` and `sniffsync --help` must not import the heavy libraries
+(their imports were most of the start-up: issue 17). Checked in a fresh interpreter."""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CAP = os.path.join(ROOT, "tests", "data", "captures", "tcpdump_ieee802.11_exthdr.pcap")   # 26 frames
+HEAVY = ("pandas", "pyarrow", "matplotlib", "flask", "duckdb", "dask")
+
+_PROBE = """
+import json, sys
+from sniffsync.cli.main import main
+out = sys.stdout
+sys.stdout = open(sys.argv[1], "w")
+try:
+    code = main(sys.argv[2:])
+except SystemExit as exc:                 # --help
+    code = exc.code
+sys.stdout.close()
+sys.stdout = out
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _modules(tmp_path, *argv):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path / "stdout"), *argv],
+                         capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    got = json.loads(res.stdout.splitlines()[-1])
+    return got["code"], set(got["modules"]), (tmp_path / "stdout").read_text()
+
+
+@pytest.mark.parametrize("argv", [["frames", CAP], ["--help"], ["frames", "--help"]],
+                         ids=["frames", "help", "frames-help"])
+def test_no_heavy_imports(argv, tmp_path):
+    code, mods, text = _modules(tmp_path, *argv)
+    top = {m.split(".")[0] for m in mods}
+    assert code == 0
+    assert not set(HEAVY) & top
+    if argv == ["frames", CAP]:
+        assert len(list(csv.reader(io.StringIO(text)))) == 1 + 26     # it wrote the table
+        assert "numpy" in top                            # (the probe sees real imports)
+    if argv == ["frames", "--help"]:
+        assert "sniffsync.cli.merge" not in mods and "sniffsync.cli.fairness" not in mods
