@@ -48,7 +48,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     brush.extent([[left(), MARGIN.top], [right(), height - MARGIN.bottom]]);
     gBrush.call(brush);
     x = d3.zoomTransform(svg.node()).rescaleX(x0);
-    drawAxis();
+    drawAxis(); tellView();
   }
 
   function drawAxis() {
@@ -58,8 +58,14 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       .tickFormat((t) => `${((t - base) / u.div).toFixed(u.digits)} ${u.unit}`));
     baseLabel.text(base ? `+${formatNs(base, 1e7)}` : "");
     hook.domain = [d0, d1];
-    tellView();
   }
+
+  // a user's wheel or drag can fire several zoom events per frame: the lanes and the viewers
+  // (counter tracks, graphs) are redrawn once per animation frame, not once per event
+  let frame = 0;
+  const paint = () => { frame = 0; draw(); tellView(); };
+  function requestPaint() { if (!frame) frame = requestAnimationFrame(paint); }
+  function flushPaint() { if (frame) cancelAnimationFrame(frame); paint(); }
 
   function draw(ctx = canvas.getContext("2d")) {   // ctx: the canvas, or an SVG recorder (export.js)
     ctx.clearRect(0, 0, width, height);
@@ -71,42 +77,58 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     if (!tile) return;
     ctx.save();
     ctx.beginPath(); ctx.rect(left(), 0, right() - left(), height); ctx.clip();
+    // shapes are gathered per colour and filled once per colour: a fillStyle change and a fill
+    // per rectangle made a whole-run tile (~15k buckets and markers) cost ~100 ms a frame
+    const rects = new Map(), marks = new Map(), lo = left() - 8, hi = right() + 8;
+    const put = (m, key, ...v) => { let a = m.get(key); if (!a) m.set(key, a = []); a.push(...v); };
     if (tile.mode === "items") {
       const it = tile.items;
       for (let i = 0; i < it.start_ns.length; i++) {
         const a = x(it.start_ns[i]), b = x(it.end_ns[i]);
         if (b < left() || a > right()) continue;
         const y = laneY(it.lane[i]);
-        ctx.fillStyle = KIND_COLOR[it.kind[i]];
-        ctx.fillRect(a, y + 6, Math.max(1, b - a), LANE_H - 10);
+        put(rects, it.kind[i], Math.max(lo, a), y + 6, Math.max(1, Math.min(hi, b) - Math.max(lo, a)), LANE_H - 10);
         drawn++;
-        if (it.severity[i] > 0) { mark(ctx, a, Math.max(3, b - a), y, it.severity[i]); markers++; }
+        if (it.severity[i] > 0) { put(marks, it.severity[i], a, Math.max(3, b - a), y); markers++; }
       }
     } else {
       const e = tile.edges_ns;
       tile.busy_ns.forEach((busy, l) => {
-        const y = laneY(l);
+        const y = laneY(l), kind = tile.kind[l], sev = tile.severity[l];
         for (let k = 0; k < busy.length; k++) {
           const a = x(e[k]), b = x(e[k + 1]);
+          if (b < lo || a > hi) continue;
           if (busy[k] > 0) {
             const h = Math.max(1, Math.min(1, busy[k] / (e[k + 1] - e[k])) * (LANE_H - 10));
-            ctx.fillStyle = KIND_COLOR[Math.max(0, tile.kind[l][k])];
-            ctx.fillRect(a, y + LANE_H - 4 - h, Math.max(1, b - a), h);
+            put(rects, Math.max(0, kind[k]), a, y + LANE_H - 4 - h, Math.max(1, b - a), h);
             drawn++;
           }
-          if (tile.severity[l][k] > 0) { mark(ctx, a, Math.max(3, b - a), y, tile.severity[l][k]); markers++; }
+          if (sev[k] > 0) { put(marks, sev[k], a, Math.max(3, b - a), y); markers++; }
         }
       });
     }
+    const vector = ctx.canvas !== canvas;    // the SVG recorder: one element per shape, as before
+    for (const [k, r] of rects) {
+      ctx.fillStyle = KIND_COLOR[k];
+      if (!vector) ctx.beginPath();
+      for (let i = 0; i < r.length; i += 4) {
+        if (vector) ctx.fillRect(r[i], r[i + 1], r[i + 2], r[i + 3]); else ctx.rect(r[i], r[i + 1], r[i + 2], r[i + 3]);
+      }
+      if (!vector) ctx.fill();
+    }
+    for (const [sev, m] of marks) {     // event marker: a bar and a triangle above the lane
+      ctx.fillStyle = SEVERITY_COLOR[sev];
+      if (!vector) ctx.beginPath();
+      for (let i = 0; i < m.length; i += 3) {
+        const a = m[i], w = m[i + 1], y = m[i + 2];
+        if (vector) { ctx.fillRect(a, y + 2, w, 3); ctx.beginPath(); } else ctx.rect(a, y + 2, w, 3);
+        ctx.moveTo(a + w / 2 - 4, y); ctx.lineTo(a + w / 2 + 4, y); ctx.lineTo(a + w / 2, y + 6);
+        if (vector) ctx.fill(); else ctx.closePath();
+      }
+      if (!vector) ctx.fill();
+    }
     ctx.restore();
-    if (ctx.canvas === canvas) Object.assign(hook, {drawn, markers, mode: tile.mode});
-  }
-
-  function mark(ctx, a, w, y, sev) {   // event marker: a bar and a triangle above the lane
-    ctx.fillStyle = SEVERITY_COLOR[sev];
-    ctx.fillRect(a, y + 2, w, 3);
-    ctx.beginPath(); ctx.moveTo(a + w / 2 - 4, y); ctx.lineTo(a + w / 2 + 4, y); ctx.lineTo(a + w / 2, y + 6);
-    ctx.fill();
+    if (!vector) Object.assign(hook, {drawn, markers, mode: tile.mode});
   }
 
   function fetchTile() {
@@ -115,6 +137,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     return source.tile(Math.max(0, d0), Math.min(span, d1), px, laneMode).then((t) => {
       if (mine !== seq) return;
       tile = t; hook.tiles++; draw(); onSettle();
+      hook.firstTileMs ??= performance.now();   // first lanes drawn, ms after navigation start (bench_ui.py)
     });
   }
   function schedule() { clearTimeout(timer); timer = setTimeout(fetchTile, 40); }
@@ -122,15 +145,16 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   const zoom = d3.zoom().scaleExtent([1, Math.max(1, span / 20000)])   // 20 µs across at most zoom
     .filter((ev) => !ev.shiftKey && !ev.button)
     .on("zoom", (ev) => {
-      x = ev.transform.rescaleX(x0); drawAxis(); draw(); schedule();
+      x = ev.transform.rescaleX(x0); drawAxis(); requestPaint(); schedule();
       if (pinned == null && ev.sourceEvent) hideTip(); else placeTip();   // the hovered item moved away
     });
   const brush = d3.brushX().filter((ev) => ev.shiftKey)
     .on("end", (ev) => onBrush(ev.selection ? ev.selection.map((p) => x.invert(p)) : null));
 
-  function setDomain(t0, t1) {
+  function setDomain(t0, t1) {   // programmatic (keys, links, resize): drawn at once
     const k = (right() - left()) / (x0(t1) - x0(t0));
     svg.call(zoom.transform, d3.zoomIdentity.translate(left() - k * x0(t0), 0).scale(k));
+    flushPaint();
   }
 
   function itemAt(mx, my) {
@@ -197,7 +221,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     if (root.clientWidth === lastW) return;
     lastW = root.clientWidth;
     const [d0, d1] = x.domain();
-    layout(); setDomain(d0, d1); draw(); schedule();
+    layout(); setDomain(d0, d1); schedule();
   }).observe(root);
 
   return {

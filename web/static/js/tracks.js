@@ -52,8 +52,10 @@ export function tracks(root, source, tl) {
       const c = r.canvas;
       if (folded.has(t.id)) { c.style.display = "none"; continue; }
       c.style.display = "block";
-      c.width = width * dpr; c.height = TRACK_H * dpr;
-      c.style.width = `${width}px`; c.style.height = `${TRACK_H}px`;
+      if (c.width !== width * dpr || c.height !== TRACK_H * dpr) {   // a resize reallocates: only when it changed
+        c.width = width * dpr; c.height = TRACK_H * dpr;
+        c.style.width = `${width}px`; c.style.height = `${TRACK_H}px`;
+      }
       const ctx = c.getContext("2d");
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, width, TRACK_H);
@@ -68,15 +70,17 @@ export function tracks(root, source, tl) {
       t.series.forEach((s, si) => {
         if (!shown(t, s)) return;
         ctx.fillStyle = ctx.strokeStyle = t.id === "util" ? "#4e79a7" : t.id === "failed" && si === 0 ? "#e15759" : color(si);
-        if (t.how === "count" || t.how === "busy") {       // bars: a value per bucket
+        if (t.how === "count" || t.how === "busy") {       // bars: a value per bucket, one fill per series
+          ctx.beginPath();
           for (let k = 0; k < n; k++) {
             const v = s.y[k];
             if (!v) continue;
             const a = x(data.t0_ns + k * w), b = x(data.t0_ns + (k + 1) * w);
             const top = y(v);
-            ctx.fillRect(a, top, Math.max(1, b - a - (t.how === "count" ? 0.5 : 0)), TRACK_H - 4 - top);
+            ctx.rect(a, top, Math.max(1, b - a - (t.how === "count" ? 0.5 : 0)), TRACK_H - 4 - top);
             drawn++;
           }
+          ctx.fill();
         } else {                                            // lines; steps hold their value across the bucket
           ctx.lineWidth = 1.5; ctx.beginPath();
           let pen = false;
@@ -92,12 +96,14 @@ export function tracks(root, source, tl) {
           }
           ctx.stroke();
           if (t.how === "mean") {                           // points too: a lone sample is visible
+            ctx.beginPath();
             for (let k = 0; k < n; k++) {
               const v = s.y[k];
               if (v == null) continue;
               const m = x(data.t0_ns + (k + 0.5) * w);
-              ctx.fillRect(m - 1.5, y(v) - 1.5, 3, 3);
+              ctx.rect(m - 1.5, y(v) - 1.5, 3, 3);
             }
+            ctx.fill();
           }
         }
       });
