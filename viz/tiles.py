@@ -114,16 +114,16 @@ def _kind_checkpoints(kind: np.ndarray, air: np.ndarray) -> np.ndarray:
 def _kind_air_before(idx: TimelineIndex, pos: np.ndarray) -> np.ndarray:
     """(len(pos), len(KINDS)): airtime per kind of items [0, pos) — the checkpoint row at or
     before each position plus the fewer than CHECK items after it."""
-    nk, n = len(KINDS), len(idx.kind)
     j = pos // CHECK
-    out = idx.kcheck[j].copy()
-    near = j[:, None] * CHECK + np.arange(CHECK)
-    ok = near < pos[:, None]
-    near = np.minimum(near, max(n - 1, 0))
-    air = np.where(ok, idx.end[near] - idx.start[near], 0) if n else np.zeros(near.shape, np.int64)
-    kk = idx.kind[near] if n else np.zeros(near.shape, np.int8)
-    out += np.bincount((np.arange(len(pos))[:, None] * nk + kk).ravel(), weights=air.ravel(),
-                       minlength=len(pos) * nk).reshape(len(pos), nk).astype(np.int64)
+    out = idx.kcheck[j]
+    rows = np.arange(len(pos))
+    for o in range(CHECK):                # the o-th item after each checkpoint, where before pos
+        q = j * CHECK + o
+        m = q < pos
+        if not m.any():
+            break
+        q = q[m]
+        out[rows[m], idx.kind[q]] += idx.end[q] - idx.start[q]
     return out
 
 
@@ -213,9 +213,8 @@ def _severity(idx: TimelineIndex, a: int, b: int, t0_ns: int, edges: np.ndarray,
     last = np.clip(np.searchsorted(edges, idx.end[ev] - 1, side="right") - 1, 0, px - 1)
     v = idx.severity[ev]
     out = np.zeros(px, np.int8)
-    for level in np.unique(v):            # a handful of levels: cover [first, last] per level
-        d = np.zeros(px + 1, np.int64)
-        np.add.at(d, first[v == level], 1)
-        np.add.at(d, last[v == level] + 1, -1)
-        out[np.cumsum(d[:px]) > 0] = np.maximum(out[np.cumsum(d[:px]) > 0], level)
+    for level in np.unique(v):            # a handful of levels, ascending: cover [first, last] per level
+        m = v == level
+        d = np.bincount(first[m], minlength=px + 1)[:px + 1] - np.bincount(last[m] + 1, minlength=px + 1)[:px + 1]
+        out[np.cumsum(d[:px]) > 0] = level
     return out
