@@ -16,7 +16,9 @@ spec = importlib.util.spec_from_file_location("bench_tiles", Path(__file__).reso
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
-NODES = "() => document.querySelectorAll('#timeline *, #tracks *').length"
+# elements of the lanes and tracks, less the axis ticks (their number follows the range's round numbers)
+NODES = ("() => document.querySelectorAll('#timeline *, #tracks *').length"
+         " - document.querySelectorAll('#timeline .axis *').length")
 SIZES = """() => performance.getEntriesByType('resource').filter((e) => /\\/api\\/(tile|tracks)\\?/.test(e.name))
   .map((e) => [e.name, e.encodedBodySize])"""
 
