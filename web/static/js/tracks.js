@@ -70,17 +70,15 @@ export function tracks(root, source, tl) {
       t.series.forEach((s, si) => {
         if (!shown(t, s)) return;
         ctx.fillStyle = ctx.strokeStyle = t.id === "util" ? "#4e79a7" : t.id === "failed" && si === 0 ? "#e15759" : color(si);
-        if (t.how === "count" || t.how === "busy") {       // bars: a value per bucket, one fill per series
-          ctx.beginPath();
+        if (t.how === "count" || t.how === "busy") {       // bars: a value per bucket
           for (let k = 0; k < n; k++) {
             const v = s.y[k];
             if (!v) continue;
             const a = x(data.t0_ns + k * w), b = x(data.t0_ns + (k + 1) * w);
             const top = y(v);
-            ctx.rect(a, top, Math.max(1, b - a - (t.how === "count" ? 0.5 : 0)), TRACK_H - 4 - top);
+            ctx.fillRect(a, top, Math.max(1, b - a - (t.how === "count" ? 0.5 : 0)), TRACK_H - 4 - top);
             drawn++;
           }
-          ctx.fill();
         } else {                                            // lines; steps hold their value across the bucket
           ctx.lineWidth = 1.5; ctx.beginPath();
           let pen = false;
@@ -96,14 +94,12 @@ export function tracks(root, source, tl) {
           }
           ctx.stroke();
           if (t.how === "mean") {                           // points too: a lone sample is visible
-            ctx.beginPath();
             for (let k = 0; k < n; k++) {
               const v = s.y[k];
               if (v == null) continue;
               const m = x(data.t0_ns + (k + 0.5) * w);
-              ctx.rect(m - 1.5, y(v) - 1.5, 3, 3);
+              ctx.fillRect(m - 1.5, y(v) - 1.5, 3, 3);
             }
-            ctx.fill();
           }
         }
       });
