@@ -114,17 +114,13 @@ def _kind_checkpoints(kind: np.ndarray, air: np.ndarray) -> np.ndarray:
 def _kind_air_before(idx: TimelineIndex, pos: np.ndarray) -> np.ndarray:
     """(len(pos), len(KINDS)): airtime per kind of items [0, pos) — the checkpoint row at or
     before each position plus the fewer than CHECK items after it."""
+    nk = len(KINDS)
     j = pos // CHECK
-    out = idx.kcheck[j]
-    rows = np.arange(len(pos))
-    for o in range(CHECK):                # the o-th item after each checkpoint, where before pos
-        q = j * CHECK + o
-        m = q < pos
-        if not m.any():
-            break
-        q = q[m]
-        out[rows[m], idx.kind[q]] += idx.end[q] - idx.start[q]
-    return out
+    r = pos - j * CHECK                   # items between the checkpoint and the position
+    row = np.repeat(np.arange(len(pos)), r)
+    q = np.repeat(j * CHECK - (np.cumsum(r) - r), r) + np.arange(len(row))
+    extra = np.bincount(row * nk + idx.kind[q], weights=idx.end[q] - idx.start[q], minlength=len(pos) * nk)
+    return idx.kcheck[j] + extra.reshape(len(pos), nk).astype(np.int64)
 
 
 def _seg_cumsum(x, bounds):
