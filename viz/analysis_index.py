@@ -9,8 +9,9 @@ ready-made. A plain range (no station/kind filter) costs no work per PPDU: every
 sum it needs (airtime and PPDUs per station, RTS per station, histogram bars, events per kind
 and per station) is a difference of prefix positions found by ``searchsorted`` in arrays
 sorted by (code, time) once (:class:`_Counts`), so it costs the same on 1M PPDUs as on 1k;
-a filtered range counts over its slice with ``bincount``. The answer equals ``analysis_data(run, t0, t1)`` (``tests/viz/test_analysis_index.py`` checks
-it on random ranges), which stays the plain reference implementation.
+a filtered range counts over its slice with ``bincount``. The answer equals
+``analysis_data(run, t0, t1)`` (``tests/viz/test_analysis_index.py`` checks it on random
+ranges), which stays the plain reference implementation.
 """
 from __future__ import annotations
 

@@ -10,12 +10,13 @@ encode (an integer beyond 64 bits, a non-string key) goes to the standard librar
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
+
 from flask.json.provider import DefaultJSONProvider
 
-try:
-    import orjson
-except ImportError:                 # optional: the standard library does the same, slower
-    orjson = None
+# optional (a third-party accelerator, not ours): the standard library does the same, slower
+orjson = importlib.import_module("orjson") if importlib.util.find_spec("orjson") else None
 
 __all__ = ["FastJSONProvider"]
 

@@ -12,7 +12,8 @@ from browser_util import browser_page, serve
 
 pytestmark = pytest.mark.browser
 
-spec = importlib.util.spec_from_file_location("bench_tiles", Path(__file__).resolve().parents[2] / "bench" / "bench_tiles.py")
+spec = importlib.util.spec_from_file_location("bench_tiles",
+                                              Path(__file__).resolve().parents[2] / "bench" / "bench_tiles.py")
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 

@@ -5,8 +5,9 @@ the meta, a brushed range, a tile, counter tracks) is computed once: the whole-r
 kept for the server's life, the others in one LRU per kind (the first element of the key), so
 a pan/zoom session's tiles do not evict the brushed ranges. A view zoomed in and back out, or
 panned and back, asks for the very same tile (W/S zoom by 2 about the centre, A/D pan by a
-quarter): it is bytes from the cache, not a recomputation. Concurrent first requests for one key wait for one computation
-instead of each doing it (eight tabs opening at once cost one analysis, not eight).
+quarter): it is bytes from the cache, not a recomputation. Concurrent first requests for one
+key wait for one computation instead of each doing it (eight tabs opening at once cost one
+analysis, not eight).
 """
 from __future__ import annotations
 

@@ -75,7 +75,9 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   let tileX = null;       // the x scale the bitmap was drawn at (its plot spans left()..right())
   function renderTile() {
     const dpr = window.devicePixelRatio || 1;
-    if (off.width !== width * dpr || off.height !== height * dpr) { off.width = width * dpr; off.height = height * dpr; }
+    if (off.width !== width * dpr || off.height !== height * dpr) {
+      off.width = width * dpr; off.height = height * dpr;
+    }
     const c = off.getContext("2d");
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     c.clearRect(0, 0, width, height);
