@@ -158,14 +158,24 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     if (!vector) Object.assign(hook, {drawn, markers, mode: tile.mode});
   }
 
+  // One tile request at a time: a view that changes while one is out (keys pressed in a row)
+  // is fetched when it returns, for the view as it is then; the answer in between is still
+  // drawn (stretched) if its lanes are current. Under load, a request per key press queued
+  // behind the others on the server, each waiting longer.
+  let inflight = null, queued = null;
   function fetchTile() {
-    const [d0, d1] = x.domain(), mine = ++seq;
+    if (inflight) {
+      queued ||= inflight.catch(() => {}).then(() => { queued = null; return fetchTile(); });
+      return queued;
+    }
+    const [d0, d1] = x.domain(), mine = ++seq, mode = laneMode;
     const px = Math.max(1, Math.round(right() - left()));
-    return source.tile(Math.max(0, d0), Math.min(span, d1), px, laneMode).then((t) => {
-      if (mine !== seq) return;
+    inflight = source.tile(Math.max(0, d0), Math.min(span, d1), px, mode).then((t) => {
+      if (mine !== seq || mode !== laneMode) return;
       tile = t; hook.tiles++; renderTile(); draw(); onSettle();
       hook.firstTileMs ??= performance.now();   // first lanes drawn, ms after navigation start (bench_ui.py)
-    });
+    }).finally(() => { inflight = null; });
+    return inflight;
   }
   function schedule() { clearTimeout(timer); timer = setTimeout(fetchTile, 40); }
 
