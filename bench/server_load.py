@@ -1,17 +1,20 @@
 """Latency of every `sniffsync serve` endpoint under concurrent clients, over real loopback HTTP.
 
     python bench/server_load.py [CAPTURE ...] [--clients 8] [--requests 400] [--seed 1] [--json out.json]
+    python bench/server_load.py --synthetic 1000000 ...     # a synthetic run of N PPDUs instead
 
 The server (the same app and WSGI server as ``sniffsync serve``, loopback only) runs in a
 child process so the clients' Python does not share its GIL. ``--clients`` threads send a
 fixed list of ``--requests`` requests in total (one connection each, as the browser's
 fetches do: the server closes after every answer), a mix per endpoint as a page session
-makes them: the meta, timeline tiles at random zooms and pans, PPDU details, the whole-run
-analysis and analyses of brushed ranges (each range asked by two clients, as when a user
-brushes and the page re-asks). Prints p50 / p95 / max per endpoint; every answer must be
+makes them: the meta, timeline tiles and counter tracks at random zooms and pans, PPDU
+details, "find next", the whole-run analysis and analyses of brushed ranges (each range asked
+by two clients, as when a user brushes and the page re-asks). Prints p50 / p95 / max per endpoint; every answer must be
 200 with a JSON body, or the run fails.
 
-Without captures it uses the ns-3 hidden-node sniffers A/B/C of tests/data/captures.
+Without captures it uses the ns-3 hidden-node sniffers A/B/C of tests/data/captures;
+``--synthetic N`` serves :func:`bench_tiles.synth_run` of N PPDUs (a larger run than the
+test captures give) with the view ``serve`` builds (analysis index, counter tracks).
 """
 from __future__ import annotations
 
@@ -75,7 +78,8 @@ def session_paths(meta: dict, n: int, seed: int = 1) -> list:
     rng = np.random.default_rng(seed)
     span = meta["span_ns"]
     n_ppdus = max(meta["n_ppdus"], 1)
-    kinds = rng.choice(["meta", "tile", "tile", "tile", "ppdu", "analysis", "range"], n)
+    kinds = rng.choice(["meta", "tile", "tile", "tile", "tracks", "tracks", "ppdu", "find", "analysis",
+                        "range"], n)
     paths = []
     ranges = []
     for k in kinds:
@@ -86,6 +90,13 @@ def session_paths(meta: dict, n: int, seed: int = 1) -> list:
             t0 = int(rng.integers(0, max(span - w, 0) + 1))
             lanes = rng.choice(["station", "sniffer"])
             paths.append(f"/api/tile?t0={t0}&t1={min(t0 + w, span + 1)}&px=1200&lanes={lanes}")
+        elif k == "tracks":                  # as the page asks: one bucket per 2 px of a 1200 px plot
+            w = int(np.exp(rng.uniform(np.log(min(50_000, span)), np.log(span))))
+            t0 = int(rng.integers(0, max(span - w, 0) + 1))
+            paths.append(f"/api/tracks?t0={t0}&t1={min(t0 + w, span + 1)}&n=600")
+        elif k == "find":
+            what = rng.choice(["collision", "failed", "unanswered", "event"])
+            paths.append(f"/api/find?what={what}&after={int(rng.integers(0, span + 1))}")
         elif k == "ppdu":
             paths.append(f"/api/ppdu/{int(rng.integers(0, n_ppdus))}")
         elif k == "analysis":
@@ -99,9 +110,10 @@ def session_paths(meta: dict, n: int, seed: int = 1) -> list:
     return paths
 
 
-def _serve(captures, conn):
+def _serve(captures, conn, synthetic=0):
     """Child process: analyse, build the app as `serve` does (loopback), report the port, serve."""
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
     from sniffsync.pipeline.run import analyse
     from viz.analysis import analysis_data
     from viz.runview import RunView
@@ -114,6 +126,14 @@ def _serve(captures, conn):
         srv_of = lambda app: make_server("127.0.0.1", 0, app, threaded=True)   # noqa: E731
     import logging
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    t = time.perf_counter()
+    if synthetic:
+        from bench_tiles import synth_run, synth_view
+        view = synth_view(synth_run(synthetic))
+        srv = srv_of(create_app(view))
+        conn.send((srv.server_port, time.perf_counter() - t))
+        srv.serve_forever()
+        return
     run = analyse([str(p) for p in captures])
     try:
         from viz.analysis_index import AnalysisIndex
@@ -122,7 +142,7 @@ def _serve(captures, conn):
         analysis = lambda t0, t1: analysis_data(run, t0, t1)                    # noqa: E731
     view = RunView(run.ppdus, run.events, analysis, run.names, "bench")
     srv = srv_of(create_app(view))
-    conn.send(srv.server_port)
+    conn.send((srv.server_port, time.perf_counter() - t))
     srv.serve_forever()
 
 
@@ -139,17 +159,19 @@ def main(argv=None) -> int:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=400, help="total requests (default 400)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--synthetic", type=int, default=0, metavar="N", help="serve a synthetic run of N PPDUs")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
 
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_serve, args=(a.captures, child), daemon=True)
+    proc = ctx.Process(target=_serve, args=(a.captures, child, a.synthetic), daemon=True)
     proc.start()
     try:
         if not parent.poll(600):
             raise SystemExit("server did not start")
-        base = ("127.0.0.1", parent.recv())
+        port, build_s = parent.recv()
+        base = ("127.0.0.1", port)
         status, _, body, _ = get(base, "/api/meta")
         meta = json.loads(body)
         get(base, "/")                                     # a first page load, untimed
@@ -165,8 +187,8 @@ def main(argv=None) -> int:
     for path, status, _, body, s in res:
         rows.setdefault(endpoint(path), []).append(s * 1000)
     out = {"clients": a.clients, "requests": len(res), "wall_s": round(wall, 2), "errors": len(bad),
-           "n_ppdus": meta["n_ppdus"], "endpoints": {}}
-    print(f"{meta['n_ppdus']} PPDUs; {len(res)} requests from {a.clients} clients in {wall:.2f} s; "
+           "n_ppdus": meta["n_ppdus"], "build_s": round(build_s, 2), "endpoints": {}}
+    print(f"{meta['n_ppdus']} PPDUs (view built in {build_s:.1f} s); {len(res)} requests from {a.clients} clients in {wall:.2f} s; "
           f"{len(bad)} not 200")
     print(f"{'endpoint':22} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for name, ms in sorted(rows.items()):

@@ -5,9 +5,13 @@ the whole tables: ~20-40 ms of interpreter work whatever the range, which under 
 clients holds the GIL and delays every other request. :class:`AnalysisIndex` sorts each
 table by time once, keeps the columns the views read as numpy arrays (stations, frame kinds
 and flows as integer codes) and the range-independent parts (flows, summary, sync, Jain CDF)
-ready-made; a range is then two ``searchsorted`` per table and ``bincount`` over the slice.
-The answer equals ``analysis_data(run, t0, t1)`` (``tests/viz/test_analysis_index.py`` checks
-it on random ranges), which stays the plain reference implementation.
+ready-made. A plain range (no station/kind filter) costs no work per PPDU: every count and
+sum it needs (airtime and PPDUs per station, RTS per station, histogram bars, events per kind
+and per station) is a difference of prefix positions found by ``searchsorted`` in arrays
+sorted by (code, time) once (:class:`_Counts`), so it costs the same on 1M PPDUs as on 1k;
+a filtered range counts over its slice with ``bincount``. The answer equals
+``analysis_data(run, t0, t1)`` (``tests/viz/test_analysis_index.py`` checks it on random
+ranges), which stays the plain reference implementation.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
-from viz.analysis import _f, _thin, analysis_data, failed_bin_ns
+from viz.analysis import _f, _fs, _thin, analysis_data, failed_bin_ns
 from airtime.summary import histogram
 
 __all__ = ["AnalysisIndex"]
@@ -36,6 +40,51 @@ def _codes(values: pd.Series, uniques: np.ndarray) -> np.ndarray:
     return c
 
 
+class _Counts:
+    """Per code, how many items (and their weights' sum) lie between two positions of a
+    time-ordered table: positions sorted by (code, position) once, then two ``searchsorted``
+    calls over all codes at once, whatever the number of items between the positions."""
+
+    def __init__(self, codes: np.ndarray, n_codes: int, weights: np.ndarray | None = None):
+        pos = np.flatnonzero(codes >= 0)
+        self.stride = len(codes) + 1
+        key = codes[pos].astype(np.int64) * self.stride + pos
+        order = np.argsort(key, kind="stable")
+        self.key = key[order]
+        self.base = np.arange(n_codes, dtype=np.int64) * self.stride
+        self.csum = None if weights is None else \
+            np.concatenate([[0], np.cumsum(np.asarray(weights, np.int64)[pos][order])])
+
+    def _ends(self, a: int, b: int):
+        return np.searchsorted(self.key, self.base + a), np.searchsorted(self.key, self.base + b)
+
+    def counts(self, a: int, b: int) -> np.ndarray:
+        lo, hi = self._ends(a, b)
+        return hi - lo
+
+    def counts_sums(self, a: int, b: int):
+        lo, hi = self._ends(a, b)
+        return hi - lo, self.csum[hi] - self.csum[lo]
+
+
+def _value_codes(values: np.ndarray, keep: np.ndarray):
+    """(codes into the sorted distinct kept values, those values); -1 where not kept."""
+    uniq = np.unique(values[keep])
+    codes = np.where(keep, np.searchsorted(uniq, values), -1)
+    return codes, uniq
+
+
+def _int_histogram(uniq: np.ndarray, counts: np.ndarray) -> dict:
+    """:func:`airtime.summary.histogram` (``"int"``) from per-value counts."""
+    seen = np.flatnonzero(counts)
+    if not len(seen):
+        return {"x": [], "y": []}
+    lo, hi = int(uniq[seen[0]]), int(uniq[seen[-1]])
+    y = np.zeros(hi - lo + 1, np.int64)
+    y[uniq[seen] - lo] = counts[seen]
+    return {"x": list(range(lo, hi + 1)), "y": y.tolist()}
+
+
 class _Series:
     """One fairness table, rows in their own order (the reference keeps it), with the
     (run, fd) group code per row; a range is a mask over the time column."""
@@ -47,6 +96,19 @@ class _Series:
         pos = {k: i for i, k in enumerate(keys)}
         self.group = np.array([pos[k] for k in zip(df["run"], df["fd"])], np.int64)
         self.df = df
+        # per group, its rows in table order; when their times are sorted a range is a searchsorted
+        order = np.argsort(self.group, kind="stable")
+        cut = np.searchsorted(self.group[order], np.arange(len(keys) + 1))
+        self.rows = [order[cut[g]:cut[g + 1]] for g in range(len(keys))]
+        self.sorted = all(np.all(np.diff(self.t[r]) >= 0) for r in self.rows)
+
+    def rows_in(self, g: int, lo, hi) -> np.ndarray:
+        """Rows of group ``g`` with time in [lo, hi), in table order."""
+        r = self.rows[g]
+        if self.sorted:
+            t = self.t[r]
+            return r[np.searchsorted(t, lo):np.searchsorted(t, hi)]
+        return r[(self.t[r] >= lo) & (self.t[r] < hi)]
 
     def mask(self, lo, hi) -> np.ndarray:
         return (self.t >= lo) & (self.t < hi)
@@ -80,6 +142,7 @@ class AnalysisIndex:
             else sorted(set(kinds_ev.astype(str)))
         self.ev_kind = pd.Categorical(kinds_ev.astype(str), categories=self.ev_cats).codes.astype(np.int64)
         self.ev_ta = _codes(ev["ta"], self.ta_values) if "ta" in ev else np.full(len(ev), -1)
+        self._build_counts()
         # whole-run answer: the parts that do not depend on the range come from it
         self.whole = analysis_data(run)
         fair = run.fairness
@@ -91,7 +154,32 @@ class AnalysisIndex:
             self.windows = _Series(fair.windows, "start_ns", labels) if len(fair.windows) else None
             self.jain = fair.jain if len(fair.jain) else None
             self.jain_t = self.jain["start_ns"].to_numpy(np.int64) if self.jain is not None else None
+            if self.jain is not None:      # the columns a range reads, as arrays and lists once
+                j = self.jain
+                self.jain_cols = {"goodput": j["jain"].to_numpy(float),
+                                  "airtime": j["jain_airtime"].to_numpy(float) if "jain_airtime" in j else None,
+                                  "why": [v if isinstance(v, str) else "" for v in j["why"]] if "why" in j
+                                  else [""] * len(j)}
             self.rtt = _Series(fair.rtt, "ts_ns", labels) if len(fair.rtt) else None
+            if self.rtt is not None:
+                self.rtt.rtt_ns = fair.rtt["rtt_ns"].to_numpy(float)
+                self.rtt.q_ns = fair.rtt["qdelay_ns"].to_numpy(float)
+
+    def _build_counts(self):
+        """The prefix structures of an unfiltered range (see the module's docstring)."""
+        k = len(self.ta_values)
+        self.longest = int((self.end - self.start).max()) if len(self.start) else 0
+        self.c_ta = _Counts(self.ta, k, self.end - self.start)
+        self.c_rts = _Counts(np.where(self.is_rts, self.ta, -1), k)
+        codes, self.u_mpdus = _value_codes(self.n_mpdus, self.is_data)
+        self.c_mpdus = _Counts(codes, len(self.u_mpdus))
+        codes, self.u_mcs = _value_codes(self.mcs, self.is_data & ~self.mcs_na)
+        self.c_mcs = _Counts(codes, len(self.u_mcs))
+        self.c_ev = _Counts(self.ev_kind, len(self.ev_cats))
+        self.c_ev_ta = {kind: _Counts(np.where((self.ev_kind == self._ev_code(kind)) & (self.ev_ta >= 0),
+                                               self.ev_ta, -1), k)
+                        for kind in ("rts_unanswered", "rts_cts_collision")}
+        self.failed_t = self.ev_start[self.ev_kind == self._ev_code("mpdu_failed")]
 
     def __call__(self, t0: int | None = None, t1: int | None = None, stations=None, kinds=None,
                  flows=None) -> dict:
@@ -117,7 +205,8 @@ class AnalysisIndex:
         out["hist"] = self._histograms(sl, es)
         out["rts"] = self._rts(sl, es)
         n_ev = _n(es)
-        counts = np.bincount(self.ev_kind[es], minlength=len(self.ev_cats)) if n_ev else []
+        counts = (self.c_ev.counts(es.start, es.stop) if isinstance(es, slice) else
+                  np.bincount(self.ev_kind[es], minlength=len(self.ev_cats))) if n_ev else []
         out["events"] = {k: int(c) for k, c in zip(self.ev_cats, counts)
                          if self.ev_categorical or c} if n_ev else {}
         for k in ("flows", "summary", "sync", "notes", "reception"):     # whole-run facts
@@ -140,13 +229,17 @@ class AnalysisIndex:
             idx = idx[np.isin(self.kind[idx], list(kinds))]
         return idx, eidx
 
-    def _airtime_share(self, sl: slice) -> list:
-        ta = self.ta[sl]
-        ok = ta >= 0
-        k = len(self.ta_values)
-        n = np.bincount(ta[ok], minlength=k)
-        busy_us = np.bincount(ta[ok], weights=(self.end[sl] - self.start[sl])[ok], minlength=k)
-        busy_us = busy_us.astype(np.int64) // 1000
+    def _airtime_share(self, sl) -> list:
+        if isinstance(sl, slice):
+            n, busy_ns = self.c_ta.counts_sums(sl.start, sl.stop)
+            busy_us = busy_ns // 1000
+        else:
+            ta = self.ta[sl]
+            ok = ta >= 0
+            k = len(self.ta_values)
+            n = np.bincount(ta[ok], minlength=k)
+            busy_us = np.bincount(ta[ok], weights=(self.end[sl] - self.start[sl])[ok], minlength=k)
+            busy_us = busy_us.astype(np.int64) // 1000
         seen = np.flatnonzero(n)
         share = 100.0 * busy_us[seen] / max(int(busy_us[seen].sum()), 1)
         order = np.argsort(-busy_us[seen], kind="stable")
@@ -155,30 +248,61 @@ class AnalysisIndex:
     def _histograms(self, sl, es) -> dict:
         n = _n(sl)
         first = int(self.start[_first(sl)]) if n else self.base
-        span = int(self.end[sl].max()) - first if n else 0
+        fast = isinstance(sl, slice)
+        if fast and n:     # the latest end: among the PPDUs starting within `longest` of the last start
+            j = max(sl.start, int(np.searchsorted(self.start, self.start[sl.stop - 1] - self.longest)))
+            span = int(self.end[j:sl.stop].max()) - first
+        else:
+            span = int(self.end[sl].max()) - first if n else 0
         bin_ns = failed_bin_ns(span)
         nb = max(1, -(-span // bin_ns))
-        failed = self.ev_start[es][self.ev_kind[es] == self._ev_code("mpdu_failed")]
-        counts = np.bincount(((failed - first) // bin_ns).clip(0, nb - 1), minlength=nb)[:nb]
-        data = self.is_data[sl]
-        mcs_ok = data & ~self.mcs_na[sl]
+        if fast and isinstance(es, slice):
+            counts = self._failed_bins(es, first, bin_ns, nb)
+        else:
+            failed = self.ev_start[es][self.ev_kind[es] == self._ev_code("mpdu_failed")]
+            counts = np.bincount(((failed - first) // bin_ns).clip(0, nb - 1), minlength=nb)[:nb]
+        if fast:
+            mpdus = _int_histogram(self.u_mpdus, self.c_mpdus.counts(sl.start, sl.stop))
+            mcs = _int_histogram(self.u_mcs, self.c_mcs.counts(sl.start, sl.stop))
+        else:
+            data = self.is_data[sl]
+            mcs_ok = data & ~self.mcs_na[sl]
+            mpdus, mcs = histogram(self.n_mpdus[sl][data], "int"), histogram(self.mcs[sl][mcs_ok], "int")
         return {
             "failed_per_10s": {"x": [f"{(first - self.base + k * bin_ns) / 1e9:.1f} s" for k in range(nb)],
                                "y": counts.tolist(), "bin_s": bin_ns / 1e9},
-            "mpdus_per_ampdu": histogram(self.n_mpdus[sl][data], "int"),
-            "mcs": histogram(self.mcs[sl][mcs_ok], "int"),
+            "mpdus_per_ampdu": mpdus,
+            "mcs": mcs,
         }
+
+    def _failed_bins(self, es: slice, first: int, bin_ns: int, nb: int) -> np.ndarray:
+        """Failed-MPDU events of the event slice per bin [first + k bin, first + (k+1) bin),
+        the first bin also taking those before it and the last those after it."""
+        if not _n(es):
+            return np.zeros(nb, np.int64)
+        # the failed events of the slice: events are sorted by start, so are the failed ones
+        a = int(np.searchsorted(self.failed_t, self.ev_start[es.start]))
+        b = int(np.searchsorted(self.failed_t, self.ev_start[es.stop - 1], side="right"))
+        inner = first + bin_ns * np.arange(1, nb, dtype=np.int64)
+        cut = np.concatenate([[a], a + np.searchsorted(self.failed_t[a:b], inner), [b]])
+        return np.diff(cut)
 
     def _ev_code(self, kind: str) -> int:
         return self.ev_cats.index(kind) if kind in self.ev_cats else -2
 
     def _rts(self, sl: slice, es: slice) -> list:
         k = len(self.ta_values)
-        ta = self.ta[sl][self.is_rts[sl]]
-        rts = np.bincount(ta[ta >= 0], minlength=k)
+        fast = isinstance(sl, slice) and isinstance(es, slice)
+        if fast:
+            rts = self.c_rts.counts(sl.start, sl.stop)
+        else:
+            ta = self.ta[sl][self.is_rts[sl]]
+            rts = np.bincount(ta[ta >= 0], minlength=k)
         ev_ta, ev_kind = self.ev_ta[es], self.ev_kind[es]
 
         def per_ta(kind):
+            if fast:
+                return self.c_ev_ta[kind].counts(es.start, es.stop)
             t = ev_ta[(ev_kind == self._ev_code(kind)) & (ev_ta >= 0)]
             return np.bincount(t, minlength=k)
         un, co = per_ta("rts_unanswered"), per_ta("rts_cts_collision")
@@ -200,32 +324,33 @@ class AnalysisIndex:
                 rows = np.flatnonzero(m & (w.group == g))
                 y = np.full(len(t_ns), np.nan)
                 y[np.searchsorted(t_ns, w.t[rows])] = bps[rows]
-                series.append({"label": w.labels[g], "mbps": [_f(v) for v in y]})
+                series.append({"label": w.labels[g], "mbps": _fs(y)})
             out["goodput"] = {"t_ns": (t_ns - self.base).tolist(), "series": series}
         if self.jain is not None and keep is not None:
             out["jain"] = self._jain_of(lo, hi, keep)
             out["cdf"] = []
         elif self.jain is not None:
-            m = (self.jain_t >= lo) & (self.jain_t < hi)
-            j = self.jain[m]
+            m = np.flatnonzero((self.jain_t >= lo) & (self.jain_t < hi))
+            c = self.jain_cols
             out["jain"] = {"t_ns": (self.jain_t[m] - self.base).tolist(),
-                           "goodput": [_f(v) for v in j["jain"].to_numpy(float)],
-                           "airtime": [_f(v) for v in j["jain_airtime"].to_numpy(float)]
-                           if "jain_airtime" in j else [],
-                           "why": [v if isinstance(v, str) else "" for v in j["why"]] if "why" in j
-                           else [""] * len(j)}
+                           "goodput": _fs(c["goodput"][m]),
+                           "airtime": _fs(c["airtime"][m]) if c["airtime"] is not None else [],
+                           "why": [c["why"][i] for i in m.tolist()]}
             out["cdf"] = self.whole["cdf"]
         r = self.rtt
         if r is not None:
-            m = r.mask(lo, hi) & (True if keep is None else np.isin(r.group, [g for g, lab in enumerate(r.labels) if lab in keep]))
-            rtt_ns, q_ns = r.df["rtt_ns"].to_numpy(float), r.df["qdelay_ns"].to_numpy(float)
+            rtt_ns, q_ns = r.rtt_ns, r.q_ns
             series = []
-            for g in np.unique(r.group[m]):
-                rows = np.flatnonzero(m & (r.group == g))
+            for g in range(len(r.labels)):
+                if keep is not None and r.labels[g] not in keep:
+                    continue
+                rows = r.rows_in(g, lo, hi)
+                if not len(rows):
+                    continue
                 k = rows[_thin(np.arange(len(rows)))]
                 series.append({"label": r.labels[g], "t_ns": (r.t[k] - self.base).tolist(),
-                               "rtt_ms": [_f(v / 1e6) for v in rtt_ns[k]],
-                               "qdelay_ms": [_f(v / 1e6) for v in q_ns[k]]})
+                               "rtt_ms": _fs(rtt_ns[k] / 1e6),
+                               "qdelay_ms": _fs(q_ns[k] / 1e6)})
             out["rtt"] = {"series": series}
         return out
 
@@ -243,7 +368,7 @@ class AnalysisIndex:
         n = np.bincount(inv, minlength=len(ts))
         with np.errstate(invalid="ignore", divide="ignore"):
             j = np.where(s2 > 0, s1 * s1 / (n * s2), np.nan)
-        return {"t_ns": (ts - self.base).tolist(), "goodput": [_f(v) for v in j], "airtime": [],
+        return {"t_ns": (ts - self.base).tolist(), "goodput": _fs(j), "airtime": [],
                 "why": [""] * len(ts)}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from flask import Flask, jsonify
 
 from web.guard import Guard
+from web.jsonfast import FastJSONProvider
 from web.views import UIntConverter
 from web.views.cached import JsonCache
 
@@ -22,6 +23,7 @@ __all__ = ["create_app"]
 def create_app(run=None, test_config: dict | None = None) -> Flask:
     """Build the app serving ``run`` (a RunView)."""
     app = Flask(__name__, static_folder="static", static_url_path="/static")
+    app.json = FastJSONProvider(app)
     app.config.update(MAX_TILE_PX=8192, ALLOWED_HOSTS=(), TOKEN=None, TOKEN_COOKIE="sniffsync_token")
     if test_config:
         app.config.update(test_config)

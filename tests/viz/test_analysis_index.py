@@ -87,3 +87,31 @@ def test_one_ppdu_days_late_costs_no_bars():
     idx = AnalysisIndex(run)
     for t0, t1 in [(0, 3 * S), (S, 37 * 86_400 * S + 1), (0, 1), (5 * S, 6 * S)]:
         assert idx(t0, t1) == analysis_data(run, t0, t1), (t0, t1)
+
+
+def test_prefix_counts_equal_the_reference_on_many_stations_and_flows():
+    """The prefix-count path of a plain range (airtime and RTS per station, histogram bars,
+    events per kind and station, failed-MPDU bins, RTT per flow) against the pandas reference
+    on a run with 12 stations, 8 flows and RTT samples unsorted within a flow's rows."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "bench_tiles", Path(__file__).resolve().parents[2] / "bench" / "bench_tiles.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    run = bench.synth_run(15_000, span_s=40, seed=3)
+    run.fairness.rtt = run.fairness.rtt.sample(frac=1, random_state=1)       # rows out of time order
+    idx = AnalysisIndex(run)
+    assert not idx.rtt.sorted
+    span = int(run.ppdus["end_ns"].max() - run.ppdus["start_ns"].min())
+    rng = np.random.default_rng(11)
+    for _ in range(8):
+        a, b = np.sort(rng.integers(0, span + 1, 2))
+        t0, t1 = int(a), int(max(b, a + 1))
+        got, ref = _canon(idx(t0, t1)), _canon(analysis_data(run, t0, t1))
+        assert got == ref, (t0, t1)
+        assert sum(ref["hist"]["failed_per_10s"]["y"]) == ref["events"].get("mpdu_failed", 0)
+    run.fairness.rtt = run.fairness.rtt.sort_values("ts_ns")                 # and the sorted path
+    idx = AnalysisIndex(run)
+    assert idx.rtt.sorted
+    assert _canon(idx(span // 3, span // 2)) == _canon(analysis_data(run, span // 3, span // 2))

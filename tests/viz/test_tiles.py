@@ -79,3 +79,30 @@ def test_sniffer_lanes_follow_heard_mask():
     assert idx.lanes == ["A", "B", "C"]
     for s in range(3):
         assert np.diff(idx.bounds)[s] == int(((p.heard_mask.to_numpy() >> s) & 1).sum())
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_bucket_counts_and_dominant_kind_match_bruteforce(seed):
+    """Per lane and bucket: PPDUs counted where they start (those running into the range in
+    bucket 0) and the kind with the most airtime among them — by a loop over the PPDUs, on
+    enough PPDUs (and a range not at a checkpoint) that the per-kind checkpoints are crossed."""
+    rng = np.random.default_rng(seed)
+    p = _ppdus(rng, n=3000, n_sta=4)
+    p["kind"] = rng.choice(["data", "rts", "cts", "ba", "beacon", "mgmt"], len(p))
+    idx = build_index(p)
+    t0, t1, px = 1_234_567, 9_876_543, 37
+    t = tile(idx, t0, t1, px, max_items=0)
+    assert t["mode"] == "buckets"
+    edges = np.array(t["edges_ns"])
+    for lane, label in enumerate(idx.lanes):
+        sel = p[p.ta.astype(int) == int(label.replace(":", ""), 16)]
+        count, air = np.zeros(px, int), np.zeros((px, len(KINDS)), np.int64)
+        for s, e, k in zip(sel.start_ns - idx.t0_ns, sel.end_ns - idx.t0_ns, sel.kind):
+            if s >= t1 or e <= t0:
+                continue
+            b = 0 if s < t0 else int(np.searchsorted(edges, s, side="right")) - 1
+            count[b] += 1
+            air[b, KINDS.index(k)] += e - s
+        want = [int(np.argmax(a)) if a.sum() else -1 for a in air]
+        assert t["count"][lane] == count.tolist()
+        assert t["kind"][lane] == want

@@ -17,8 +17,8 @@ spec.loader.exec_module(server_load)
 
 def test_eight_clients_fixed_count_all_correct(run):
     paths = server_load.session_paths(run.meta(), 240, seed=3)
-    assert {server_load.endpoint(p) for p in paths} == {"meta", "tile", "ppdu", "analysis (whole run)",
-                                                       "analysis (range)"}
+    assert {server_load.endpoint(p) for p in paths} == {"meta", "tile", "tracks", "ppdu", "find",
+                                                       "analysis (whole run)", "analysis (range)"}
     expect = {p: create_app(run).test_client().get(p) for p in set(paths)}
     srv = make_server(create_app(run), "127.0.0.1", 0)
     th = threading.Thread(target=srv.serve_forever, daemon=True)

@@ -1,9 +1,13 @@
 """Encoded JSON answers computed once per server start and served as bytes with an ETag.
 
 The run never changes while the server runs, so an answer for a key (the whole-run analysis,
-the meta, a brushed range) is computed once: the whole-run ones are kept for the server's
-life, ranges in a small LRU. Concurrent first requests for one key wait for one computation
-instead of each doing it (eight tabs opening at once cost one analysis, not eight).
+the meta, a brushed range, a tile, counter tracks) is computed once: the whole-run ones are
+kept for the server's life, the others in one LRU per kind (the first element of the key), so
+a pan/zoom session's tiles do not evict the brushed ranges. A view zoomed in and back out, or
+panned and back, asks for the very same tile (W/S zoom by 2 about the centre, A/D pan by a
+quarter): it is bytes from the cache, not a recomputation. Concurrent first requests for one
+key wait for one computation instead of each doing it (eight tabs opening at once cost one
+analysis, not eight).
 """
 from __future__ import annotations
 
@@ -17,31 +21,35 @@ __all__ = ["JsonCache", "cached_json"]
 
 
 class JsonCache:
-    """``key -> (body bytes, etag)``; keys of one element are permanent, longer ones LRU."""
+    """``key -> (body bytes, etag)``; keys of one element are permanent, longer ones in an LRU
+    per kind (``key[0]``): ``max_ranges`` analyses, ``max_views`` of each other kind."""
 
-    def __init__(self, max_ranges: int = 64):
-        self.max_ranges = max_ranges
+    def __init__(self, max_ranges: int = 64, max_views: int = 256):
+        self.max_ranges, self.max_views = max_ranges, max_views
         self._lock = threading.Lock()
         self._fixed: dict = {}
-        self._lru: OrderedDict = OrderedDict()
+        self._lrus: dict = {}
+        self._lru: OrderedDict = self._lrus.setdefault("analysis", OrderedDict())
         self._pending: dict = {}
         self.computed = 0                     # how many answers were computed (tests read it)
 
     def _lookup(self, key):
         if key in self._fixed:
             return self._fixed[key]
-        hit = self._lru.get(key)
+        lru = self._lrus.get(key[0])
+        hit = lru.get(key) if lru is not None else None
         if hit is not None:
-            self._lru.move_to_end(key)
+            lru.move_to_end(key)
         return hit
 
     def _store(self, key, value):
         if len(key) == 1:
             self._fixed[key] = value
             return
-        self._lru[key] = value
-        while len(self._lru) > self.max_ranges:
-            self._lru.popitem(last=False)
+        lru = self._lrus.setdefault(key[0], OrderedDict())
+        lru[key] = value
+        while len(lru) > (self.max_ranges if key[0] == "analysis" else self.max_views):
+            lru.popitem(last=False)
 
     def get(self, key: tuple, compute, dumps) -> tuple[bytes, str]:
         with self._lock:

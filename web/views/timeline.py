@@ -23,7 +23,7 @@ def tile():
         abort(400, description="parameter 'lanes' must be 'station' or 'sniffer'")
     if t1 <= t0:
         abort(400, description="t1 must be greater than t0")
-    return jsonify(r.tile(t0, t1, px, lanes))
+    return cached_json(("tile", t0, t1, px, lanes), lambda: r.tile(t0, t1, px, lanes))
 
 
 @bp.get("/ppdu/<uint:ppdu_id>")
@@ -44,7 +44,7 @@ def tracks():
     n = int_arg("n", 500, lo=1, hi=2000)
     if t1 <= t0:
         abort(400, description="t1 must be greater than t0")
-    return jsonify(r.tracks(t0, t1, n))
+    return cached_json(("tracks", t0, t1, n), lambda: r.tracks(t0, t1, n))
 
 
 @bp.get("/find")

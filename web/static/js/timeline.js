@@ -22,6 +22,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   const tipDl = tip.append("dl").node();
   const x0 = d3.scaleLinear().domain([0, span]);
   let x = x0.copy(), width = 0, height = 0, tile = null, seq = 0, timer = null, pinned = null;
+  const DIM = 1000;      // added to a kind's colour key when the selection dims the shape
   let dim = null;        // (lane, kind, laneMode, ppdu) -> true: the selection's filters exclude it (lanefilter.js)
   let tipItem = null;    // {ppdu, start_ns, end_ns, lane, dy} of the shown tooltip: it follows its item or goes
   const details = new Map(), viewers = [];
@@ -49,7 +50,8 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     brush.extent([[left(), MARGIN.top], [right(), height - MARGIN.bottom]]);
     gBrush.call(brush);
     x = d3.zoomTransform(svg.node()).rescaleX(x0);
-    drawAxis();
+    if (tile) renderTile();          // the bitmap follows the new size
+    drawAxis(); tellView();
   }
 
   function drawAxis() {
@@ -59,7 +61,30 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       .tickFormat((t) => `${((t - base) / u.div).toFixed(u.digits)} ${u.unit}`));
     baseLabel.text(base ? `+${formatNs(base, 1e7)}` : "");
     hook.domain = [d0, d1];
-    tellView();
+  }
+
+  // a user's wheel or drag can fire several zoom events per frame: the lanes and the viewers
+  // (counter tracks, graphs) are redrawn once per animation frame, not once per event
+  let frame = 0;
+  const paint = () => { frame = 0; draw(); tellView(); };
+  function requestPaint() { if (!frame) frame = requestAnimationFrame(paint); }
+  function flushPaint() { if (frame) cancelAnimationFrame(frame); paint(); }
+
+  // A tile is drawn once, at its own scale, into an offscreen bitmap; a frame of a pan or zoom
+  // is that bitmap stretched onto the canvas (one drawImage), until the next tile replaces it:
+  // rasterising ~15k rectangles every frame cost 40-80 ms of CPU per frame in software Chromium.
+  const off = document.createElement("canvas");
+  let tileX = null;       // the x scale the bitmap was drawn at (its plot spans left()..right())
+  function renderTile() {
+    const dpr = window.devicePixelRatio || 1;
+    if (off.width !== width * dpr || off.height !== height * dpr) {
+      off.width = width * dpr; off.height = height * dpr;
+    }
+    const c = off.getContext("2d");
+    c.setTransform(dpr, 0, 0, dpr, 0, 0);
+    c.clearRect(0, 0, width, height);
+    tileX = x.copy();
+    if (tile) shapes(c, tileX);
   }
 
   function draw(ctx = canvas.getContext("2d")) {   // ctx: the canvas, or an SVG recorder (export.js)
@@ -68,73 +93,112 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       ctx.fillStyle = l % 2 ? "#f7f7f7" : "#ffffff";
       ctx.fillRect(left(), laneY(l), right() - left(), LANE_H);
     });
-    let drawn = 0, markers = 0, dimmed = 0;
     if (!tile) return;
+    if (ctx.canvas !== canvas) { shapes(ctx, x); return; }        // vector export: the shapes themselves
+    hook.paints = (hook.paints || 0) + 1;
+    if (!tileX) return;
+    const [a, b] = tileX.domain(), dpr = window.devicePixelRatio || 1;
     ctx.save();
     ctx.beginPath(); ctx.rect(left(), 0, right() - left(), height); ctx.clip();
+    ctx.drawImage(off, left() * dpr, 0, (right() - left()) * dpr, height * dpr, x(a), 0, x(b) - x(a), height);
+    ctx.restore();
+  }
+
+  function shapes(ctx, x) {   // the tile's rectangles and event markers at scale x
+    let drawn = 0, markers = 0, dimmed = 0;
+    ctx.save();
+    ctx.beginPath(); ctx.rect(left(), 0, right() - left(), height); ctx.clip();
+    // shapes are gathered per colour: one fillStyle per colour, then fillRect (Chromium's fast
+    // path; one path of thousands of rects filled at once cost more) and the markers' triangles
+    // as one path per colour instead of a path and a fill each
+    const rects = new Map(), marks = new Map(), lo = left() - 8, hi = right() + 8;
+    const put = (m, key, ...v) => { let a = m.get(key); if (!a) m.set(key, a = []); a.push(...v); };
     if (tile.mode === "items") {
       const it = tile.items;
       for (let i = 0; i < it.start_ns.length; i++) {
         const a = x(it.start_ns[i]), b = x(it.end_ns[i]);
         if (b < left() || a > right()) continue;
         const y = laneY(it.lane[i]);
-        ctx.fillStyle = KIND_COLOR[it.kind[i]];
-        ctx.globalAlpha = dim && dim(it.lane[i], it.kind[i], laneMode, it.ppdu[i]) ? 0.12 : 1;
-        dimmed += ctx.globalAlpha < 1;
-        ctx.fillRect(a, y + 6, Math.max(1, b - a), LANE_H - 10);
+        const dk = dim && dim(it.lane[i], it.kind[i], laneMode, it.ppdu[i]) ? DIM : 0;
+        dimmed += dk > 0;
+        put(rects, it.kind[i] + dk, Math.max(lo, a), y + 6, Math.max(1, Math.min(hi, b) - Math.max(lo, a)), LANE_H - 10);
         drawn++;
-        if (it.severity[i] > 0) { mark(ctx, a, Math.max(3, b - a), y, it.severity[i]); markers++; }
+        if (it.severity[i] > 0) { put(marks, it.severity[i], a, Math.max(3, b - a), y); markers++; }
       }
     } else {
       const e = tile.edges_ns;
       tile.busy_ns.forEach((busy, l) => {
-        const y = laneY(l);
+        const y = laneY(l), kind = tile.kind[l], sev = tile.severity[l];
         for (let k = 0; k < busy.length; k++) {
           const a = x(e[k]), b = x(e[k + 1]);
-          ctx.globalAlpha = dim && dim(l, tile.kind[l][k], laneMode) ? 0.12 : 1;
+          if (b < lo || a > hi) continue;
+          const dk = dim && dim(l, kind[k], laneMode) ? DIM : 0;
           if (busy[k] > 0) {
             const h = Math.max(1, Math.min(1, busy[k] / (e[k + 1] - e[k])) * (LANE_H - 10));
-            ctx.fillStyle = KIND_COLOR[Math.max(0, tile.kind[l][k])];
-            ctx.fillRect(a, y + LANE_H - 4 - h, Math.max(1, b - a), h);
+            put(rects, Math.max(0, kind[k]) + dk, a, y + LANE_H - 4 - h, Math.max(1, b - a), h);
             drawn++;
           }
-          if (tile.severity[l][k] > 0) { mark(ctx, a, Math.max(3, b - a), y, tile.severity[l][k]); markers++; }
+          if (sev[k] > 0) { put(marks, sev[k], a, Math.max(3, b - a), y); markers++; }
         }
       });
     }
+    const vector = !ctx.canvas;    // the SVG recorder: one element per shape, as before
+    for (const [k, r] of rects) {       // key = kind (+ DIM when the selection excludes it)
+      ctx.fillStyle = KIND_COLOR[k % DIM];
+      ctx.globalAlpha = k >= DIM ? 0.12 : 1;
+      for (let i = 0; i < r.length; i += 4) ctx.fillRect(r[i], r[i + 1], r[i + 2], r[i + 3]);
+    }
+    ctx.globalAlpha = 1;
+    for (const [sev, m] of marks) {     // event marker: a bar and a triangle above the lane
+      ctx.fillStyle = SEVERITY_COLOR[sev];
+      for (let i = 0; i < m.length; i += 3) ctx.fillRect(m[i], m[i + 2] + 2, m[i + 1], 3);
+      if (!vector) ctx.beginPath();
+      for (let i = 0; i < m.length; i += 3) {
+        const a = m[i], w = m[i + 1], y = m[i + 2];
+        if (vector) ctx.beginPath();
+        ctx.moveTo(a + w / 2 - 4, y); ctx.lineTo(a + w / 2 + 4, y); ctx.lineTo(a + w / 2, y + 6);
+        if (vector) ctx.fill(); else ctx.closePath();
+      }
+      if (!vector) ctx.fill();
+    }
     ctx.restore();
-    if (ctx.canvas === canvas) Object.assign(hook, {drawn, markers, dimmed, mode: tile.mode});
+    if (!vector) Object.assign(hook, {drawn, markers, dimmed, mode: tile.mode});
   }
 
-  function mark(ctx, a, w, y, sev) {   // event marker: a bar and a triangle above the lane
-    ctx.fillStyle = SEVERITY_COLOR[sev];
-    ctx.fillRect(a, y + 2, w, 3);
-    ctx.beginPath(); ctx.moveTo(a + w / 2 - 4, y); ctx.lineTo(a + w / 2 + 4, y); ctx.lineTo(a + w / 2, y + 6);
-    ctx.fill();
-  }
-
+  // One tile request at a time: a view that changes while one is out (keys pressed in a row)
+  // is fetched when it returns, for the view as it is then; the answer in between is still
+  // drawn (stretched) if its lanes are current. Under load, a request per key press queued
+  // behind the others on the server, each waiting longer.
+  let inflight = null, queued = null;
   function fetchTile() {
-    const [d0, d1] = x.domain(), mine = ++seq;
+    if (inflight) {
+      queued ||= inflight.catch(() => {}).then(() => { queued = null; return fetchTile(); });
+      return queued;
+    }
+    const [d0, d1] = x.domain(), mine = ++seq, mode = laneMode;
     const px = Math.max(1, Math.round(right() - left()));
-    return source.tile(Math.max(0, d0), Math.min(span, d1), px, laneMode).then((t) => {
-      if (mine !== seq) return;
-      tile = t; hook.tiles++; draw(); onSettle();
-    });
+    inflight = source.tile(Math.max(0, d0), Math.min(span, d1), px, mode).then((t) => {
+      if (mine !== seq || mode !== laneMode) return;
+      tile = t; hook.tiles++; renderTile(); draw(); onSettle();
+      hook.firstTileMs ??= performance.now();   // first lanes drawn, ms after navigation start (bench_ui.py)
+    }).finally(() => { inflight = null; });
+    return inflight;
   }
   function schedule() { clearTimeout(timer); timer = setTimeout(fetchTile, 40); }
 
   const zoom = d3.zoom().scaleExtent([1, Math.max(1, span / 20000)])   // 20 µs across at most zoom
     .filter((ev) => !ev.shiftKey && !ev.button)
     .on("zoom", (ev) => {
-      x = ev.transform.rescaleX(x0); drawAxis(); draw(); schedule();
+      x = ev.transform.rescaleX(x0); drawAxis(); requestPaint(); schedule();
       if (pinned == null && ev.sourceEvent) hideTip(); else placeTip();   // the hovered item moved away
     });
   const brush = d3.brushX().filter((ev) => ev.shiftKey)
     .on("end", (ev) => onBrush(ev.selection ? ev.selection.map((p) => x.invert(p)) : null));
 
-  function setDomain(t0, t1) {
+  function setDomain(t0, t1) {   // programmatic (keys, links, resize): drawn at once
     const k = (right() - left()) / (x0(t1) - x0(t0));
     svg.call(zoom.transform, d3.zoomIdentity.translate(left() - k * x0(t0), 0).scale(k));
+    flushPaint();
   }
 
   function itemAt(mx, my) {
@@ -201,7 +265,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     if (root.clientWidth === lastW) return;
     lastW = root.clientWidth;
     const [d0, d1] = x.domain();
-    layout(); setDomain(d0, d1); draw(); schedule();
+    layout(); setDomain(d0, d1); schedule();
   }).observe(root);
 
   return {
@@ -212,7 +276,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       return fetchTile();
     },
     setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
-    setDim(f) { dim = f; gLabels.selectAll("text").classed("dimmed", (_, l) => !!(dim && dim(l, -1, laneMode))); draw(); },
+    setDim(f) { dim = f; gLabels.selectAll("text").classed("dimmed", (_, l) => !!(dim && dim(l, -1, laneMode))); if (tile) renderTile(); draw(); },
     domain: () => x.domain(),
     laneMode: () => laneMode,
     clearBrush() { gBrush.call(brush.move, null); },

@@ -53,8 +53,10 @@ export function tracks(root, source, tl) {
       const c = r.canvas;
       if (folded.has(t.id)) { c.style.display = "none"; continue; }
       c.style.display = "block";
-      c.width = width * dpr; c.height = TRACK_H * dpr;
-      c.style.width = `${width}px`; c.style.height = `${TRACK_H}px`;
+      if (c.width !== width * dpr || c.height !== TRACK_H * dpr) {   // a resize reallocates: only when it changed
+        c.width = width * dpr; c.height = TRACK_H * dpr;
+        c.style.width = `${width}px`; c.style.height = `${TRACK_H}px`;
+      }
       const ctx = c.getContext("2d");
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, width, TRACK_H);
