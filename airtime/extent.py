@@ -80,25 +80,33 @@ class _Ctx(NamedTuple):
     sifs: np.ndarray
     ba_ns: np.ndarray          # airtime of the Block-Ack answering each PPDU
     kc: dict
+    mpdu: np.ndarray           # int32 MPDU bytes of each frame row (airtime.ppdu.mpdu_bytes)
 
 
 def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols, psdu: np.ndarray,
-                    txtime: Callable[[np.ndarray], np.ndarray], kind_code: dict) -> Extent:
+                    txtime: Callable[[np.ndarray], np.ndarray], kind_code: dict, mpdu=None) -> Extent:
     """Start, end, airtime, ``complete`` and the source used, per PPDU.
 
     ``txtime(psdu_bytes)`` gives each PPDU's TXTIME for another PSDU length (its own PHY
-    parameters); ``kind_code`` maps kind names to ``cols.kind`` codes.
+    parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
+    :func:`airtime.ppdu.mpdu_bytes` when the caller has them.
     """
+    if mpdu is None:
+        from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
+        mpdu = mpdu_bytes(frames)
+    mpdu = np.asarray(mpdu, np.int64)
+    if len(mpdu) and mpdu.max() <= np.iinfo(np.int32).max:
+        mpdu = mpdu.astype(np.int32)              # held through: 4 bytes a frame
     n = len(cols.t_ns)
     air = cols.airtime_ns
     fp = np.asarray(frame_ppdu, np.int64)
-    agg, last_seen, mean_sub = _own_evidence(frames, fp, n)
+    agg, last_seen, mean_sub = _own_evidence(frames, fp, n, mpdu)
     start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
     ctx = _Ctx(frames, fp, _col(frames, "seq", -1), cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
                start, start + np.maximum(air, 0), sifs_ns(cols.freq_mhz).astype(np.int64),
                ppdu_duration_ns("ofdm", np.full(n, BA_BYTES), freq_mhz=cols.freq_mhz,
                                 rate_kbps=legacy_response_rate_kbps(cols.rate_kbps, phy=cols.phy, mcs=cols.mcs)),
-               kind_code)
+               kind_code, mpdu)
     est = np.full(n, -1, np.int64)              # the first source that sizes the PPDU wins
     src = np.zeros(n, np.int64)
     for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime), start=1):
@@ -114,15 +122,14 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
                   pd.Categorical.from_codes(np.where(longer, src, 0), SOURCES))
 
 
-def _own_evidence(frames, fp, n):
+def _own_evidence(frames, fp, n, mpdu):
     """Per PPDU: an A-MPDU (status present or > 1 MPDU), its last flag seen, the mean
     padded subframe length."""
-    from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
     ok = fp >= 0
     cnt = np.bincount(fp[ok], minlength=n)
     agg = (np.bincount(fp[ok], weights=_col(frames, "ampdu_ref", -1)[ok] >= 0, minlength=n) > 0) | (cnt > 1)
     last_seen = np.bincount(fp[ok], weights=_col(frames, "ampdu_last", 0)[ok] > 0, minlength=n) > 0
-    sub = (mpdu_bytes(frames) + 4 + 3) // 4 * 4
+    sub = (mpdu.astype(np.int64) + 4 + 3) // 4 * 4
     mean_sub = np.bincount(fp[ok], weights=sub[ok], minlength=n) / np.maximum(cnt, 1)
     return agg, last_seen, mean_sub
 
@@ -217,7 +224,6 @@ def _copies(ctx: _Ctx, psdu):
     """(group, union PSDU bytes) per PPDU: copies of one PPDU on one clock (same TA/RA and
     stamp convention, stamps within :data:`COPY_TOL_NS`) form a group; its PSDU is the
     union of their subframes (by sequence number). A PPDU alone is its own group."""
-    from airtime.ppdu import mpdu_bytes
     c, n = ctx.c, len(ctx.data)
     d = np.flatnonzero(ctx.data)
     key = _key(c.ta[d], c.ra[d], c.clock[d]) * 2 + c.ends_here[d]
@@ -229,7 +235,7 @@ def _copies(ctx: _Ctx, psdu):
     group[d[o]] = np.cumsum(new) - 1
     rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
     rows = rows[ctx.data[ctx.fp[rows]]]
-    sub = mpdu_bytes(ctx.frames)[rows] + 4
+    sub = ctx.mpdu[rows].astype(np.int64) + 4
     padded = (sub + 3) // 4 * 4
     # the last subframe (its flag) is not padded
     pad_last = np.where(_col(ctx.frames, "ampdu_last", 0)[rows] > 0, padded - sub, 0)
