@@ -42,6 +42,7 @@ COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 MAX_PPDU_NS = 5_484_000       # aPPDUMaxTime (HT/VHT/HE)
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
 QUERY_CHUNK = 1 << 17         # Block-Ack queries answered at a time (memory, not results)
+WINDOW_CHUNK = 1 << 14        # data PPDUs whose Block-Ack windows are listed at a time (the same)
 
 
 class Extent(NamedTuple):
@@ -282,25 +283,14 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     top = np.where((ba_now[d] >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
     width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
-    rows = np.repeat(np.arange(len(d)), width)
-    k = np.arange(len(rows)) - np.repeat(np.cumsum(width) - width, width)
-    s = (base[rows] + k) % 4096
-    key = group[d][rows] * 4096 + s
-    at = np.minimum(np.searchsorted(captured, key), max(len(captured) - 1, 0))
-    cand = ((captured[at] != key) if len(captured) else np.ones(len(key), bool)) & (ssn[rows] >= 0)
-    k, rows, s = k[cand], rows[cand], s[cand]                  # not captured by any copy
-    del captured, at, key
+    rows, k, s = _not_captured(group[d], base, width, ssn >= 0, captured)
+    del captured
     pid = d[rows]
     now, prev = ba_now[pid], ba_prev[pid]
-    # one query set for both Block-Acks: a PPDU's own is mostly the next one's previous
-    has_now, has_prev = now >= 0, prev >= 0
-    both = _acked(frames, np.concatenate([now[has_now], prev[has_prev]]),
-                  np.concatenate([s[has_now], s[has_prev]]))
     acked_now = np.zeros(len(s), bool)
-    acked_now[has_now] = both[:int(has_now.sum())]
+    acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0])
     known = np.zeros(len(s), bool)
-    known[has_prev] = both[int(has_now.sum()):]
-    del both
+    known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0])
     known |= _sent_since(ctx, pid, s, prev_t[pid])
     last_known = np.full(len(d), -1, np.int64)
     np.maximum.at(last_known, rows[known], k[known])
@@ -309,6 +299,24 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     missed = ~known & (acked_now | between | before)
     np.add.at(add, pid[missed], 1)
     return add
+
+
+def _not_captured(group_d, base, width, has_ssn, captured):
+    """``(rows, k, s)``: the window positions (data PPDU ``rows``, offset ``k`` from ``base``,
+    sequence number ``s``) that no copy captured, for PPDUs with a known SSN; built
+    :data:`WINDOW_CHUNK` PPDUs at a time (the whole windows would be ~64 rows per PPDU)."""
+    out = []
+    last = max(len(captured) - 1, 0)
+    for lo in range(0, len(group_d), WINDOW_CHUNK):
+        w = width[lo:lo + WINDOW_CHUNK]
+        rows = np.repeat(np.arange(lo, lo + len(w)), w)
+        k = np.arange(len(rows)) - np.repeat(np.cumsum(w) - w, w)
+        s = (base[rows] + k) % 4096
+        key = group_d[rows] * 4096 + s
+        at = np.minimum(np.searchsorted(captured, key), last)
+        cand = ((captured[at] != key) if len(captured) else np.ones(len(key), bool)) & has_ssn[rows]
+        out.append((rows[cand], k[cand], s[cand]))
+    return tuple(np.concatenate(c) for c in zip(*out)) if out else (np.zeros(0, np.int64),) * 3
 
 
 def _acked(frames, ba_frame, seq) -> np.ndarray:
