@@ -42,6 +42,7 @@ COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 MAX_PPDU_NS = 5_484_000       # aPPDUMaxTime (HT/VHT/HE)
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
 QUERY_CHUNK = 1 << 17         # Block-Ack queries answered at a time (memory, not results)
+WINDOW_CHUNK = 1 << 14        # data PPDUs whose Block-Ack windows are listed at a time (the same)
 
 
 class Extent(NamedTuple):
@@ -80,25 +81,33 @@ class _Ctx(NamedTuple):
     sifs: np.ndarray
     ba_ns: np.ndarray          # airtime of the Block-Ack answering each PPDU
     kc: dict
+    mpdu: np.ndarray           # int32 MPDU bytes of each frame row (airtime.ppdu.mpdu_bytes)
 
 
 def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols, psdu: np.ndarray,
-                    txtime: Callable[[np.ndarray], np.ndarray], kind_code: dict) -> Extent:
+                    txtime: Callable[[np.ndarray], np.ndarray], kind_code: dict, mpdu=None) -> Extent:
     """Start, end, airtime, ``complete`` and the source used, per PPDU.
 
     ``txtime(psdu_bytes)`` gives each PPDU's TXTIME for another PSDU length (its own PHY
-    parameters); ``kind_code`` maps kind names to ``cols.kind`` codes.
+    parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
+    :func:`airtime.ppdu.mpdu_bytes` when the caller has them.
     """
+    if mpdu is None:
+        from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
+        mpdu = mpdu_bytes(frames)
+    mpdu = np.asarray(mpdu, np.int64)
+    if len(mpdu) and mpdu.max() <= np.iinfo(np.int32).max:
+        mpdu = mpdu.astype(np.int32)              # held through: 4 bytes a frame
     n = len(cols.t_ns)
     air = cols.airtime_ns
     fp = np.asarray(frame_ppdu, np.int64)
-    agg, last_seen, mean_sub = _own_evidence(frames, fp, n)
+    agg, last_seen, mean_sub = _own_evidence(frames, fp, n, mpdu)
     start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
     ctx = _Ctx(frames, fp, _col(frames, "seq", -1), cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
                start, start + np.maximum(air, 0), sifs_ns(cols.freq_mhz).astype(np.int64),
                ppdu_duration_ns("ofdm", np.full(n, BA_BYTES), freq_mhz=cols.freq_mhz,
                                 rate_kbps=legacy_response_rate_kbps(cols.rate_kbps, phy=cols.phy, mcs=cols.mcs)),
-               kind_code)
+               kind_code, mpdu)
     est = np.full(n, -1, np.int64)              # the first source that sizes the PPDU wins
     src = np.zeros(n, np.int64)
     for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime), start=1):
@@ -114,15 +123,14 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
                   pd.Categorical.from_codes(np.where(longer, src, 0), SOURCES))
 
 
-def _own_evidence(frames, fp, n):
+def _own_evidence(frames, fp, n, mpdu):
     """Per PPDU: an A-MPDU (status present or > 1 MPDU), its last flag seen, the mean
     padded subframe length."""
-    from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
     ok = fp >= 0
     cnt = np.bincount(fp[ok], minlength=n)
     agg = (np.bincount(fp[ok], weights=_col(frames, "ampdu_ref", -1)[ok] >= 0, minlength=n) > 0) | (cnt > 1)
     last_seen = np.bincount(fp[ok], weights=_col(frames, "ampdu_last", 0)[ok] > 0, minlength=n) > 0
-    sub = (mpdu_bytes(frames) + 4 + 3) // 4 * 4
+    sub = (mpdu.astype(np.int64) + 4 + 3) // 4 * 4
     mean_sub = np.bincount(fp[ok], weights=sub[ok], minlength=n) / np.maximum(cnt, 1)
     return agg, last_seen, mean_sub
 
@@ -217,7 +225,6 @@ def _copies(ctx: _Ctx, psdu):
     """(group, union PSDU bytes) per PPDU: copies of one PPDU on one clock (same TA/RA and
     stamp convention, stamps within :data:`COPY_TOL_NS`) form a group; its PSDU is the
     union of their subframes (by sequence number). A PPDU alone is its own group."""
-    from airtime.ppdu import mpdu_bytes
     c, n = ctx.c, len(ctx.data)
     d = np.flatnonzero(ctx.data)
     key = _key(c.ta[d], c.ra[d], c.clock[d]) * 2 + c.ends_here[d]
@@ -229,7 +236,7 @@ def _copies(ctx: _Ctx, psdu):
     group[d[o]] = np.cumsum(new) - 1
     rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
     rows = rows[ctx.data[ctx.fp[rows]]]
-    sub = mpdu_bytes(ctx.frames)[rows] + 4
+    sub = ctx.mpdu[rows].astype(np.int64) + 4
     padded = (sub + 3) // 4 * 4
     # the last subframe (its flag) is not padded
     pad_last = np.where(_col(ctx.frames, "ampdu_last", 0)[rows] > 0, padded - sub, 0)
@@ -262,7 +269,7 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
         return add
     ok = (ctx.fp >= 0) & (ctx.seq >= 0)
     gf, sq = group[ctx.fp[ok]], ctx.seq[ok]
-    captured = np.sort(gf * 4096 + sq)
+    captured = np.sort(gf * 4096 + sq, kind="stable")     # (nearly sorted: timsort is fastest)
     lo, hi = _seq_bounds(gf, sq, 2 * n)                      # per group
     del gf, sq                                               # (per frame: a lower peak)
     lo, hi = lo[group[d]], hi[group[d]]
@@ -276,14 +283,8 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     top = np.where((ba_now[d] >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
     width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
-    rows = np.repeat(np.arange(len(d)), width)
-    k = np.arange(len(rows)) - np.repeat(np.cumsum(width) - width, width)
-    s = (base[rows] + k) % 4096
-    key = group[d][rows] * 4096 + s
-    at = np.minimum(np.searchsorted(captured, key), max(len(captured) - 1, 0))
-    cand = ((captured[at] != key) if len(captured) else np.ones(len(key), bool)) & (ssn[rows] >= 0)
-    k, rows, s = k[cand], rows[cand], s[cand]                  # not captured by any copy
-    del captured, at, key
+    rows, k, s = _not_captured(group[d], base, width, ssn >= 0, captured)
+    del captured
     pid = d[rows]
     now, prev = ba_now[pid], ba_prev[pid]
     acked_now = np.zeros(len(s), bool)
@@ -300,16 +301,45 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     return add
 
 
+def _not_captured(group_d, base, width, has_ssn, captured):
+    """``(rows, k, s)``: the window positions (data PPDU ``rows``, offset ``k`` from ``base``,
+    sequence number ``s``) that no copy captured, for PPDUs with a known SSN; built
+    :data:`WINDOW_CHUNK` PPDUs at a time (the whole windows would be ~64 rows per PPDU)."""
+    out = []
+    last = max(len(captured) - 1, 0)
+    for lo in range(0, len(group_d), WINDOW_CHUNK):
+        w = width[lo:lo + WINDOW_CHUNK]
+        rows = np.repeat(np.arange(lo, lo + len(w)), w)
+        k = np.arange(len(rows)) - np.repeat(np.cumsum(w) - w, w)
+        s = (base[rows] + k) % 4096
+        key = group_d[rows] * 4096 + s
+        at = np.minimum(np.searchsorted(captured, key), last)
+        cand = ((captured[at] != key) if len(captured) else np.ones(len(key), bool)) & has_ssn[rows]
+        out.append((rows[cand], k[cand], s[cand]))
+    return tuple(np.concatenate(c) for c in zip(*out)) if out else (np.zeros(0, np.int64),) * 3
+
+
 def _acked(frames, ba_frame, seq) -> np.ndarray:
     """:func:`acked_in_block_ack` of each distinct (Block-Ack, seq) query once, in chunks of
     :data:`QUERY_CHUNK` (its tables hold ~150 bytes per query: a bounded peak)."""
-    key, inv = np.unique(ba_frame * 4096 + seq, return_inverse=True)
+    key, inv = _unique_inverse(ba_frame * 4096 + seq)
     out = np.zeros(len(key), bool)
     records = ba_records(frames) if len(key) > QUERY_CHUNK else None      # once for every chunk
     for lo in range(0, len(key), QUERY_CHUNK):
         k = key[lo:lo + QUERY_CHUNK]
         out[lo:lo + QUERY_CHUNK] = acked_in_block_ack(frames, k // 4096, k % 4096, records=records)
     return out[inv.ravel()]
+
+
+def _unique_inverse(key):
+    """``np.unique(key, return_inverse=True)`` by a stable sort: the keys come nearly
+    sorted (PPDUs in time order), where timsort is ~3x numpy's default."""
+    o = np.argsort(key, kind="stable")
+    ks = key[o]
+    new = np.r_[True, ks[1:] != ks[:-1]] if len(ks) else np.zeros(0, bool)
+    inv = np.empty(len(key), np.int64)
+    inv[o] = np.cumsum(new) - 1
+    return ks[new], inv
 
 
 def _seq_bounds(g, seq, n):
@@ -319,14 +349,17 @@ def _seq_bounds(g, seq, n):
     if not len(g):
         return first, first.copy()
     o = np.argsort(g, kind="stable")
-    heads = np.r_[True, g[o][1:] != g[o][:-1]]
-    first[g[o][heads]] = seq[o][heads]
-    off = (seq - first[g]) % 4096
+    go, so = g[o], seq[o]
+    del o
+    heads = np.flatnonzero(np.r_[True, go[1:] != go[:-1]])
+    gh = go[heads]
+    first[gh] = so[heads]
+    off = (so - first[go]) % 4096
     off = np.where(off > 2048, off - 4096, off)              # before the first row's seq
-    lo_off = np.zeros(n, np.int64)
+    lo_off = np.zeros(n, np.int64)                           # (each group holds its first row: 0)
     hi_off = np.zeros(n, np.int64)
-    np.minimum.at(lo_off, g, off)
-    np.maximum.at(hi_off, g, off)
+    lo_off[gh] = np.minimum.reduceat(off, heads)
+    hi_off[gh] = np.maximum.reduceat(off, heads)
     has = first >= 0
     return np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
 
@@ -344,7 +377,7 @@ def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
     ref *= 4096
     ref += ctx.seq[rows]
     # only captures of a queried (pair, seq) can answer: sort those, not every frame
-    uq = np.unique(q)
+    uq = _unique_inverse(q)[0]
     at = np.searchsorted(uq, ref)
     np.minimum(at, max(len(uq) - 1, 0), out=at)
     hit = uq[at] == ref if len(uq) else np.zeros(len(ref), bool)
@@ -354,7 +387,7 @@ def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
     t_ref = c.t_ns[ctx.fp[rows]]
     del rows
     # (key, time rank) as one int64: the last capture of the same key before each query
-    times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]))
+    times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]), kind="stable")
     m = len(times) + 1
     rk = ref * m
     rk += np.searchsorted(times, t_ref)

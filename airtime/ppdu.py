@@ -213,7 +213,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     sniffer = _np(frames, "sniffer", 0)
     g = _groups(frames, sniffer)
     phy = _cat(frames, "phy", "unknown")
-    psdu = _psdu_bytes(frames, g, phy)
+    mpdu = mpdu_bytes(frames)
+    psdu = _psdu_bytes(mpdu, frames, g, phy)
 
     def at(name, fill, dtype=np.int64):
         return _np(frames, name, fill, dtype)[g.first]
@@ -240,7 +241,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     clock = np.zeros_like(snf) if stamps == "end" else snf        # a merged table: one clock
     cols = PpduCols(t_ns, ends_here, airtime, kind, at("ta", -1), at("ra", -1), clock, freq, phy[g.first],
                     at("mcs", -1), at("rate_kbps", -1), g.first)
-    ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K)
+    ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, mpdu)
+    del mpdu
     ppdus = _ppdu_table(frames, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
     ppdus["captured_airtime_ns"] = airtime
     ppdus["complete"] = ext.complete
@@ -279,10 +281,9 @@ def _group_sum(values, g: _Groups) -> np.ndarray:
     return np.add.reduceat(values[g.order], g.starts) if len(g.order) else np.zeros(0, np.int64)
 
 
-def _psdu_bytes(frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
+def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
     """PSDU length per PPDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except
     the last; -1 when a frame's length is unknown."""
-    L = mpdu_bytes(frames)
     aggregated_row = (_np(frames, "ampdu_ref", -1) >= 0) | _cat_in(phy, ("vht", "he"))
     sub = 4 + L
     padded = (sub + 3) // 4 * 4
