@@ -25,6 +25,7 @@ from sniffsync.sync.clock import local_clocks, reference_clock, sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
+from sniffsync.sync.windows import match_windowed
 
 # write_merged is named beside merge() by the package's API (merge(), then write_merged())
 __all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
@@ -57,6 +58,13 @@ class Merged:
     sniffers: list[str]
     stamps: str
     by_index: bool = False               # a row's record is records[sniffer][frames.index], not frame - 1
+
+
+def _window_ns(window_s) -> int:
+    """``window_s`` in ns, checked."""
+    if not window_s > 0:
+        raise UsageError(f"window_s must be > 0 s, not {window_s!r}")
+    return max(1, int(round(window_s * 1e9)))
 
 
 def _epoch_map(ts_ns, local_ns, on_ref):
@@ -169,7 +177,7 @@ def _align(tables, tsft_at, names, ends):
 
 
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say):
+                    names, say, window_ns=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
@@ -188,10 +196,13 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
         held = res.anchors[res.anchors.held_out & res.anchors.ok].residual_ns.abs()
         gate_ns = max(MIN_GATE_NS, 2 * float(held.quantile(0.99))) if len(held) else MIN_GATE_NS
     say("match copies")
-    group = match_copies(df, res.common_ns, synced, gate_ns, key)
+    common_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
+    if window_ns is None:
+        group = match_copies(df, res.common_ns, synced, gate_ns, key)
+    else:
+        group = match_windowed(df, res.common_ns, common_epoch, synced, gate_ns, key, window_ns)
     del key
     ref_tsft = bool(model.clocks.tsft[model.reference])
-    common_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
     tsft_common = np.rint(res.common_ns / 1000).astype(np.int64) if ref_tsft else None
     del ts_ns
     say("build merged table")
@@ -203,13 +214,23 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
     out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                        consume=True)
+    out["merged_id"] = _first_seen(out["merged_id"].to_numpy(np.int64))
     return out, report
+
+
+def _first_seen(group: np.ndarray) -> np.ndarray:
+    """Group ids renumbered 0, 1, ... in the order the rows first show them: the ids the
+    file holds do not depend on how the copies were matched (whole or in windows)."""
+    _, first, inv = np.unique(group, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.ravel()]
 
 
 def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
           anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
           knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
-          tsft_at="auto", columns=None) -> Merged:
+          tsft_at="auto", columns=None, window_s: float | None = None) -> Merged:
     """Synchronise and merge several sniffers' captures.
 
     Parameters
@@ -244,6 +265,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         :data:`NEEDED_COLUMNS` (always decoded); ``None`` decodes every column. ``[]``
         decodes only what the merge and :func:`write_merged` need (the CLI's choice:
         about half the decoding time and memory).
+    window_s : float, optional
+        Match copies one window of this many seconds at a time
+        (:mod:`sniffsync.sync.windows`); the result is the same as without.
 
     Returns
     -------
@@ -273,7 +297,8 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
-                                  keep_duplicates, names, say)
+                                  keep_duplicates, names, say,
+                                  None if window_s is None else _window_ns(window_s))
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv
