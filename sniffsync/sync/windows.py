@@ -26,7 +26,7 @@ from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.copies import match_copies
 from sniffsync.sync.order import order_by
 
-__all__ = ["MARGIN_NS", "match_windowed", "window_bounds"]
+__all__ = ["MARGIN_NS", "match_windowed", "keep_window", "window_bounds"]
 
 MARGIN_NS = 50_000_000       # rows either side of a window: >> a PPDU (5.5 ms) + copy gates
 
@@ -85,9 +85,9 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
         if hook is not None:
             hook(rows)
         g = match_copies(df.iloc[rows], common_ns[rows], synced[rows], gate_ns, key[rows])
-        t = t_ns[rows]
-        out_t = _output_time(sniffer[rows], t, g, t_base)
-        next_id = _keep(group, rows, g, t, out_t, (lo, hi), margin_ns, next_id)
+        mine, g_own = keep_window(g, sniffer[rows], t_ns[rows], (lo, hi), margin_ns, t_base)
+        group[rows[mine]] = g_own + next_id
+        next_id += int(g_own.max()) + 1 if len(g_own) else 0
     if (group < 0).any():                        # every row is in the group of one window
         raise SyncError("windowed matching left rows without a group (a bug)")
     return group
@@ -102,10 +102,14 @@ def _output_time(sniffer, t, g, t_base) -> np.ndarray:
     return np.where(t_cl >= 0, t_cl, np.rint(mean).astype(np.int64) + t_base)
 
 
-def _keep(group, rows, g, t, out_t, core, margin_ns, next_id) -> int:
-    """Store the groups of one window whose output time ``out_t`` is in ``core``
-    (``[lo, hi)``), numbered from ``next_id`` in their local order; returns the next id."""
+def keep_window(g, sniffer, t, core, margin_ns: int, t_base: int):
+    """``(rows, ids)``: the rows of a window's groups whose output time is in ``core``
+    (``[lo, hi)``) and their group ids renumbered 0, 1, ... in the local order.
+
+    ``g``: group per row of the window (rows in table order), ``t``: output time per row.
+    """
     lo, hi = core
+    out_t = _output_time(sniffer, t, g, t_base)
     ng = len(out_t)
     first = np.full(ng, np.iinfo(np.int64).max)
     last = np.full(ng, np.iinfo(np.int64).min)
@@ -115,8 +119,6 @@ def _keep(group, rows, g, t, out_t, core, margin_ns, next_id) -> int:
     if ((first[mine] < lo - margin_ns // 2) | (last[mine] >= hi + margin_ns // 2)).any():
         raise SyncError(f"copies of one transmission span more than {margin_ns / 2e6:g} ms: "
                         "merge without --window-s")
-    new_id = np.full(ng, -1, np.int64)
-    new_id[mine] = next_id + np.arange(int(mine.sum()))
-    keep = mine[g]
-    group[rows[keep]] = new_id[g[keep]]
-    return next_id + int(mine.sum())
+    new_id = np.cumsum(mine) - 1
+    rows = np.flatnonzero(mine[g])
+    return rows, new_id[g[rows]]
