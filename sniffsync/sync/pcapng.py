@@ -182,9 +182,15 @@ def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int
     idx = frames.index.to_numpy(np.int64) if merged.by_index else frames["frame"].to_numpy(np.int64) - 1
     head = merged_head(names, [int(np.asarray(r.linktype)[0]) if len(r.linktype) else 127 for r in records],
                        merged.stamps, merged.report, len(frames))
+    sn = frames["sniffer"].to_numpy(np.int64)
+    start, caplen = np.zeros(len(frames), np.int64), np.zeros(len(frames), np.int64)
+    for s, rec in enumerate(records):    # per sniffer: where its packets' bytes are
+        m = sn == s
+        start[m] = np.asarray(rec.data_off, np.int64)[idx[m]]
+        caplen[m] = np.asarray(rec.caplen, np.int64)[idx[m]]
     with atomic_output(path) as fh:
         fh.write(head)
-        write_rows(fh, frames, records, idx, names, chunk_bytes)
+        write_rows(fh, frames, records, start, caplen, names, chunk_bytes)
     return len(frames)
 
 
@@ -202,16 +208,12 @@ def merged_head(names, linktypes, stamps: str, report, n_packets: int) -> bytes:
         _idb({"name": n, "linktype": lt}) for n, lt in zip(names, linktypes))
 
 
-def write_rows(fh, frames, records, idx, names, chunk_bytes: int = CHUNK_BYTES) -> None:
-    """The EPBs of the rows of a merged table (``idx``: each row's record in its
-    sniffer's ``records``), as :func:`write_merged` writes them after the head."""
+def write_rows(fh, frames, records, start, caplen, names, chunk_bytes: int = CHUNK_BYTES) -> None:
+    """The EPBs of the rows of a merged table, as :func:`write_merged` writes them after
+    the head (``start``, ``caplen``: where each row's packet is in its sniffer's
+    ``records[s].buf``)."""
     from sniffsync.sync.mergedfile import epb_options
     sn = frames["sniffer"].to_numpy(np.int64)
-    start, caplen = np.zeros(len(frames), np.int64), np.zeros(len(frames), np.int64)
-    for s, rec in enumerate(records):    # per sniffer: where its packets' bytes are
-        m = sn == s
-        start[m] = np.asarray(rec.data_off, np.int64)[idx[m]]
-        caplen[m] = np.asarray(rec.caplen, np.int64)[idx[m]]
     ts_ns = frames["ts_ns"].to_numpy(np.int64)
     if len(ts_ns) and ts_ns.min() < 0:
         raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")

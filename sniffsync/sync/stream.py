@@ -61,26 +61,26 @@ def _check_linktype(path, t, linktype):
     return int(lt[0]) if linktype is None else linktype
 
 
-def _batches(path, s, want, conv):
-    """``(rec, table)`` per batch of input ``s``, stamps moved to PPDU ends (``conv``:
-    the stamps convention, or "auto" for the first batch to decide)."""
+def _batches(path, s, want, conv, batch_rows):
+    """``(rec, table, conv)`` per batch of input ``s``, stamps moved to PPDU ends
+    (``conv``: "start", "end", "auto" (decided on the first batch) or None: as captured)."""
     from airtime.ppdu import align_to_ppdu_end
     from sniffsync.decode.frames import iter_columns
     from sniffsync.decode.table import frame_table
-    for rec, n, cols, marks in iter_columns(path, s, want):
+    for rec, n, cols, marks in iter_columns(path, s, want, batch_rows=batch_rows):
         t = frame_table(n, cols, marks, want)
         if conv is not None and len(t):
-            t, got = align_to_ppdu_end(t, conv if isinstance(conv, str) else {s: conv})
-            conv = got.get(s, "end") if isinstance(conv, str) else conv
+            t, got = align_to_ppdu_end(t, conv)
+            conv = got.get(s, "end")
         yield rec, t, conv
 
 
-def _pass1(paths, want, tsft_at, anchors, say):
+def _pass1(paths, want, tsft_at, anchors, say, batch_rows):
     ins = []
     for s, path in enumerate(paths):
         say(f"pass 1: {os.path.basename(path)}")
         inp = _Input()
-        for _, t, conv in _batches(path, s, want, tsft_at):
+        for _, t, conv in _batches(path, s, want, tsft_at, batch_rows):
             inp.conv = conv
             inp.linktype = _check_linktype(path, t, inp.linktype)
             inp.ts.append(t["ts_ns"].to_numpy(np.int64))
@@ -125,15 +125,15 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
 
 class _Stream:
     """Pass 2 over one input: decoded batches with their common and output times,
-    buffered from the first row a window may still need."""
+    held from the first row a window may still need."""
 
-    def __init__(self, path, s, want, conv, local, clock, model, to_epoch, key_of):
-        self.it = _batches(path, s, want, conv)
+    def __init__(self, path, s, want, conv, local, clock, model, to_epoch, batch_rows):
+        self.it = _batches(path, s, want, conv, batch_rows)
         self.local, self.clock, self.model, self.to_epoch = local, clock, model, to_epoch
-        self.key_of, self.parts, self.done, self.floor, self.end_t = key_of, [], False, None, None
+        self.parts, self.done, self.floor, self.end_t, self.buf = [], False, None, None, None
 
     def pull(self) -> None:
-        """Decode one more batch (its common times, output times, keys)."""
+        """Decode one more batch: its rows' common and output times, keys, packet places."""
         rec, t, _ = next(self.it, (None, None, None))
         if t is None:
             self.done = True
@@ -148,37 +148,40 @@ class _Stream:
         if self.floor is not None and len(out_t) and out_t.min() < self.floor:
             raise SyncError("an input is not in time order (by more than half the window margin): "
                             "merge without --window-s")
-        self.end_t = int(out_t.max()) if len(out_t) else self.end_t
-        self.parts.append((rec, t, common, out_t, synced, self.key_of(t)))
+        if len(out_t):
+            self.end_t = max(self.end_t or out_t.max(), int(out_t.max()))
+        self.buf = rec
+        place = np.stack([np.asarray(rec.data_off, np.int64), np.asarray(rec.caplen, np.int64)], 1)
+        self.parts.append((t, common, out_t, synced, hash_key(t, MERGE_KEY), place))
 
     def upto(self, t_ns: int) -> None:
-        """Pull until every row before output time ``t_ns`` (up to the slack) is held."""
+        """Pull until a batch reaches output time ``t_ns`` (or the input ends)."""
         while not self.done and (self.end_t is None or self.end_t < t_ns):
             self.pull()
 
-    def drop_before(self, t_ns: int) -> None:
-        """Forget the batches whose rows all come before ``t_ns``."""
-        self.parts = [p for p in self.parts if p[3].max(initial=t_ns) >= t_ns]
-        self.floor = t_ns if self.floor is None else max(self.floor, t_ns)
+    def processed(self, hi: int, margin_ns: int) -> None:
+        """A window ending at ``hi`` is written: no row may come before ``hi + margin``
+        any more, and the batches whose rows all come before ``hi - margin`` are dropped."""
+        self.parts = [p for p in self.parts if len(p[2]) and p[2].max() >= hi - margin_ns]
+        self.floor = hi + margin_ns
 
     def rows(self) -> int:
-        return sum(len(p[1]) for p in self.parts)
+        return sum(len(p[0]) for p in self.parts)
 
 
 def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
                   allow_unsynced: bool = False, anchors=("beacon", "ba", "unique"),
                   keep_duplicates: bool = False, knot_s: float = 1.0, tsft_at="auto",
-                  names=None, progress=None, margin_ns: int = MARGIN_NS, hook=None) -> dict:
+                  names=None, progress=None, margin_ns: int = MARGIN_NS, hook=None,
+                  batch_rows: int = 1 << 16) -> dict:
     """Merge capture files into ``output`` (a merged pcapng) in bounded memory.
 
-    Parameters as :func:`sniffsync.sync.merge.merge` (``window_s``: seconds of output
-    time merged at a time); ``hook(rows)`` is called with the number of decoded rows
-    held in memory at each window (tests). Returns the report.
+    Parameters as :func:`sniffsync.sync.merge.merge`; ``window_s``: seconds of output
+    time merged at a time; ``margin_ns``: rows matched either side of a window;
+    ``hook(rows)`` is called after each window with the number of decoded rows held
+    (tests); ``batch_rows``: frames decoded at a time. Returns the report (also in the file's section header).
     """
-    from sniffsync.io.atomic import atomic_output
-    from sniffsync.sync.merge import NEEDED_COLUMNS, _first_seen, _validate, _window_ns
-    from sniffsync.sync.pcapng import merged_head, write_rows
-    from sniffsync.sync.report import merge_report
+    from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _validate, _window_ns
     say = progress or (lambda stage: None)
     paths = [os.fspath(p) for p in paths]
     if not paths:
@@ -189,122 +192,138 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     window_ns = _window_ns(window_s)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     want = list(NEEDED_COLUMNS)
-    ins = _pass1(paths, want, tsft_at, anchors, say)
+    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows)
     say("sync clocks")
     res, to_epoch, lc = _fit(ins, reference, anchors, knot_s, allow_unsynced, names)
     model = res.model
     held = res.anchors[res.anchors.held_out & res.anchors.ok].residual_ns.abs()
-    from sniffsync.sync.merge import MIN_GATE_NS
     gate_ns = max(MIN_GATE_NS, 2 * float(held.quantile(0.99))) if len(held) else MIN_GATE_NS
-    # output times over the whole capture: the windows and the mean's base
-    t_all = [np.where(model.synced[c], to_epoch(model.apply(lo, c)), i.ts) for i, (lo, c) in zip(ins, lc)]
-    t_lo, t_hi = min(int(t.min()) for t in t_all), max(int(t.max()) for t in t_all)
-    del t_all
+    # output times of the whole capture: its windows and the base of mean copy times
+    t_lo, t_hi = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    for i, (lo, c) in zip(ins, lc):
+        t = np.where(model.synced[c], to_epoch(model.apply(lo, c)), i.ts)
+        t_lo, t_hi = min(t_lo, int(t.min())), max(t_hi, int(t.max()))
+    if t_lo < 0:                         # as write_merged: the mean's base is then 0 in every window
+        raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
     edges = window_bounds(np.array([t_lo, t_hi], np.int64), window_ns)
-    streams = [_Stream(p, s, want, ins[s].conv if tsft_at is not None else None, lo, c, model, to_epoch,
-                       lambda t: hash_key(t, MERGE_KEY)) for s, (p, (lo, c)) in enumerate(zip(paths, lc))]
-    frames_in = [len(i.ts) for i in ins]
-    conv = {names[s]: i.conv for s, i in enumerate(ins)}
-    del ins
-    n_sn = len(paths)
-    cnt = {"merged": np.zeros(n_sn, np.int64), "dup": np.zeros(n_sn, np.int64), "trans": 0, "multi": 0,
-           "out": 0, "unsynced": 0, "ids": 0}
-    say("match, merge and write in windows")
-    scratch = tempfile.NamedTemporaryFile(prefix=".merge-", suffix=".part",
-                                          dir=os.path.dirname(os.path.abspath(output)) or ".", delete=False)
+    cnt = _Counts(len(paths), [len(i.ts) for i in ins],
+                  sum(int((~model.synced[c]).sum()) for _, c in lc))
+    conv, linktypes = {names[s]: i.conv for s, i in enumerate(ins)}, [i.linktype for i in ins]
+    streams = [_Stream(p, s, want, i.conv, lo, c, model, to_epoch, batch_rows)
+               for s, (p, i, (lo, c)) in enumerate(zip(paths, ins, lc))]
+    del ins, lc
+    say("match, merge and write, window by window")
+    ctx = _Ctx(streams, margin_ns, gate_ns, 0, keep_duplicates, names, cnt,
+               bool(model.clocks.tsft[model.reference]))
+    fd, scratch = tempfile.mkstemp(prefix=".merge-", suffix=".part",
+                                   dir=os.path.dirname(os.path.abspath(output)))
     try:
-        with scratch as body:
+        with os.fdopen(fd, "wb") as body:
             for lo, hi in zip(edges[:-1], edges[1:]):    # per window
-                _window(streams, (lo, hi), margin_ns, gate_ns, t_lo, n_sn, keep_duplicates, body, names,
-                        cnt, _first_seen, write_rows)
+                _window(ctx, int(lo), int(hi), body)
                 for st in streams:
-                    st.drop_before(int(hi) - margin_ns)
+                    st.processed(int(hi), margin_ns)
                 if hook is not None:
                     hook(sum(st.rows() for st in streams))
-        report = merge_report(res, pd.DataFrame({"sniffer": np.zeros(0, np.int64),
-                                                 "signal_dbm": np.zeros(0, np.float64)}),
-                              np.zeros(0, np.int64), names, anchors, gate_ns, cnt["out"], keep_duplicates,
-                              np.zeros(0, np.int64))
-        _fill_counts(report, frames_in, cnt, keep_duplicates)
+        report = cnt.report(res, names, anchors, gate_ns, keep_duplicates)
         if tsft_at is not None:
             report["tsft_at"] = conv
-        head = merged_head(names, [int(st.linktype) for st in _linktypes(paths)], "capture" if tsft_at is None
-                           else "end", report, cnt["out"])
-        with atomic_output(output) as fh, open(scratch.name, "rb") as src:
-            fh.write(head)
-            shutil.copyfileobj(src, fh, 16 << 20)
+        _write(output, scratch, names, linktypes, "capture" if tsft_at is None else "end", report, cnt.out)
     finally:
-        os.unlink(scratch.name)
+        os.unlink(scratch)
     return report
 
 
-def _linktypes(paths):
-    from sniffsync.io.capture import head_linktypes
+def _write(output, scratch, names, linktypes, stamps, report, n_out) -> None:
+    """The merged file: its head, then the packets written to ``scratch``."""
+    from sniffsync.io.atomic import atomic_output
+    from sniffsync.sync.pcapng import merged_head
+    with atomic_output(output) as fh, open(scratch, "rb") as src:
+        fh.write(merged_head(names, linktypes, stamps, report, n_out))
+        shutil.copyfileobj(src, fh, 16 << 20)
 
-    class _L:
-        def __init__(self, lt):
-            self.linktype = lt
-    return [_L(int(head_linktypes(p)[0])) for p in paths]
+
+class _Ctx:
+    """What every window needs."""
+
+    def __init__(self, streams, margin_ns, gate_ns, t_base, keep_duplicates, names, cnt, ref_tsft):
+        self.streams, self.margin_ns, self.gate_ns, self.t_base = streams, margin_ns, gate_ns, t_base
+        self.keep_duplicates, self.names, self.cnt, self.ref_tsft = keep_duplicates, names, cnt, ref_tsft
 
 
-def _window(streams, core, margin_ns, gate_ns, t_base, n_sn, keep_duplicates, body, names, cnt,
-            first_seen, write_rows):
-    """Match, merge and write the transmissions whose time falls in ``core``."""
+def _held_rows(ctx, lo, hi):
+    """The held rows with output time in the window and its margins, in input order:
+    ``(table, common, out_t, synced, key, place)``, or None."""
     from sniffsync.sync.merge import _concat_columns, _str_categories
-    lo, hi = (int(x) for x in core)
-    for st in streams:
-        st.upto(hi + margin_ns + margin_ns // 2)
-    parts, recs = [], []
-    for s, st in enumerate(streams):             # rows of the window and its margins, input order
-        for rec, t, common, out_t, synced, key in st.parts:
-            m = (out_t >= lo - margin_ns) & (out_t < hi + margin_ns)
-            if m.any():
-                r = np.flatnonzero(m)
-                parts.append((t.iloc[r].reset_index(drop=True), common[r], out_t[r], synced[r], key[r],
-                              np.full(len(r), s), rec.row0 + r))
-        recs.append(st.parts[0][0] if st.parts else None)
+    m_ns = ctx.margin_ns
+    parts = []
+    for st in ctx.streams:
+        st.upto(hi + m_ns + m_ns // 2)
+        for p in st.parts:
+            r = np.flatnonzero((p[2] >= lo - m_ns) & (p[2] < hi + m_ns))
+            if len(r):
+                parts.append((p[0].iloc[r].reset_index(drop=True), *(a[r] for a in p[1:])))
     if not parts:
-        return
+        return None
     t = _concat_columns([_str_categories(p[0]) for p in parts]) if len(parts) > 1 else parts[0][0]
-    common, out_t, synced, key, sn, idx = (np.concatenate([p[k] for p in parts]) for k in range(1, 7))
-    g = match_copies(t, common, synced, gate_ns, key)
-    rows, g_own = keep_window(g, t["sniffer"].to_numpy(np.int64), out_t, (lo, hi), margin_ns, t_base)
+    return (t, *(np.concatenate([p[k] for p in parts]) for k in range(1, 6)))
+
+
+def _window(ctx, lo, hi, body) -> None:
+    """Match, merge and write the transmissions whose output time falls in ``[lo, hi)``."""
+    from sniffsync.sync.merge import _first_seen
+    from sniffsync.sync.pcapng import write_rows
+    held = _held_rows(ctx, lo, hi)
+    if held is None:
+        return
+    t, common, out_t, synced, key, place = held
+    g = match_copies(t, common, synced, ctx.gate_ns, key)
+    rows, g_own = keep_window(g, t["sniffer"].to_numpy(np.int64), out_t, (lo, hi), ctx.margin_ns, ctx.t_base)
     if not len(rows):
         return
-    sub = t.iloc[rows].reset_index(drop=True)
-    idx_own, t_own, syn_own = idx[rows], out_t[rows], synced[rows]
-    # the mean copy time is rounded from the capture's first time: shift this window's
-    # times by one ns when its first time is an odd distance from it (rint ties to even)
-    shift = (int(t_own.min()) - t_base) % 2
-    tsft = np.rint(common[rows] / 1000).astype(np.int64) if synced.any() or True else None
-    out = merged_table(sub.assign(row_=idx_own), t_own - shift, _tsft_common(streams, tsft), g_own, syn_own,
-                       n_sn, keep_duplicates, consume=True)
-    out["ts_ns"] = out["ts_ns"].to_numpy(np.int64) + shift
-    out["merged_id"] = first_seen(out["merged_id"].to_numpy(np.int64)) + cnt["ids"]
-    _count(cnt, g_own, sub, out, keep_duplicates)
-    row_idx = out.pop("row_").to_numpy(np.int64)
-    write_rows(body, out, [st.parts[0][0] if st.parts else r for st, r in zip(streams, recs)],
-               row_idx, names)
+    sub = t.iloc[rows].reset_index(drop=True).assign(place_=np.arange(len(rows)))
+    place, t_own, syn_own = place[rows], out_t[rows], synced[rows]
+    tsft = np.rint(common[rows] / 1000).astype(np.int64) if ctx.ref_tsft else None
+    ctx.cnt.add(g_own, sub)
+    out = merged_table(sub, t_own, tsft, g_own, syn_own, len(ctx.names), ctx.keep_duplicates,
+                       consume=True)
+    out["merged_id"] = _first_seen(out["merged_id"].to_numpy(np.int64)) + ctx.cnt.ids
+    ctx.cnt.ids += int(g_own.max()) + 1
+    ctx.cnt.out += len(out)
+    at = place[out.pop("place_").to_numpy(np.int64)]
+    write_rows(body, out, [st.buf for st in ctx.streams], at[:, 0], at[:, 1], ctx.names)
 
 
-def _tsft_common(streams, tsft):
-    """The common TSFT column when the reference clock has TSFT (else None)."""
-    m = streams[0].model
-    return tsft if bool(m.clocks.tsft[m.reference]) else None
+class _Counts:
+    """The report's frame counts, added up window by window."""
 
+    def __init__(self, n_sniffers, frames_in, unsynced):
+        self.frames_in, self.unsynced = frames_in, unsynced
+        self.merged, self.dup = np.zeros(n_sniffers, np.int64), np.zeros(n_sniffers, np.int64)
+        self.trans = self.multi = self.out = self.ids = 0
 
-def _count(cnt, g, sub, out, keep_duplicates):
-    """Add one window's transmissions and copies to the report's counts."""
-    sniffer = sub["sniffer"].to_numpy(np.int64)
-    nh = np.bincount(g)
-    best = best_copy(g, sniffer, sub["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
-    is_best = np.zeros(len(g), bool)
-    is_best[best] = True
-    n_sn = len(cnt["merged"])
-    cnt["merged"] += np.bincount(sniffer[nh[g] > 1], minlength=n_sn)
-    cnt["dup"] += np.bincount(sniffer[~is_best], minlength=n_sn)
-    cnt["trans"] += len(nh)
-    cnt["multi"] += int((nh > 1).sum())
-    cnt["out"] += len(out)
-    cnt["unsynced"] += int(out["unsynced"].to_numpy(bool).sum()) if not keep_duplicates else 0
-    cnt["ids"] += len(nh)
+    def add(self, g, sub) -> None:
+        sniffer = sub["sniffer"].to_numpy(np.int64)
+        nh = np.bincount(g)
+        is_best = np.zeros(len(g), bool)
+        is_best[best_copy(g, sniffer, sub["signal_dbm"].to_numpy(np.float64, na_value=-1e9))] = True
+        self.merged += np.bincount(sniffer[nh[g] > 1], minlength=len(self.merged))
+        self.dup += np.bincount(sniffer[~is_best], minlength=len(self.dup))
+        self.trans += len(nh)
+        self.multi += int((nh > 1).sum())
+
+    def report(self, res, names, anchors, gate_ns, keep_duplicates) -> dict:
+        """:func:`sniffsync.sync.report.merge_report` with these counts."""
+        from sniffsync.sync.report import merge_report
+        none = np.zeros(0, np.int64)
+        rep = merge_report(res, pd.DataFrame({"sniffer": none, "signal_dbm": none.astype(float)}), none,
+                           names, anchors, gate_ns, self.out, keep_duplicates, none)
+        for s, row in enumerate(rep["sniffers"]):
+            row.update(frames_in=int(self.frames_in[s]), frames_merged=int(self.merged[s]),
+                       duplicates=int(self.dup[s]))
+        n_in = int(sum(self.frames_in))
+        dup = 0 if keep_duplicates else n_in - self.out
+        rep["totals"].update(frames_in=n_in, frames_out=int(self.out), duplicates_removed=int(dup),
+                             transmissions=int(self.trans), heard_by_2_or_more=int(self.multi),
+                             unsynced_frames=int(self.unsynced), conserved=n_in == self.out + dup)
+        return rep

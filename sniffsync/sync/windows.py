@@ -5,8 +5,8 @@ subframes of one A-MPDU within one PPDU (<= 5.5 ms), so a transmission is decide
 the rows around it. The capture is cut into windows of ``window_ns`` on the output clock;
 each window is clustered (:func:`sniffsync.sync.copies.match_copies`) with ``margin_ns``
 of rows either side, and keeps the groups whose output time (the merged table's
-``ts_ns``: the A-MPDU cluster's time, else the rounded mean of the copies from the
-capture-wide base ``t_base``) falls inside it. A group cut by the margin's edge lies in
+``ts_ns``: the A-MPDU cluster's time, else the mean of the copies, rounded as the
+merged table rounds it) falls inside it. A group cut by the margin's edge lies in
 the margin, so it belongs to the neighbour, where it is whole: every group is kept
 exactly once, whole.
 
@@ -53,7 +53,8 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
         Output time (the windows cut it): ``common_ns`` mapped to the epoch, or the
         capture time of unsynced rows.
     t_base : int, optional
-        Base of the mean copy time (the merged table's: ``t_ns.min()``, the default).
+        Base of the mean copy time (the merged table's ``common_ns.min(initial=0)``:
+        0, or the capture's earliest time if negative; the default).
     synced, gate_ns, key
         As :func:`sniffsync.sync.copies.match_copies`.
     window_ns, margin_ns : int
@@ -71,7 +72,7 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
     if n == 0:
         return group
     edges = window_bounds(t_ns, window_ns)
-    t_base = int(t_ns.min()) if t_base is None else int(t_base)
+    t_base = min(int(t_ns.min()), 0) if t_base is None else int(t_base)
     sniffer = df["sniffer"].to_numpy(np.int64)
     base = edges[0] - margin_ns
     by_t = order_by(t_ns - base)                 # rows in output-time order
