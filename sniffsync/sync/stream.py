@@ -254,7 +254,6 @@ class _Ctx:
 def _held_rows(ctx, lo, hi):
     """The held rows with output time in the window and its margins, in input order:
     ``(table, common, out_t, synced, key, place)``, or None."""
-    from sniffsync.sync.merge import _concat_columns, _str_categories
     m_ns = ctx.margin_ns
     parts = []
     for st in ctx.streams:
@@ -265,8 +264,23 @@ def _held_rows(ctx, lo, hi):
                 parts.append((p[0].iloc[r].reset_index(drop=True), *(a[r] for a in p[1:])))
     if not parts:
         return None
-    t = _concat_columns([_str_categories(p[0]) for p in parts]) if len(parts) > 1 else parts[0][0]
-    return (t, *(np.concatenate([p[k] for p in parts]) for k in range(1, 6)))
+    return (_stack([p[0] for p in parts]), *(np.concatenate([p[k] for p in parts]) for k in range(1, 6)))
+
+
+def _stack(tables) -> pd.DataFrame:
+    """The tables one after the other (categories united), one column at a time."""
+    from pandas.api.types import union_categoricals
+
+    from sniffsync.sync.merge import _str_categories
+    if len(tables) == 1:
+        return tables[0]
+    tables = [_str_categories(t) for t in tables]
+    out = {}
+    for c in tables[0].columns:          # per column
+        parts = [t[c] for t in tables]
+        out[c] = (union_categoricals(parts, ignore_order=True) if isinstance(parts[0].dtype, pd.CategoricalDtype)
+                  else pd.concat(parts, ignore_index=True))
+    return pd.DataFrame(out, copy=False)
 
 
 def _window(ctx, lo, hi, body) -> None:
