@@ -25,7 +25,7 @@ from sniffsync.sync.clock import local_clocks, reference_clock, sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
-from sniffsync.sync.windows import match_windowed
+from sniffsync.sync.windows import match_windowed, output_rank
 
 # write_merged is named beside merge() by the package's API (merge(), then write_merged())
 __all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
@@ -212,19 +212,20 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     report = merge_report(res, df, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
     del res                              # the fit's arrays: not held while the table is built
     # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
+    rank = output_rank(df["sniffer"].to_numpy(np.int64), common_epoch, group,
+                       min(int(common_epoch.min(initial=0)), 0)) if keep_duplicates else None
     out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                        consume=True)
-    out["merged_id"] = _first_seen(out["merged_id"].to_numpy(np.int64))
+    out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     return out, report
 
 
-def _first_seen(group: np.ndarray) -> np.ndarray:
-    """Group ids renumbered 0, 1, ... in the order the rows first show them: the ids the
-    file holds do not depend on how the copies were matched (whole or in windows)."""
-    _, first, inv = np.unique(group, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inv.ravel()]
+def merged_ids(group: np.ndarray, rank=None) -> np.ndarray:
+    """``merged_id`` of the merged table's rows: the transmission's row in the table
+    without duplicates (``rank`` per group id, :func:`sniffsync.sync.windows.output_rank`;
+    None: the rows are that table), so ids do not depend on how copies were matched
+    (whole or in windows) and name one transmission with and without duplicates."""
+    return np.arange(len(group), dtype=np.int64) if rank is None else rank[group]
 
 
 def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,

@@ -36,7 +36,7 @@ from sniffsync.errors import CaptureError, SyncError, UsageError
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
 from sniffsync.sync.clock import local_clocks, reference_clock, sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, match_copies, merged_table
-from sniffsync.sync.windows import MARGIN_NS, keep_window, window_bounds
+from sniffsync.sync.windows import MARGIN_NS, keep_window, output_rank, window_bounds
 
 __all__ = ["merge_to_file"]
 
@@ -285,7 +285,7 @@ def _stack(tables) -> pd.DataFrame:
 
 def _window(ctx, lo, hi, body) -> None:
     """Match, merge and write the transmissions whose output time falls in ``[lo, hi)``."""
-    from sniffsync.sync.merge import _first_seen
+    from sniffsync.sync.merge import merged_ids
     from sniffsync.sync.pcapng import write_rows
     held = _held_rows(ctx, lo, hi)
     if held is None:
@@ -299,9 +299,11 @@ def _window(ctx, lo, hi, body) -> None:
     place, t_own, syn_own = place[rows], out_t[rows], synced[rows]
     tsft = np.rint(common[rows] / 1000).astype(np.int64) if ctx.ref_tsft else None
     ctx.cnt.add(g_own, sub)
+    rank = output_rank(sub["sniffer"].to_numpy(np.int64), t_own, g_own, ctx.t_base) \
+        if ctx.keep_duplicates else None
     out = merged_table(sub, t_own, tsft, g_own, syn_own, len(ctx.names), ctx.keep_duplicates,
                        consume=True)
-    out["merged_id"] = _first_seen(out["merged_id"].to_numpy(np.int64)) + ctx.cnt.ids
+    out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank) + ctx.cnt.ids
     ctx.cnt.ids += int(g_own.max()) + 1
     ctx.cnt.out += len(out)
     at = place[out.pop("place_").to_numpy(np.int64)]

@@ -26,7 +26,7 @@ from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.copies import match_copies
 from sniffsync.sync.order import order_by
 
-__all__ = ["MARGIN_NS", "match_windowed", "keep_window", "window_bounds"]
+__all__ = ["MARGIN_NS", "match_windowed", "keep_window", "output_rank", "window_bounds"]
 
 MARGIN_NS = 50_000_000       # rows either side of a window: >> a PPDU (5.5 ms) + copy gates
 
@@ -94,13 +94,29 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
     return group
 
 
-def _output_time(sniffer, t, g, t_base) -> np.ndarray:
-    """Per group, its ``ts_ns`` in :func:`sniffsync.sync.copies.merged_table` (same rule)."""
+def _output_time(sniffer, t, g, t_base, with_rank: bool = False):
+    """Per group, its ``ts_ns`` in :func:`sniffsync.sync.copies.merged_table` (same rule),
+    and with ``with_rank`` its rank in its A-MPDU (subframes sent after it)."""
     ng = int(g.max()) + 1
     nh = np.bincount(g, minlength=ng)
     mean = np.bincount(g, weights=(t - t_base).astype(np.float64), minlength=ng) / np.maximum(nh, 1)
-    _, _, t_cl = ppdu_clusters(sniffer, t, g, ng)
-    return np.where(t_cl >= 0, t_cl, np.rint(mean).astype(np.int64) + t_base)
+    _, rank, t_cl = ppdu_clusters(sniffer, t, g, ng)
+    out = np.where(t_cl >= 0, t_cl, np.rint(mean).astype(np.int64) + t_base)
+    return (out, rank) if with_rank else out
+
+
+def output_rank(sniffer, t, g, t_base) -> np.ndarray:
+    """Per group id, its row in the merged table without duplicates (the order of
+    :func:`sniffsync.sync.copies.merged_table`: time, A-MPDU order, group id), so that
+    a table with every copy numbers its transmissions as the one without."""
+    if len(g) == 0:
+        return np.zeros(0, np.int64)
+    ts, rank = _output_time(np.asarray(sniffer, np.int64), np.asarray(t, np.int64),
+                            np.asarray(g, np.int64), t_base, with_rank=True)
+    order = order_by(ts - ts.min(), np.argsort(rank.max() - rank, kind="stable"))
+    out = np.empty(len(order), np.int64)
+    out[order] = np.arange(len(order))
+    return out
 
 
 def keep_window(g, sniffer, t, core, margin_ns: int, t_base: int):
