@@ -75,12 +75,21 @@ def _batches(path, s, want, conv, batch_rows):
         yield rec, t, conv
 
 
+def _release_batch(rec) -> None:
+    """Drop the mapped pages of a decoded batch (whole pages only: batches decoded
+    beside it keep theirs); its bytes stay readable, mapped again when needed."""
+    from sniffsync.io.capture import release
+    if len(rec.data_off):
+        release(rec, int(rec.data_off[-1]) + int(rec.caplen[-1]), int(rec.data_off[0]))
+
+
 def _pass1(paths, want, tsft_at, anchors, say, batch_rows):
     ins = []
     for s, path in enumerate(paths):
         say(f"pass 1: {os.path.basename(path)}")
         inp = _Input()
-        for _, t, conv in _batches(path, s, want, tsft_at, batch_rows):
+        for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows):
+            _release_batch(rec)
             inp.conv = conv
             inp.linktype = _check_linktype(path, t, inp.linktype)
             inp.ts.append(t["ts_ns"].to_numpy(np.int64))
@@ -131,6 +140,7 @@ class _Stream:
         self.it = _batches(path, s, want, conv, batch_rows)
         self.local, self.clock, self.model, self.to_epoch = local, clock, model, to_epoch
         self.parts, self.done, self.floor, self.end_t, self.buf = [], False, None, None, None
+        self.recs = []                   # the Records of each held batch (pages released with it)
 
     def pull(self) -> None:
         """Decode one more batch: its rows' common and output times, keys, packet places."""
@@ -153,6 +163,7 @@ class _Stream:
         self.buf = rec
         place = np.stack([np.asarray(rec.data_off, np.int64), np.asarray(rec.caplen, np.int64)], 1)
         self.parts.append((t, common, out_t, synced, hash_key(t, MERGE_KEY), place))
+        self.recs.append((rec,))
 
     def upto(self, t_ns: int) -> None:
         """Pull until a batch reaches output time ``t_ns`` (or the input ends)."""
@@ -162,7 +173,12 @@ class _Stream:
     def processed(self, hi: int, margin_ns: int) -> None:
         """A window ending at ``hi`` is written: no row may come before ``hi + margin``
         any more, and the batches whose rows all come before ``hi - margin`` are dropped."""
-        self.parts = [p for p in self.parts if len(p[2]) and p[2].max() >= hi - margin_ns]
+        keep = [len(p[2]) and p[2].max() >= hi - margin_ns for p in self.parts]
+        for (rec, *_), k in zip(self.recs, keep):
+            if not k:
+                _release_batch(rec)
+        self.parts = [p for p, k in zip(self.parts, keep) if k]
+        self.recs = [r for r, k in zip(self.recs, keep) if k]
         self.floor = hi + margin_ns
 
     def rows(self) -> int:
