@@ -38,7 +38,10 @@ from sniffsync.sync.clock import local_clocks, reference_clock, sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, match_copies, merged_table
 from sniffsync.sync.windows import MARGIN_NS, keep_window, output_rank, window_bounds
 
-__all__ = ["merge_to_file"]
+__all__ = ["merge_to_file", "BATCH_ROWS", "ANCHOR_CAP"]
+
+BATCH_ROWS = 1 << 14         # frames decoded at a time (x inputs x 2 in flight: the memory floor)
+ANCHOR_CAP = 6_000_000       # frames whose "unique" anchors are all fitted (~1.5 GB for the fit)
 
 # what anchor_candidates reads of an anchor row
 ANCHOR_COLUMNS = tuple(dict.fromkeys(("sniffer", "type_subtype", "bad", "fcs_bad", "ta", "beacon_tsf_us",
@@ -50,6 +53,7 @@ class _Input:
 
     def __init__(self):
         self.ts, self.tsft, self.anchors, self.linktype, self.conv = [], [], [], None, None
+        self.every = 1                   # "unique" anchors sampled 1 in every (by key)
 
 
 def _check_linktype(path, t, linktype):
@@ -67,7 +71,8 @@ def _batches(path, s, want, conv, batch_rows):
     from airtime.ppdu import align_to_ppdu_end
     from sniffsync.decode.frames import iter_columns
     from sniffsync.decode.table import frame_table
-    for rec, n, cols, marks in iter_columns(path, s, want, batch_rows=batch_rows):
+    # one batch decoded ahead: more would hold a capture's worth of rows in flight
+    for rec, n, cols, marks in iter_columns(path, s, want, batch_rows=batch_rows, ahead=1):
         t = frame_table(n, cols, marks, want)
         if conv is not None and len(t):
             t, got = align_to_ppdu_end(t, conv)
@@ -83,24 +88,42 @@ def _release_batch(rec) -> None:
         release(rec, int(rec.data_off[-1]) + int(rec.caplen[-1]), int(rec.data_off[0]))
 
 
-def _pass1(paths, want, tsft_at, anchors, say, batch_rows):
-    ins = []
+def _sample_every(paths, rec, anchor_cap: int) -> int:
+    """``k``: fit the "unique" anchors of one transmission in ``k`` (by key), so that the
+    fit sees those of about ``anchor_cap`` frames at most; the capture's frames are
+    estimated from the inputs' sizes and the first batch's bytes per frame."""
+    n = len(rec.data_off)
+    if n == 0:
+        return 1
+    per_frame = max(1.0, (int(rec.data_off[-1]) + int(rec.caplen[-1]) - int(rec.data_off[0])) / n)
+    frames = sum(os.path.getsize(p) for p in paths) / per_frame
+    return max(1, int(np.ceil(frames / anchor_cap)))
+
+
+def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap):
+    ins, every = [], None
     for s, path in enumerate(paths):
         say(f"pass 1: {os.path.basename(path)}")
-        inp = _Input()
+        inp, n = _Input(), 0
         for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows):
             _release_batch(rec)
+            every = _sample_every(paths, rec, anchor_cap) if every is None else every
             inp.conv = conv
             inp.linktype = _check_linktype(path, t, inp.linktype)
             inp.ts.append(t["ts_ns"].to_numpy(np.int64))
             inp.tsft.append(t["tsft_us"].to_numpy(np.int64, na_value=-1))
-            rows = np.sort(anchor_candidates(t, anchors)[0])       # per row: as on the whole table
-            inp.anchors.append(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(
-                row=rows + sum(len(x) for x in inp.ts[:-1])))
+            rows, kind, key = anchor_candidates(t, anchors)     # per row: as on the whole table
+            if every > 1 and "unique" in anchors:   # the same transmissions at every sniffer
+                keep = (kind != list(anchors).index("unique")) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
+                rows = rows[keep]
+            rows = np.sort(rows)
+            inp.anchors.append(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(row=rows + n))
+            n += len(t)
         if not inp.ts:
             raise CaptureError(f"{path}: no frames")
         inp.ts, inp.tsft = np.concatenate(inp.ts), np.concatenate(inp.tsft)
         ins.append(inp)
+    ins[0].every = every
     if len({i.linktype for i in ins}) > 1:
         raise CaptureError("mismatched link types: " + ", ".join(
             f"{p}={i.linktype}" for p, i in zip(paths, ins)))
@@ -129,16 +152,17 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
     del at, rows
     ts = np.concatenate([i.ts for i in ins])
     to_epoch = _epoch_map(ts, local, clock == reference_clock(clocks, reference))
-    return res, to_epoch, [(local[a:b], clock[a:b]) for a, b in zip(off[:-1], off[1:])]
+    small = np.int16 if len(clocks) < 2**15 else np.int32        # the one per-frame array kept
+    return res, to_epoch, [(local[a:b], clock[a:b].astype(small)) for a, b in zip(off[:-1], off[1:])]
 
 
 class _Stream:
     """Pass 2 over one input: decoded batches with their common and output times,
     held from the first row a window may still need."""
 
-    def __init__(self, path, s, want, conv, local, clock, model, to_epoch, batch_rows):
+    def __init__(self, path, s, want, conv, clock, model, to_epoch, batch_rows):
         self.it = _batches(path, s, want, conv, batch_rows)
-        self.local, self.clock, self.model, self.to_epoch = local, clock, model, to_epoch
+        self.clock, self.model, self.to_epoch = clock, model, to_epoch
         self.parts, self.done, self.floor, self.end_t, self.buf = [], False, None, None, None
         self.recs = []                   # the Records of each held batch (pages released with it)
 
@@ -149,11 +173,12 @@ class _Stream:
             self.done = True
             return
         r = slice(rec.row0, rec.row0 + len(t))
-        local, clock = self.local[r], self.clock[r]
+        clock = self.clock[r].astype(np.int64)
+        tsft = t["tsft_us"].array          # stamps aligned as in pass 1: local time as local_clocks
+        ts = t["ts_ns"].to_numpy(np.int64)
+        local = np.where(tsft.isna(), ts, tsft.to_numpy(np.int64, na_value=0) * 1000)
         synced = self.model.synced[clock]
-        has = self.model.clocks.tsft.to_numpy()[clock]
         common = self.model.apply(local, clock)
-        t["tsft_us"] = pd.arrays.IntegerArray(np.where(has, local // 1000, 0), ~has)
         out_t = np.where(synced, self.to_epoch(common), t["ts_ns"].to_numpy(np.int64))
         if self.floor is not None and len(out_t) and out_t.min() < self.floor:
             raise SyncError("an input is not in time order (by more than half the window margin): "
@@ -189,15 +214,18 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
                   allow_unsynced: bool = False, anchors=("beacon", "ba", "unique"),
                   keep_duplicates: bool = False, knot_s: float = 1.0, tsft_at="auto",
                   names=None, progress=None, margin_ns: int = MARGIN_NS, hook=None,
-                  batch_rows: int = 1 << 16) -> dict:
+                  batch_rows: int = BATCH_ROWS, anchor_cap: int = ANCHOR_CAP) -> dict:
     """Merge capture files into ``output`` (a merged pcapng) in bounded memory.
 
     Parameters as :func:`sniffsync.sync.merge.merge`; ``window_s``: seconds of output
     time merged at a time; ``margin_ns``: rows matched either side of a window;
     ``hook(rows)`` is called after each window with the number of decoded rows held
-    (tests); ``batch_rows``: frames decoded at a time. Returns the report (also in the file's section header).
+    (tests); ``batch_rows``: frames decoded at a time; ``anchor_cap``: frames whose
+    "unique" anchors are all fitted (beyond, a sample by key: the report's
+    ``anchor_sample``). Returns the report (also in the file's section header).
     """
     from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _validate, _window_ns
+    from sniffsync.sync.report import merge_report
     say = progress or (lambda stage: None)
     paths = [os.fspath(p) for p in paths]
     if not paths:
@@ -208,7 +236,8 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     window_ns = _window_ns(window_s)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     want = list(NEEDED_COLUMNS)
-    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows)
+    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap)
+    every = ins[0].every
     say("sync clocks")
     res, to_epoch, lc = _fit(ins, reference, anchors, knot_s, allow_unsynced, names)
     model = res.model
@@ -219,14 +248,19 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     for i, (lo, c) in zip(ins, lc):
         t = np.where(model.synced[c], to_epoch(model.apply(lo, c)), i.ts)
         t_lo, t_hi = min(t_lo, int(t.min())), max(t_hi, int(t.max()))
+    report = merge_report(res, pd.DataFrame({"sniffer": np.zeros(0, np.int64), "signal_dbm": np.zeros(0)}),
+                          np.zeros(0, np.int64), names, anchors, gate_ns, 0, keep_duplicates, np.zeros(0, np.int64))
+    del res, held, t                      # only the clock model is needed from here
+    if every > 1:
+        report["anchor_sample"] = f"1/{every} of the unique anchors (by content key)"
     if t_lo < 0:                         # as write_merged: the mean's base is then 0 in every window
         raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
     edges = window_bounds(np.array([t_lo, t_hi], np.int64), window_ns)
     cnt = _Counts(len(paths), [len(i.ts) for i in ins],
                   sum(int((~model.synced[c]).sum()) for _, c in lc))
     conv, linktypes = {names[s]: i.conv for s, i in enumerate(ins)}, [i.linktype for i in ins]
-    streams = [_Stream(p, s, want, i.conv, lo, c, model, to_epoch, batch_rows)
-               for s, (p, i, (lo, c)) in enumerate(zip(paths, ins, lc))]
+    streams = [_Stream(p, s, want, i.conv, c, model, to_epoch, batch_rows)
+               for s, (p, i, (_, c)) in enumerate(zip(paths, ins, lc))]
     del ins, lc
     say("match, merge and write, window by window")
     ctx = _Ctx(streams, margin_ns, gate_ns, 0, keep_duplicates, names, cnt,
@@ -241,7 +275,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
                     st.processed(int(hi), margin_ns)
                 if hook is not None:
                     hook(sum(st.rows() for st in streams))
-        report = cnt.report(res, names, anchors, gate_ns, keep_duplicates)
+        cnt.fill(report, keep_duplicates)
         if tsft_at is not None:
             report["tsft_at"] = conv
         _write(output, scratch, names, linktypes, "capture" if tsft_at is None else "end", report, cnt.out)
@@ -344,12 +378,9 @@ class _Counts:
         self.trans += len(nh)
         self.multi += int((nh > 1).sum())
 
-    def report(self, res, names, anchors, gate_ns, keep_duplicates) -> dict:
-        """:func:`sniffsync.sync.report.merge_report` with these counts."""
-        from sniffsync.sync.report import merge_report
-        none = np.zeros(0, np.int64)
-        rep = merge_report(res, pd.DataFrame({"sniffer": none, "signal_dbm": none.astype(float)}), none,
-                           names, anchors, gate_ns, self.out, keep_duplicates, none)
+    def fill(self, rep, keep_duplicates) -> None:
+        """Put these counts in ``rep`` (:func:`sniffsync.sync.report.merge_report` of the
+        fit, without frames)."""
         for s, row in enumerate(rep["sniffers"]):
             row.update(frames_in=int(self.frames_in[s]), frames_merged=int(self.merged[s]),
                        duplicates=int(self.dup[s]))
@@ -358,4 +389,3 @@ class _Counts:
         rep["totals"].update(frames_in=n_in, frames_out=int(self.out), duplicates_removed=int(dup),
                              transmissions=int(self.trans), heard_by_2_or_more=int(self.multi),
                              unsynced_frames=int(self.unsynced), conserved=n_in == self.out + dup)
-        return rep
