@@ -5,23 +5,26 @@
 frame table:
 
 1. *Pass 1* decodes each input a batch at a time, moves its stamps to PPDU ends and
-   keeps per frame only its stamp and local clock (20 bytes), plus the columns of the
-   frames that can be anchors (what :func:`sniffsync.sync.clock.sync` fits on). The
-   clocks are fitted on those rows alone: the fit is that of the whole table.
+   keeps per frame its stamp and TSFT (16 bytes), plus the columns of the frames that
+   can be anchors (what :func:`sniffsync.sync.clock.sync` reads). The clocks are fitted
+   on those rows alone, with :func:`~sniffsync.sync.clock.local_clocks` of all frames:
+   the fit of the whole table. Then only a clock id per frame (int16) is kept.
 2. *Pass 2* decodes the inputs again, in step, and merges one window of output time
    at a time (:mod:`sniffsync.sync.windows`: the window plus a margin either side is
    matched; it keeps the transmissions whose time falls in it). Each window's merged
-   rows are written at once; rows a later window cannot need are dropped.
+   rows are written at once; batches a later window cannot need are dropped.
 
 The report must stand in the section header, before the packets, but its counts are
 known only at the end: the packets go to a scratch file beside the output first and
 are then copied behind the header (the output's size in extra I/O).
 
-Caveats: the stamps convention of an input (``tsft_at="auto"``) is decided on its first
-batch, and a start-stamped PPDU cut by a batch edge gets the airtime of its part
-(whole-table merging sees it whole); inputs must be in time order to within half the
-margin (:class:`SyncError` otherwise). Per frame, 20 bytes and the anchor columns stay
-in memory until the fit is done: the fit's inputs grow with the capture.
+Memory: pass 2 holds a window, its margins and two batches per input; the fit grows
+with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" anchors,
+picked by content key (every sniffer keeps the same transmissions; the report says
+``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
+is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
+airtime of its part (whole-table merging sees it whole); inputs must be in time order
+to within half the margin (:class:`SyncError` otherwise).
 """
 from __future__ import annotations
 
