@@ -234,6 +234,10 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     if not paths:
         raise UsageError("merge needs at least one input")
     _validate(paths, [])
+    from sniffsync.sync.mergedfile import file_meta
+    for p in paths:
+        if file_meta(p) is not None:
+            raise UsageError(f"{p}: a merged file as input needs the in-memory merge (without --window-s)")
     if not 0 <= reference < len(paths):
         raise UsageError(f"reference {reference} is not an input index (0..{len(paths) - 1})")
     window_ns = _window_ns(window_s)

@@ -135,3 +135,14 @@ def test_sampled_anchors_keep_the_merge(case, tmp_path):
     b = case["whole"].frames
     assert (a["merged_id"].to_numpy() == b["merged_id"].to_numpy()).all()
     assert np.abs(a["ts_ns"].to_numpy() - b["ts_ns"].to_numpy()).max() <= 1000
+
+
+def test_command_line(case, tmp_path):
+    from sniffsync.cli.main import main
+    two = case["paths"][:2]
+    assert main(["merge", *two, "-q", "-o", str(tmp_path / "a.pcapng")]) == 0
+    assert main(["merge", *two, "-q", "-o", str(tmp_path / "b.pcapng"), "--window-s", "0.3"]) == 0
+    assert (tmp_path / "a.pcapng").read_bytes() == (tmp_path / "b.pcapng").read_bytes()
+    assert main(["merge", *two, "-q", "--window-s", "0.3"]) == 2                       # needs -o
+    assert main(["merge", str(tmp_path / "a.pcapng"), case["paths"][2], "-q", "--window-s", "1",
+                 "-o", str(tmp_path / "c.pcapng")]) == 2                                  # a merged input
