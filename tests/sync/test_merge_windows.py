@@ -59,7 +59,8 @@ def case(tmp_path_factory):
         paths.append(str(dst))
     whole = merge(paths, columns=[])
     write_merged(d / "whole.pcapng", whole)
-    copies = merge(paths, columns=[], keep_duplicates=True).frames      # every copy's time
+    every = merge(paths, columns=[], keep_duplicates=True)
+    copies = every.frames                                                 # every copy's time
     t = copies["ts_ns"].to_numpy(np.int64)
     t_lo = int(t.min())
     g = copies.groupby("merged_id")["ts_ns"]
@@ -68,7 +69,7 @@ def case(tmp_path_factory):
     # an A-MPDU subframe heard by >= 2 sniffers at different times, > 6 margins in
     pick = span[(span.n >= 2) & (span.hi > span.lo + 20) & span.ampdu & (span.lo > t_lo + 6 * MARGIN_NS)].iloc[0]
     window_ns = (int(pick.hi) - t_lo) // 10      # the 10th window edge falls inside its copies
-    return dict(dir=d, paths=paths, whole=whole, copies=copies, window_ns=window_ns, t_lo=t_lo,
+    return dict(dir=d, paths=paths, whole=whole, every=every, copies=copies, window_ns=window_ns, t_lo=t_lo,
                 span=span)
 
 
@@ -107,8 +108,7 @@ def test_streamed_merge_writes_the_same_file_in_bounded_memory(case):
 def test_streamed_keep_duplicates(case, tmp_path):
     out = tmp_path / "dup.pcapng"
     merge_to_file(case["paths"], out, window_s=0.25, keep_duplicates=True, batch_rows=1024)
-    whole = merge(case["paths"], columns=[], keep_duplicates=True)
-    write_merged(tmp_path / "whole.pcapng", whole)
+    write_merged(tmp_path / "whole.pcapng", case["every"])
     assert out.read_bytes() == (tmp_path / "whole.pcapng").read_bytes()
 
 
