@@ -77,7 +77,7 @@ def _batches(path, s, want, conv, batch_rows):
     # one batch decoded ahead: more would hold a capture's worth of rows in flight
     for rec, n, cols, marks in iter_columns(path, s, want, batch_rows=batch_rows, ahead=1):
         t = frame_table(n, cols, marks, want)
-        if conv is not None and len(t):
+        if conv not in (None, "end") and len(t):      # "end": stamps stay (skip the grouping)
             t, got = align_to_ppdu_end(t, conv)
             conv = got.get(s, "end")
         yield rec, t, conv
