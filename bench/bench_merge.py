@@ -123,18 +123,25 @@ def main(argv=None) -> int:
     p.add_argument("--overwrite", action="store_true",
                    help="write over the previous run's outputs (the old method; truncating a "
                         "2.8 GB file is then part of mergecap's time)")
+    p.add_argument("--window-s", type=float, default=None,
+                   help="also time `sniffsync merge --window-s S` (streamed, bounded memory)")
+    p.add_argument("--scale", type=int, nargs="+", metavar="FRAMES",
+                   help="instead: peak RSS of the one-pass and the streamed merge (--window-s, "
+                        "default 10) at each of these --frames sizes")
     a = p.parse_args(argv)
+    if a.scale:
+        return scale(a)
     inputs = build_inputs(a.out, a.frames)
     size_mib = sum(os.path.getsize(f) for f in inputs) / 2**20
-    runs = {"mergecap": [], "sniffsync": []}
+    runs = {"mergecap": [], "sniffsync": []} | ({"windowed": []} if a.window_s else {})
     for _ in range(a.repeat):                # alternate, so load changes hit both alike
-        for old in ("mergecap.pcapng", "merged.pcapng"):   # both write a new file, not over one
+        for old in ("mergecap.pcapng", "merged.pcapng", "windowed.pcapng"):   # new files, not over one
             if not a.overwrite:
                 (a.out / old).unlink(missing_ok=True)
         runs["mergecap"].append(timed(["mergecap", "-w", str(a.out / "mergecap.pcapng"), *inputs]))
-        runs["sniffsync"].append(timed([sys.executable, "-m", "sniffsync", "merge", *inputs, "-q",
-                                        "-o", str(a.out / "merged.pcapng"),
-                                        "--report", str(a.out / "merge-report.json")]))
+        runs["sniffsync"].append(timed(_merge_cmd(inputs, a.out / "merged.pcapng", a.out / "merge-report.json")))
+        if a.window_s:
+            runs["windowed"].append(timed(_merge_cmd(inputs, a.out / "windowed.pcapng", None, a.window_s)))
     med = {k: (sorted(w for w, _ in v)[len(v) // 2], max(r for _, r in v)) for k, v in runs.items()}
     rep = json.loads((a.out / "merge-report.json").read_text())
     tot = rep["totals"]
@@ -144,7 +151,11 @@ def main(argv=None) -> int:
         print(f"{k:10s} {wall:7.2f} s  {n_in / wall / 1e6:5.2f} M frames/s  peak RSS {rss:,.0f} MiB"
               f" ({rss / size_mib:.2f} x input)   runs: " + " ".join(f"{w:.1f}" for w, _ in runs[k]))
     ratio = med["sniffsync"][0] / med["mergecap"][0]
-    print(f"sniffsync / mergecap time: {ratio:.2f}x")
+    print(f"sniffsync / mergecap time: {ratio:.2f}x; cores {os.cpu_count()}")
+    if a.window_s:
+        same = (a.out / "windowed.pcapng").read_bytes() == (a.out / "merged.pcapng").read_bytes()
+        print(f"windowed / mergecap time: {med['windowed'][0] / med['mergecap'][0]:.2f}x; "
+              f"same file as the one-pass merge: {same}")
     print(f"frames in {n_in:,} = out {tot['frames_out']:,} + duplicates {tot['duplicates_removed']:,}")
     for s in rep["sniffers"]:
         print(f"  {s['name']}: anchors {s['anchors']}, held-out |res| p50/p95/p99 µs "
@@ -152,6 +163,32 @@ def main(argv=None) -> int:
     if a.json:
         a.json.write_text(json.dumps({"inputs_mib": size_mib, "frames_in": n_in, "runs": runs,
                                       "median": med, "ratio": ratio, "totals": tot}, indent=1))
+    return 0
+
+
+def _merge_cmd(inputs, out, report=None, window_s=None) -> list:
+    return [sys.executable, "-m", "sniffsync", "merge", *inputs, "-q", "-o", str(out),
+            *(["--report", str(report)] if report else []),
+            *(["--window-s", str(window_s)] if window_s else [])]
+
+
+def scale(a) -> int:
+    """Peak RSS of both merges as the capture grows (each size: one run of each)."""
+    w = a.window_s or 10.0
+    print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; streamed window {w} s")
+    print("frames in | input MiB | one-pass: s, peak RSS MiB | streamed: s, peak RSS MiB | same file")
+    rows = []
+    for frames in a.scale:
+        inputs = build_inputs(a.out, frames)
+        size = sum(os.path.getsize(f) for f in inputs) / 2**20
+        one = timed(_merge_cmd(inputs, a.out / "merged.pcapng"))
+        win = timed(_merge_cmd(inputs, a.out / "windowed.pcapng", None, w))
+        same = (a.out / "windowed.pcapng").read_bytes() == (a.out / "merged.pcapng").read_bytes()
+        rows.append((frames, size, one, win, same))
+        print(f"~{3 * frames:,} | {size:,.0f} | {one[0]:.1f}, {one[1]:,.0f} | {win[0]:.1f}, {win[1]:,.0f} | {same}",
+              flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
     return 0
 
 

@@ -21,6 +21,9 @@ def add_arguments(p) -> None:
     p.add_argument("--knot-s", type=positive_float, default=1.0, help="clock model knot spacing, s (default 1)")
     p.add_argument("--keep-duplicates", action="store_true",
                    help="write every copy on its own interface (on the common clock)")
+    p.add_argument("--window-s", type=positive_float, default=None, metavar="S",
+                   help="merge in two streamed passes, S seconds of output at a time: memory bounded "
+                        "by a window, not the capture (needs -o; same file as without)")
     add_quiet(p)
 
 
@@ -38,6 +41,8 @@ def run(args) -> int:
     from sniffsync.sync.merge import merge, write_merged
     anchors = tuple(a.strip() for a in args.anchors.split(",") if a.strip())
     say = _progress(args.quiet)
+    if args.window_s is not None:
+        return _run_windowed(args, anchors, say)
     merged = merge(args.captures, reference=args.reference, columns=[], tsft_at=args.tsft_at,
                    allow_unsynced=args.allow_unsynced, anchors=anchors,
                    keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say)
@@ -45,6 +50,25 @@ def run(args) -> int:
     if args.output:
         say(f"write {args.output}")
         write_merged(args.output, merged)
+    if args.report:
+        with atomic_output(args.report, "w") as fh:
+            json.dump(report, fh, indent=1)
+    if not args.quiet:
+        print(summary(report), file=sys.stderr)
+    return 0
+
+
+def _run_windowed(args, anchors, say) -> int:
+    """``--window-s``: :func:`sniffsync.sync.stream.merge_to_file`."""
+    from sniffsync.errors import UsageError
+    from sniffsync.io.atomic import atomic_output
+    from sniffsync.sync.stream import merge_to_file
+    if not args.output:
+        raise UsageError("--window-s writes the merged file as it goes: give -o")
+    report = merge_to_file(args.captures, args.output, window_s=args.window_s, reference=args.reference,
+                           allow_unsynced=args.allow_unsynced, anchors=anchors,
+                           keep_duplicates=args.keep_duplicates, knot_s=args.knot_s,
+                           tsft_at=args.tsft_at, progress=say)
     if args.report:
         with atomic_output(args.report, "w") as fh:
             json.dump(report, fh, indent=1)

@@ -26,6 +26,7 @@ from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
 from sniffsync.sync.retime import add_provenance, provenance_totals, retime
+from sniffsync.sync.windows import match_windowed, output_rank
 
 # write_merged is named beside merge() by the package's API (merge(), then write_merged())
 __all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
@@ -58,6 +59,13 @@ class Merged:
     sniffers: list[str]
     stamps: str
     by_index: bool = False               # a row's record is records[sniffer][frames.index], not frame - 1
+
+
+def _window_ns(window_s) -> int:
+    """``window_s`` in ns, checked."""
+    if not window_s > 0:
+        raise UsageError(f"window_s must be > 0 s, not {window_s!r}")
+    return max(1, int(round(window_s * 1e9)))
 
 
 def _epoch_map(ts_ns, local_ns, on_ref):
@@ -170,7 +178,7 @@ def _align(tables, tsft_at, names, ends):
 
 
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say):
+                    names, say, window_ns=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
@@ -188,7 +196,14 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     if gate_ns is None:
         gate_ns = default_gate(res, MIN_GATE_NS)
     say("match copies")
-    group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, copy_gates(res, gate_ns))
+    gates = copy_gates(res, gate_ns)
+    if window_ns is None:
+        group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, gates)
+    else:                                # windows cut on the output time before re-timing
+        first_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
+        group = match_windowed(df, res.common_ns, first_epoch, synced, gate_ns, key, window_ns,
+                               clock=res.clock, clock_gate_ns=gates)
+        del first_epoch
     del key
     ref_tsft = bool(model.clocks.tsft[model.reference])
     rt = retime(df, res, group, synced)   # best time per copy: TSFT, other sniffer, protocol, host
@@ -205,16 +220,27 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     add_provenance(report, rt, df["sniffer"].to_numpy(np.int64), res)
     del res                              # the fit's arrays: not held while the table is built
     # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
+    rank = output_rank(df["sniffer"].to_numpy(np.int64), common_epoch, group,
+                       min(int(common_epoch.min(initial=0)), 0)) if keep_duplicates else None
     out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                        consume=True, retimed=rt)
+    out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
     return out, report
+
+
+def merged_ids(group: np.ndarray, rank=None) -> np.ndarray:
+    """``merged_id`` of the merged table's rows: the transmission's row in the table
+    without duplicates (``rank`` per group id, :func:`sniffsync.sync.windows.output_rank`;
+    None: the rows are that table), so ids do not depend on how copies were matched
+    (whole or in windows) and name one transmission with and without duplicates."""
+    return np.arange(len(group), dtype=np.int64) if rank is None else rank[group]
 
 
 def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
           anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
           knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
-          tsft_at="auto", columns=None) -> Merged:
+          tsft_at="auto", columns=None, window_s: float | None = None) -> Merged:
     """Synchronise and merge several sniffers' captures.
 
     Parameters
@@ -249,6 +275,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         :data:`NEEDED_COLUMNS` (always decoded); ``None`` decodes every column. ``[]``
         decodes only what the merge and :func:`write_merged` need (the CLI's choice:
         about half the decoding time and memory).
+    window_s : float, optional
+        Match copies one window of this many seconds at a time
+        (:mod:`sniffsync.sync.windows`); the result is the same as without.
 
     Returns
     -------
@@ -278,7 +307,8 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
-                                  keep_duplicates, names, say)
+                                  keep_duplicates, names, say,
+                                  None if window_s is None else _window_ns(window_s))
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv

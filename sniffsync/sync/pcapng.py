@@ -23,7 +23,8 @@ from sniffsync.errors import UsageError
 if TYPE_CHECKING:
     from sniffsync.sync.merge import Merged
 
-__all__ = ["heard_by", "comment_blob", "write_epbs", "write_merged", "CHUNK_BYTES"]
+__all__ = ["heard_by", "comment_blob", "write_epbs", "write_merged", "merged_head", "write_rows",
+           "CHUNK_BYTES"]
 
 CHUNK_BYTES = 32 << 20      # pcapng bytes assembled per step: memory stays bounded
 
@@ -175,34 +176,49 @@ def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int
     number of packets. :func:`sniffsync.sync.mergedfile.read_merged` reads it back.
     """
     from sniffsync.io.atomic import atomic_output
-    from sniffsync.io.writers import _idb
-    from sniffsync.sync.mergedfile import epb_options, shb_block
     frames, records, names = merged.frames, merged.records, merged.sniffers
     if records is None:
         raise UsageError("writing a pcapng needs the capture records (merge from file paths)")
-    sn = frames["sniffer"].to_numpy(np.int64)
     idx = frames.index.to_numpy(np.int64) if merged.by_index else frames["frame"].to_numpy(np.int64) - 1
+    head = merged_head(names, [int(np.asarray(r.linktype)[0]) if len(r.linktype) else 127 for r in records],
+                       merged.stamps, merged.report, len(frames))
+    sn = frames["sniffer"].to_numpy(np.int64)
     start, caplen = np.zeros(len(frames), np.int64), np.zeros(len(frames), np.int64)
     for s, rec in enumerate(records):    # per sniffer: where its packets' bytes are
         m = sn == s
         start[m] = np.asarray(rec.data_off, np.int64)[idx[m]]
         caplen[m] = np.asarray(rec.caplen, np.int64)[idx[m]]
+    with atomic_output(path) as fh:
+        fh.write(head)
+        write_rows(fh, frames, records, start, caplen, names, chunk_bytes)
+    return len(frames)
+
+
+def merged_head(names, linktypes, stamps: str, report, n_packets: int) -> bytes:
+    """The section header (format, names, stamps, report, a summary comment) and one IDB
+    per sniffer of a merged file."""
+    from sniffsync.io.writers import _idb
+    from sniffsync.sync.mergedfile import shb_block
+    meta = {"sniffers": list(names), "stamps": stamps, "report": report}
+    tot = (report or {}).get("totals", {})
+    comment = (f"sniffsync merge of {len(names)} sniffers ({', '.join(names)}): {n_packets} packets, "
+               f"stamps mark {'PPDU ends' if stamps == 'end' else 'capture times'}"
+               + (f", {tot.get('duplicates_removed')} duplicate copies removed" if tot else ""))
+    return shb_block(meta, comment) + b"".join(
+        _idb({"name": n, "linktype": lt}) for n, lt in zip(names, linktypes))
+
+
+def write_rows(fh, frames, records, start, caplen, names, chunk_bytes: int = CHUNK_BYTES) -> None:
+    """The EPBs of the rows of a merged table, as :func:`write_merged` writes them after
+    the head (``start``, ``caplen``: where each row's packet is in its sniffer's
+    ``records[s].buf``)."""
+    from sniffsync.sync.mergedfile import epb_options
+    sn = frames["sniffer"].to_numpy(np.int64)
     ts_ns = frames["ts_ns"].to_numpy(np.int64)
     if len(ts_ns) and ts_ns.min() < 0:
         raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
     signals = {s: frames[f"signal_dbm_s{s}"] for s in range(len(names)) if f"signal_dbm_s{s}" in frames}
     inv, texts = heard_by(frames["sniffers_heard"].to_numpy(), signals, names)
     opt = comment_blob(["heard by: " + t for t in texts]) + (inv,)
-    meta = {"sniffers": list(names), "stamps": merged.stamps, "report": merged.report}
-    tot = (merged.report or {}).get("totals", {})
-    comment = (f"sniffsync merge of {len(names)} sniffers ({', '.join(names)}): {len(frames)} packets, "
-               f"stamps mark {'PPDU ends' if merged.stamps == 'end' else 'capture times'}"
-               + (f", {tot.get('duplicates_removed')} duplicate copies removed" if tot else ""))
-    head = shb_block(meta, comment) + b"".join(
-        _idb({"name": n, "linktype": int(np.asarray(r.linktype)[0]) if len(r.linktype) else 127})
-        for n, r in zip(names, records))
-    with atomic_output(path) as fh:
-        fh.write(head)
-        write_epbs(fh, records, sn, start, caplen, frames["wirelen"].to_numpy(np.int64), ts_ns, opt,
-                   chunk_bytes, fixed=epb_options(frames, len(names)))
-    return len(frames)
+    write_epbs(fh, records, sn, start, caplen, frames["wirelen"].to_numpy(np.int64), ts_ns, opt,
+               chunk_bytes, fixed=epb_options(frames, len(names)))

@@ -89,7 +89,7 @@ def host_offsets_us(res, df, n) -> np.ndarray:
 
 
 def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_duplicates,
-                 best=None) -> dict:
+                 best=None, host_us=None) -> dict:
     """Per sniffer: anchors by kind, clock model per segment, held-out residuals, frame counts."""
     model, pairs = res.model, res.anchors
     cl = model.clocks
@@ -104,7 +104,7 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
     kind_p = pairs.kind.cat.codes.to_numpy(np.int64)
     res_us = np.abs(pairs.residual_ns.to_numpy(np.float64)) / 1000
     clock_sn = cl.sniffer.to_numpy()
-    host = host_offsets_us(res, df, len(names))
+    host = host_offsets_us(res, df, len(names)) if host_us is None else host_us   # streamed: from pass 1
     host_bound = float(np.nanmax(np.abs(host))) if np.isfinite(host).any() else None
     out = []
     for s, name in enumerate(names):    # per sniffer: a handful

@@ -189,25 +189,55 @@ def _ampdu_pass(ppdu, tt, ee, ss) -> bool:
     return bool(move.any())
 
 
-def _pct_us(x):
-    return (np.percentile(x, [50, 95, 99]) / 1000).round(3).tolist() if len(x) else [None, None, None]
-
-
 def add_provenance(report: dict, rt: Retimed, sniffer: np.ndarray, res) -> None:
     """Per sniffer in ``report``: ``ts_src`` (its copies per source), ``ts_err_us_p50_p95_p99``
     (their error bounds) and per clock segment ``ts_err_us`` (one frame on that clock)."""
-    sniffer = np.asarray(sniffer, np.int64)
-    n = len(report["sniffers"])
-    c = np.bincount(sniffer * len(TS_SRC) + rt.src, minlength=n * len(TS_SRC)).reshape(n, len(TS_SRC))
-    per_clock = clock_errors(res)
-    clk = res.model.clocks
-    for s, entry in enumerate(report["sniffers"]):   # per sniffer: a handful
-        entry["ts_src"] = {k: int(v) for k, v in zip(TS_SRC, c[s])}
-        e = rt.err_ns[(sniffer == s) & (rt.err_ns >= 0)]
-        entry["ts_err_us_p50_p95_p99"] = _pct_us(e)
-        mine = np.flatnonzero(clk["sniffer"].to_numpy() == s)
-        for seg, cid in zip(entry.get("model", []), mine):
-            seg["ts_err_us"] = round(float(per_clock[cid]) / 1000, 3)
+    tally = Tally(len(report["sniffers"]))
+    tally.add(rt, sniffer)
+    tally.fill(report, clock_errors(res), res.model.clocks)
+
+
+class Tally:
+    """The provenance of :func:`add_provenance`, added up batch by batch (the streamed
+    merge): copies per sniffer and source, and each sniffer's error bounds as distinct
+    values with their counts (a handful: one per clock, plus protocol steps)."""
+
+    def __init__(self, n_sniffers: int):
+        self.src = np.zeros((n_sniffers, len(TS_SRC)), np.int64)
+        self.err = [{} for _ in range(n_sniffers)]
+
+    def add(self, rt: Retimed, sniffer) -> None:
+        sniffer = np.asarray(sniffer, np.int64)
+        n = len(self.err)
+        self.src += np.bincount(sniffer * len(TS_SRC) + rt.src,
+                                minlength=n * len(TS_SRC)).reshape(n, len(TS_SRC))
+        ok = rt.err_ns >= 0
+        for s in np.unique(sniffer[ok]):              # per sniffer: a handful
+            v, k = np.unique(rt.err_ns[ok & (sniffer == s)], return_counts=True)
+            d = self.err[s]
+            for a, b in zip(v.tolist(), k.tolist()):
+                d[a] = d.get(a, 0) + b
+
+    def fill(self, report: dict, per_clock: np.ndarray, clocks) -> None:
+        for s, entry in enumerate(report["sniffers"]):   # per sniffer: a handful
+            entry["ts_src"] = {k: int(v) for k, v in zip(TS_SRC, self.src[s])}
+            entry["ts_err_us_p50_p95_p99"] = _pct_counts_us(self.err[s])
+            mine = np.flatnonzero(clocks["sniffer"].to_numpy() == s)
+            for seg, cid in zip(entry.get("model", []), mine):
+                seg["ts_err_us"] = round(float(per_clock[cid]) / 1000, 3)
+
+
+def _pct_counts_us(counts: dict):
+    """``np.percentile(values, [50, 95, 99])`` (linear) of values given as value -> count, in µs."""
+    if not counts:
+        return [None, None, None]
+    v = np.array(sorted(counts), np.float64)
+    end = np.cumsum([counts[x] for x in sorted(counts)])
+    pos = np.array([50, 95, 99], np.float64) / 100 * (end[-1] - 1)
+    lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
+    at = lambda i: v[np.searchsorted(end, i, side="right")]   # value at sorted position i
+    q = at(lo) + (at(hi) - at(lo)) * (pos - lo)
+    return (q / 1000).round(3).tolist()
 
 
 def provenance_totals(frames: pd.DataFrame) -> dict:

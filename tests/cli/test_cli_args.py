@@ -20,6 +20,7 @@ VALUES = {
     "--bloat-ms": (["fairness", CAP], ["nan", "inf", "0", "-50"], {"10": 10.0}),
     "--origin": (["fairness", CAP], ["nan", "inf", "-1", "1e9"], {"0": 0, "1700000000.5": 1_700_000_000_500_000_000}),
     "--knot-s": (["merge", CAP, CAP], ["nan", "inf", "0", "-1"], {"0.5": 0.5}),
+    "--window-s": (["merge", CAP, CAP], ["nan", "inf", "0", "-1"], {"10": 10.0}),
     "--slack-us": (["detect", CAP], ["nan", "inf", "-0.5"], {"0": 0.0, "6.5": 6.5}),
     "--seconds": (["simulate", "clean", "-o", "x"], ["nan", "inf", "0", "-2"], {"0.1": 0.1}),
     "--seed": (["simulate", "clean", "-o", "x"], ["-1", "1.5", "x"], {"0": 0, "7": 7}),

@@ -1,0 +1,419 @@
+"""Merging hours of capture in bounded memory: two streamed passes over the inputs.
+
+:func:`merge_to_file` writes what :func:`sniffsync.sync.merge.merge` followed by
+:func:`sniffsync.sync.pcapng.write_merged` writes, byte for byte, without holding the
+frame table:
+
+1. *Pass 1* decodes each input a batch at a time, moves its stamps to PPDU ends and
+   keeps per frame its stamp and TSFT (16 bytes), plus the columns of the frames that
+   can be anchors (what :func:`sniffsync.sync.clock.sync` reads). The clocks are fitted
+   on those rows alone, with :func:`~sniffsync.sync.clock.local_clocks` of all frames:
+   the fit of the whole table. Then only a clock id per frame (int16) is kept.
+2. *Pass 2* decodes the inputs again, in step, and merges one window of output time
+   at a time (:mod:`sniffsync.sync.windows`: the window plus a margin either side is
+   matched; it keeps the transmissions whose time falls in it). Each window's merged
+   rows are written at once; batches a later window cannot need are dropped.
+
+The report must stand in the section header, before the packets, but its counts are
+known only at the end: the packets go to a scratch file beside the output first and
+are then copied behind the header (the output's size in extra I/O).
+
+Memory: pass 2 holds a window, its margins and two batches per input; the fit grows
+with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" anchors,
+picked by content key (every sniffer keeps the same transmissions; the report says
+``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
+is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
+airtime of its part (whole-table merging sees it whole); inputs must be in time order
+to within half the margin (:class:`SyncError` otherwise).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from sniffsync.errors import CaptureError, SyncError, UsageError
+from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
+from sniffsync.sync.clock import local_clocks, reference_clock, sync
+from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
+from sniffsync.sync.report import host_offsets_us
+from sniffsync.sync.retime import TS_SRC, Retimed, Tally, clock_errors, provenance_totals, retime
+from sniffsync.sync.windows import MARGIN_NS, keep_window, output_rank, window_bounds
+
+__all__ = ["merge_to_file", "BATCH_ROWS", "ANCHOR_CAP"]
+
+BATCH_ROWS = 1 << 14         # frames decoded at a time (x inputs x 2 in flight: the memory floor)
+ANCHOR_CAP = 6_000_000       # frames whose "unique" anchors are all fitted (~1.5 GB for the fit)
+
+# what anchor_candidates reads of an anchor row
+ANCHOR_COLUMNS = tuple(dict.fromkeys(("sniffer", "type_subtype", "bad", "fcs_bad", "ta", "beacon_tsf_us",
+                                      *(c for _, cols in ANCHOR_KEYS.values() for c in cols))))
+
+
+class _Input:
+    """Pass 1's keep of one input: per frame its aligned stamp and TSFT (null: -1)."""
+
+    def __init__(self):
+        self.ts, self.tsft, self.anchors, self.linktype, self.conv = [], [], [], None, None
+        self.every = 1                   # "unique" anchors sampled 1 in every (by key)
+
+
+def _check_linktype(path, t, linktype):
+    from sniffsync.sync.merge import RADIO_LINKTYPES
+    lt = np.unique(t["linktype"].to_numpy())
+    if not np.isin(lt, RADIO_LINKTYPES).all():
+        raise CaptureError(f"{path}: not an 802.11 capture (link type {', '.join(map(str, lt))});"
+                           " merge needs 802.11 (+radiotap) captures")
+    return int(lt[0]) if linktype is None else linktype
+
+
+def _batches(path, s, want, conv, batch_rows):
+    """``(rec, table, conv)`` per batch of input ``s``, stamps moved to PPDU ends
+    (``conv``: "start", "end", "auto" (decided on the first batch) or None: as captured)."""
+    from airtime.ppdu import align_to_ppdu_end
+    from sniffsync.decode.frames import iter_columns
+    from sniffsync.decode.table import frame_table
+    # one batch decoded ahead: more would hold a capture's worth of rows in flight
+    for rec, n, cols, marks in iter_columns(path, s, want, batch_rows=batch_rows, ahead=1):
+        t = frame_table(n, cols, marks, want)
+        if conv not in (None, "end") and len(t):      # "end": stamps stay (skip the grouping)
+            t, got = align_to_ppdu_end(t, conv)
+            conv = got.get(s, "end")
+        yield rec, t, conv
+
+
+def _release_batch(rec) -> None:
+    """Drop the mapped pages of a decoded batch (whole pages only: batches decoded
+    beside it keep theirs); its bytes stay readable, mapped again when needed."""
+    from sniffsync.io.capture import release
+    if len(rec.data_off):
+        release(rec, int(rec.data_off[-1]) + int(rec.caplen[-1]), int(rec.data_off[0]))
+
+
+def _sample_every(paths, rec, anchor_cap: int) -> int:
+    """``k``: fit the "unique" anchors of one transmission in ``k`` (by key), so that the
+    fit sees those of about ``anchor_cap`` frames at most; the capture's frames are
+    estimated from the inputs' sizes and the first batch's bytes per frame."""
+    n = len(rec.data_off)
+    if n == 0:
+        return 1
+    per_frame = max(1.0, (int(rec.data_off[-1]) + int(rec.caplen[-1]) - int(rec.data_off[0])) / n)
+    frames = sum(os.path.getsize(p) for p in paths) / per_frame
+    return max(1, int(np.ceil(frames / anchor_cap)))
+
+
+def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap):
+    ins, every = [], None
+    for s, path in enumerate(paths):
+        say(f"pass 1: {os.path.basename(path)}")
+        inp, n = _Input(), 0
+        for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows):
+            _release_batch(rec)
+            every = _sample_every(paths, rec, anchor_cap) if every is None else every
+            inp.conv = conv
+            inp.linktype = _check_linktype(path, t, inp.linktype)
+            inp.ts.append(t["ts_ns"].to_numpy(np.int64))
+            inp.tsft.append(t["tsft_us"].to_numpy(np.int64, na_value=-1))
+            rows, kind, key = anchor_candidates(t, anchors)     # per row: as on the whole table
+            if every > 1 and "unique" in anchors:   # the same transmissions at every sniffer
+                keep = (kind != list(anchors).index("unique")) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
+                rows = rows[keep]
+            rows = np.sort(rows)
+            inp.anchors.append(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(row=rows + n))
+            n += len(t)
+        if not inp.ts:
+            raise CaptureError(f"{path}: no frames")
+        inp.ts, inp.tsft = np.concatenate(inp.ts), np.concatenate(inp.tsft)
+        ins.append(inp)
+    ins[0].every = every
+    if len({i.linktype for i in ins}) > 1:
+        raise CaptureError("mismatched link types: " + ", ".join(
+            f"{p}={i.linktype}" for p, i in zip(paths, ins)))
+    return ins
+
+
+def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
+    """The clock fit on the anchor rows; per input its rows' local time and clock."""
+    from sniffsync.sync.merge import _concat_columns, _epoch_map, _str_categories
+    n = [len(i.ts) for i in ins]
+    off = np.r_[0, np.cumsum(n)]
+    tsft = np.concatenate([i.tsft for i in ins])
+    table = pd.DataFrame({"sniffer": np.repeat(np.arange(len(ins), dtype=np.int16), n),
+                          "ts_ns": np.concatenate([i.ts for i in ins]),
+                          "tsft_us": pd.arrays.IntegerArray(tsft, tsft < 0)})
+    del tsft
+    local, clock, clocks = local_clocks(table)
+    del table
+    parts = [_str_categories(pd.concat(i.anchors, ignore_index=True)) for i in ins]
+    for i in ins:
+        i.anchors = None
+    rows = np.concatenate([p.pop("row").to_numpy(np.int64) + o for p, o in zip(parts, off)])
+    at = _concat_columns(parts) if len(parts) > 1 else parts[0]
+    res = sync(at, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=allow_unsynced,
+               names=names, clocks=(local[rows], clock[rows], clocks))
+    del at, rows
+    ts = np.concatenate([i.ts for i in ins])
+    to_epoch = _epoch_map(ts, local, clock == reference_clock(clocks, reference))
+    every = SimpleNamespace(model=res.model, clock=clock, common_ns=res.model.apply(local, clock))
+    res.host_us = host_offsets_us(every, pd.DataFrame({"sniffer": np.repeat(np.arange(len(ins)), n), "ts_ns": ts}),
+                                  len(ins))      # as the one-pass report: over every frame
+    del every
+    small = np.int16 if len(clocks) < 2**15 else np.int32        # the one per-frame array kept
+    return res, to_epoch, [(local[a:b], clock[a:b].astype(small)) for a, b in zip(off[:-1], off[1:])]
+
+
+class _Stream:
+    """Pass 2 over one input: decoded batches with their common and output times,
+    held from the first row a window may still need."""
+
+    def __init__(self, path, s, want, conv, clock, model, to_epoch, batch_rows):
+        self.it = _batches(path, s, want, conv, batch_rows)
+        self.clock, self.model, self.to_epoch = clock, model, to_epoch
+        self.parts, self.done, self.floor, self.end_t, self.buf = [], False, None, None, None
+        self.recs = []                   # the Records of each held batch (pages released with it)
+
+    def pull(self) -> None:
+        """Decode one more batch: its rows' common and output times, keys, packet places."""
+        rec, t, _ = next(self.it, (None, None, None))
+        if t is None:
+            self.done = True
+            return
+        r = slice(rec.row0, rec.row0 + len(t))
+        clock = self.clock[r].astype(np.int64)
+        tsft = t["tsft_us"].array          # stamps aligned as in pass 1: local time as local_clocks
+        ts = t["ts_ns"].to_numpy(np.int64)
+        local = np.where(tsft.isna(), ts, tsft.to_numpy(np.int64, na_value=0) * 1000)
+        synced = self.model.synced[clock]
+        common = self.model.apply(local, clock)
+        out_t = np.where(synced, self.to_epoch(common), t["ts_ns"].to_numpy(np.int64))
+        if self.floor is not None and len(out_t) and out_t.min() < self.floor:
+            raise SyncError("an input is not in time order (by more than half the window margin): "
+                            "merge without --window-s")
+        if len(out_t):
+            self.end_t = max(self.end_t or out_t.max(), int(out_t.max()))
+        self.buf = rec
+        place = np.stack([np.asarray(rec.data_off, np.int64), np.asarray(rec.caplen, np.int64)], 1)
+        self.parts.append((t, common, out_t, synced, hash_key(t, MERGE_KEY), place, clock))
+        self.recs.append((rec,))
+
+    def upto(self, t_ns: int) -> None:
+        """Pull until a batch reaches output time ``t_ns`` (or the input ends)."""
+        while not self.done and (self.end_t is None or self.end_t < t_ns):
+            self.pull()
+
+    def processed(self, hi: int, margin_ns: int) -> None:
+        """A window ending at ``hi`` is written: no row may come before ``hi + margin``
+        any more, and the batches whose rows all come before ``hi - margin`` are dropped."""
+        keep = [len(p[2]) and p[2].max() >= hi - margin_ns for p in self.parts]
+        for (rec, *_), k in zip(self.recs, keep):
+            if not k:
+                _release_batch(rec)
+        self.parts = [p for p, k in zip(self.parts, keep) if k]
+        self.recs = [r for r, k in zip(self.recs, keep) if k]
+        self.floor = hi + margin_ns
+
+    def rows(self) -> int:
+        return sum(len(p[0]) for p in self.parts)
+
+
+def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
+                  allow_unsynced: bool = False, anchors=("beacon", "ba", "unique"),
+                  keep_duplicates: bool = False, knot_s: float = 1.0, tsft_at="auto",
+                  names=None, progress=None, margin_ns: int = MARGIN_NS, hook=None,
+                  batch_rows: int = BATCH_ROWS, anchor_cap: int = ANCHOR_CAP) -> dict:
+    """Merge capture files into ``output`` (a merged pcapng) in bounded memory.
+
+    Parameters as :func:`sniffsync.sync.merge.merge`; ``window_s``: seconds of output
+    time merged at a time; ``margin_ns``: rows matched either side of a window;
+    ``hook(rows)`` is called after each window with the number of decoded rows held
+    (tests); ``batch_rows``: frames decoded at a time; ``anchor_cap``: frames whose
+    "unique" anchors are all fitted (beyond, a sample by key: the report's
+    ``anchor_sample``). Returns the report (also in the file's section header).
+    """
+    from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _validate, _window_ns
+    from sniffsync.sync.report import merge_report
+    say = progress or (lambda stage: None)
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise UsageError("merge needs at least one input")
+    _validate(paths, [])
+    from sniffsync.sync.mergedfile import file_meta
+    for p in paths:
+        if file_meta(p) is not None:
+            raise UsageError(f"{p}: a merged file as input needs the in-memory merge (without --window-s)")
+    if not 0 <= reference < len(paths):
+        raise UsageError(f"reference {reference} is not an input index (0..{len(paths) - 1})")
+    window_ns = _window_ns(window_s)
+    names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
+    want = list(NEEDED_COLUMNS)
+    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap)
+    every = ins[0].every
+    say("sync clocks")
+    res, to_epoch, lc = _fit(ins, reference, anchors, knot_s, allow_unsynced, names)
+    model = res.model
+    gate_ns = default_gate(res, MIN_GATE_NS)
+    clock_gates, per_clock_err = copy_gates(res, gate_ns), clock_errors(res)
+    fit = {"model": model, "anchors": res.anchors, "sigma_ns": getattr(res, "sigma_ns", None)}
+    # output times of the whole capture: its windows and the base of mean copy times
+    t_lo, t_hi = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    for i, (lo, c) in zip(ins, lc):
+        t = np.where(model.synced[c], to_epoch(model.apply(lo, c)), i.ts)
+        t_lo, t_hi = min(t_lo, int(t.min())), max(t_hi, int(t.max()))
+    report = merge_report(res, pd.DataFrame({"sniffer": np.zeros(0, np.int64), "signal_dbm": np.zeros(0)}),
+                          np.zeros(0, np.int64), names, anchors, gate_ns, 0, keep_duplicates, np.zeros(0, np.int64),
+                          host_us=res.host_us)
+    del res, t                            # only the clock model and anchors are needed from here
+    if every > 1:
+        report["anchor_sample"] = f"1/{every} of the unique anchors (by content key)"
+    if t_lo < 0:                         # as write_merged: the mean's base is then 0 in every window
+        raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
+    edges = window_bounds(np.array([t_lo, t_hi], np.int64), window_ns)
+    cnt = _Counts(len(paths), [len(i.ts) for i in ins],
+                  sum(int((~model.synced[c]).sum()) for _, c in lc))
+    conv, linktypes = {names[s]: i.conv for s, i in enumerate(ins)}, [i.linktype for i in ins]
+    streams = [_Stream(p, s, want, i.conv, c, model, to_epoch, batch_rows)
+               for s, (p, i, (_, c)) in enumerate(zip(paths, ins, lc))]
+    del ins, lc
+    say("match, merge and write, window by window")
+    ctx = _Ctx(streams, margin_ns, gate_ns, 0, keep_duplicates, names, cnt,
+               bool(model.clocks.tsft[model.reference]))
+    ctx.clock_gates, ctx.fit, ctx.to_epoch = clock_gates, fit, to_epoch
+    ctx.tally, ctx.ts_src = Tally(len(names)), {}
+    fd, scratch = tempfile.mkstemp(prefix=".merge-", suffix=".part",
+                                   dir=os.path.dirname(os.path.abspath(output)))
+    try:
+        with os.fdopen(fd, "wb") as body:
+            for lo, hi in zip(edges[:-1], edges[1:]):    # per window
+                _window(ctx, int(lo), int(hi), body)
+                for st in streams:
+                    st.processed(int(hi), margin_ns)
+                if hook is not None:
+                    hook(sum(st.rows() for st in streams))
+        cnt.fill(report, keep_duplicates)
+        ctx.tally.fill(report, per_clock_err, model.clocks)
+        report["totals"]["ts_src"] = {k: ctx.ts_src.get(k, 0) for k in TS_SRC}
+        if tsft_at is not None:
+            report["tsft_at"] = conv
+        _write(output, scratch, names, linktypes, "capture" if tsft_at is None else "end", report, cnt.out)
+    finally:
+        os.unlink(scratch)
+    return report
+
+
+def _write(output, scratch, names, linktypes, stamps, report, n_out) -> None:
+    """The merged file: its head, then the packets written to ``scratch``."""
+    from sniffsync.io.atomic import atomic_output
+    from sniffsync.sync.pcapng import merged_head
+    with atomic_output(output) as fh, open(scratch, "rb") as src:
+        fh.write(merged_head(names, linktypes, stamps, report, n_out))
+        shutil.copyfileobj(src, fh, 16 << 20)
+
+
+class _Ctx:
+    """What every window needs."""
+
+    def __init__(self, streams, margin_ns, gate_ns, t_base, keep_duplicates, names, cnt, ref_tsft):
+        self.streams, self.margin_ns, self.gate_ns, self.t_base = streams, margin_ns, gate_ns, t_base
+        self.keep_duplicates, self.names, self.cnt, self.ref_tsft = keep_duplicates, names, cnt, ref_tsft
+
+
+def _held_rows(ctx, lo, hi):
+    """The held rows with output time in the window and its margins, in input order:
+    ``(table, common, out_t, synced, key, place, clock)``, or None."""
+    m_ns = ctx.margin_ns
+    parts = []
+    for st in ctx.streams:
+        st.upto(hi + m_ns + m_ns // 2)
+        for p in st.parts:
+            r = np.flatnonzero((p[2] >= lo - m_ns) & (p[2] < hi + m_ns))
+            if len(r):
+                parts.append((p[0].iloc[r].reset_index(drop=True), *(a[r] for a in p[1:])))
+    if not parts:
+        return None
+    return (_stack([p[0] for p in parts]), *(np.concatenate([p[k] for p in parts]) for k in range(1, 7)))
+
+
+def _stack(tables) -> pd.DataFrame:
+    """The tables one after the other (categories united), one column at a time."""
+    from pandas.api.types import union_categoricals
+
+    from sniffsync.sync.merge import _str_categories
+    if len(tables) == 1:
+        return tables[0]
+    tables = [_str_categories(t) for t in tables]
+    out = {}
+    for c in tables[0].columns:          # per column
+        parts = [t[c] for t in tables]
+        out[c] = (union_categoricals(parts, ignore_order=True) if isinstance(parts[0].dtype, pd.CategoricalDtype)
+                  else pd.concat(parts, ignore_index=True))
+    return pd.DataFrame(out, copy=False)
+
+
+def _window(ctx, lo, hi, body) -> None:
+    """Match, merge and write the transmissions whose output time falls in ``[lo, hi)``."""
+    from sniffsync.sync.merge import merged_ids
+    from sniffsync.sync.pcapng import write_rows
+    held = _held_rows(ctx, lo, hi)
+    if held is None:
+        return
+    t, common, out_t, synced, key, place, clock = held
+    g = match_copies(t, common, synced, ctx.gate_ns, key, clock, ctx.clock_gates)
+    rows, g_own = keep_window(g, t["sniffer"].to_numpy(np.int64), out_t, (lo, hi), ctx.margin_ns, ctx.t_base)
+    if not len(rows):
+        return
+    # best time per copy (sync.retime) with the window's rows and margins as neighbours
+    rt = retime(t, SimpleNamespace(common_ns=common, clock=clock, **ctx.fit), g, synced)
+    rt = Retimed(*(a[rows] for a in rt))
+    ctx.tally.add(rt, t["sniffer"].to_numpy(np.int64)[rows])
+    sub = t.iloc[rows].reset_index(drop=True).assign(place_=np.arange(len(rows)))
+    best = common[rows] + rt.shift_ns
+    place, syn_own = place[rows], synced[rows]
+    t_own = np.where(syn_own, ctx.to_epoch(best), out_t[rows])
+    tsft = np.rint(best / 1000).astype(np.int64) if ctx.ref_tsft else None
+    ctx.cnt.add(g_own, sub)
+    rank = output_rank(sub["sniffer"].to_numpy(np.int64), t_own, g_own, ctx.t_base) \
+        if ctx.keep_duplicates else None
+    out = merged_table(sub, t_own, tsft, g_own, syn_own, len(ctx.names), ctx.keep_duplicates,
+                       consume=True, retimed=rt)
+    for k, v in provenance_totals(out).items():
+        ctx.ts_src[k] = ctx.ts_src.get(k, 0) + v
+    out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank) + ctx.cnt.ids
+    ctx.cnt.ids += int(g_own.max()) + 1
+    ctx.cnt.out += len(out)
+    at = place[out.pop("place_").to_numpy(np.int64)]
+    write_rows(body, out, [st.buf for st in ctx.streams], at[:, 0], at[:, 1], ctx.names)
+
+
+class _Counts:
+    """The report's frame counts, added up window by window."""
+
+    def __init__(self, n_sniffers, frames_in, unsynced):
+        self.frames_in, self.unsynced = frames_in, unsynced
+        self.merged, self.dup = np.zeros(n_sniffers, np.int64), np.zeros(n_sniffers, np.int64)
+        self.trans = self.multi = self.out = self.ids = 0
+
+    def add(self, g, sub) -> None:
+        sniffer = sub["sniffer"].to_numpy(np.int64)
+        nh = np.bincount(g)
+        is_best = np.zeros(len(g), bool)
+        is_best[best_copy(g, sniffer, sub["signal_dbm"].to_numpy(np.float64, na_value=-1e9))] = True
+        self.merged += np.bincount(sniffer[nh[g] > 1], minlength=len(self.merged))
+        self.dup += np.bincount(sniffer[~is_best], minlength=len(self.dup))
+        self.trans += len(nh)
+        self.multi += int((nh > 1).sum())
+
+    def fill(self, rep, keep_duplicates) -> None:
+        """Put these counts in ``rep`` (:func:`sniffsync.sync.report.merge_report` of the
+        fit, without frames)."""
+        for s, row in enumerate(rep["sniffers"]):
+            row.update(frames_in=int(self.frames_in[s]), frames_merged=int(self.merged[s]),
+                       duplicates=int(self.dup[s]))
+        n_in = int(sum(self.frames_in))
+        dup = 0 if keep_duplicates else n_in - self.out
+        rep["totals"].update(frames_in=n_in, frames_out=int(self.out), duplicates_removed=int(dup),
+                             transmissions=int(self.trans), heard_by_2_or_more=int(self.multi),
+                             unsynced_frames=int(self.unsynced), conserved=n_in == self.out + dup)
