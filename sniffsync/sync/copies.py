@@ -20,7 +20,7 @@ import pandas as pd
 
 from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import cluster, hash_key
-from sniffsync.sync.order import order_by
+from sniffsync.sync.order import group_mean, order_by
 
 __all__ = ["MERGE_KEY", "GATE_SIGMAS", "default_gate", "copy_gates", "match_copies", "best_copy", "merged_table"]
 
@@ -162,8 +162,7 @@ class _Reps:
     @classmethod
     def of(cls, group, key, t, sniffer, ng, sigma):
         nh = np.bincount(group, minlength=ng)
-        tm = np.bincount(group, weights=(t - t.min(initial=0)).astype(np.float64), minlength=ng)
-        t_g = np.rint(tm / np.maximum(nh, 1)).astype(np.int64) + t.min(initial=0)
+        t_g = group_mean(group, t, ng)
         k = np.zeros(ng, np.uint64)
         k[group] = key
         mask = np.zeros(ng, np.int64)
@@ -271,10 +270,7 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     nh = np.bincount(group, minlength=ng)
     # the group's time: the mean of its copies of the best source (all without retimed)
     top = np.ones(n, bool) if retimed is None else _best_source(group, retimed.src, ng)
-    n_top = np.bincount(group[top], minlength=ng)
-    t_mean = (np.bincount(group[top], weights=(common_ns - common_ns.min(initial=0))[top].astype(np.float64),
-                          minlength=ng) / np.maximum(n_top, 1))
-    t_mean = np.rint(t_mean).astype(np.int64) + (common_ns.min(initial=0))
+    t_mean = group_mean(group, common_ns, ng, top)
     # subframes of one A-MPDU: one time (the mean of all their copies), the air's order
     _, rank, t_cl = ppdu_clusters(sniffer, common_ns, group, ng)
     t_mean = np.where(t_cl >= 0, t_cl, t_mean)

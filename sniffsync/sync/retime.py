@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.sync.copies import GATE_SIGMAS, clock_sigma
+from sniffsync.sync.order import group_mean
 
 __all__ = ["TS_SRC", "PROTOCOL_TOL_NS", "TSFT_ERR_NS", "Retimed", "clock_errors", "retime",
            "add_provenance", "provenance_totals"]
@@ -109,13 +110,12 @@ def retime(df: pd.DataFrame, res, group: np.ndarray, synced: np.ndarray) -> Reti
     t = t0.copy()
     # other_sniffer: the mean time of the group's TSFT copies
     ng = int(group.max()) + 1 if n else 0
-    base = t0.min(initial=0)
     cnt = np.bincount(group[tsft_clock], minlength=ng)
-    tg = np.bincount(group[tsft_clock], weights=(t0 - base)[tsft_clock].astype(np.float64), minlength=ng)
+    tg = group_mean(group, t0, ng, tsft_clock)
     eg = np.zeros(ng, np.int64)
     np.maximum.at(eg, group[tsft_clock], err[tsft_clock])
     take = synced & ~tsft_clock & (cnt[group] > 0)
-    t[take] = np.rint(tg[group[take]] / cnt[group[take]]).astype(np.int64) + base
+    t[take] = tg[group[take]]
     err[take], src[take] = eg[group[take]], OTHER
     _protocol(df, res, t, err, src, synced)
     err = np.where(synced, err, -1)

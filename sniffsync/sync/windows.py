@@ -24,7 +24,7 @@ import numpy as np
 from sniffsync.errors import SyncError
 from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.copies import match_copies
-from sniffsync.sync.order import order_by
+from sniffsync.sync.order import group_mean, order_by
 
 __all__ = ["MARGIN_NS", "match_windowed", "keep_window", "output_rank", "window_bounds"]
 
@@ -102,10 +102,8 @@ def _output_time(sniffer, t, g, t_base, with_rank: bool = False):
     """Per group, its ``ts_ns`` in :func:`sniffsync.sync.copies.merged_table` (same rule),
     and with ``with_rank`` its rank in its A-MPDU (subframes sent after it)."""
     ng = int(g.max()) + 1
-    nh = np.bincount(g, minlength=ng)
-    mean = np.bincount(g, weights=(t - t_base).astype(np.float64), minlength=ng) / np.maximum(nh, 1)
     _, rank, t_cl = ppdu_clusters(sniffer, t, g, ng)
-    out = np.where(t_cl >= 0, t_cl, np.rint(mean).astype(np.int64) + t_base)
+    out = np.where(t_cl >= 0, t_cl, group_mean(g, t, ng))
     return (out, rank) if with_rank else out
 
 
