@@ -23,6 +23,8 @@ def _can_build_wheels() -> bool:
 
 
 def _run(cmd, **kw):
+    # without PYTHONPATH: a checkout on it makes pip see sniffsync "already installed"
+    kw.setdefault("env", {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")})
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, **kw)
     assert p.returncode == 0, f"{cmd}\n{p.stdout}\n{p.stderr}"
     return p
