@@ -332,7 +332,8 @@ def _block_ack(buf, ctl_off, end, is_ba, cut, rows, n, tid, tid_ok, marks, want=
             bm_names += cat.categories
     if text:
         cols["ba_bitmap"] = (Cat(bm_codes, bm_names), bm_codes >= 0)
-    cols["ba_bitmap_lo"] = (lo, bm_codes >= 0)
+    if bits:
+        cols["ba_bitmap_lo"] = (lo, bm_codes >= 0)
     if want(("ba_info",)):
         cols["ba_info"] = _hex_field(buf, ctl_off, end, rows, n)
     return cols
