@@ -49,6 +49,8 @@ def categorical_from_bytes(keys: np.ndarray, fmt) -> Cat:
     n_uniq = int(codes.max()) + 1
     first = np.empty(n_uniq, np.int64)
     first[codes[::-1]] = np.arange(k - 1, -1, -1)        # first row of each distinct key
+    if fmt is _hexstr:
+        return _hex_cat(keys[first, :m], codes)
     names = np.array([fmt(keys[i, :m].tobytes()) for i in first], dtype=object)
     cats, remap = np.unique(names, return_inverse=True)   # distinct keys may format alike
     return Cat(remap.ravel()[codes].astype(np.int32), list(cats))
@@ -64,6 +66,22 @@ def _pick(idx, addrs):
 
 def _hexstr(b: bytes) -> str:
     return b.hex()
+
+
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", np.uint8)
+
+
+def _hex_cat(uniq: np.ndarray, codes: np.ndarray) -> Cat:
+    """The :class:`Cat` ``categorical_from_bytes(.., _hexstr)`` gives, for the distinct
+    keys ``uniq`` (u, m) and the rows' ``codes`` into them: all keys are m bytes long, so
+    sorting the hex text is sorting its ASCII bytes (no Python call per key)."""
+    u, m = uniq.shape
+    digits = np.empty((u, 2 * m), np.uint8)
+    digits[:, 0::2] = _HEX_DIGITS[uniq >> 4]
+    digits[:, 1::2] = _HEX_DIGITS[uniq & 0xF]
+    text = digits.view(f"S{2 * m}")[:, 0] if m else np.full(u, b"", "S1")
+    cats, remap = np.unique(text, return_inverse=True)
+    return Cat(remap.ravel()[codes].astype(np.int32), cats.astype(str).tolist())
 
 
 def _ssid_str(key: bytes) -> str:
@@ -168,7 +186,7 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
     if want(_BA + ("bad",)):        # its marks feed the bad column
         at = h.off[ba_rows] + 16 + h.shift[ba_rows]
         cols.update(_block_ack(buf, at, h.body_end[ba_rows], h.in_sub[ba_rows] == 9, h.cut[ba_rows],
-                               ba_rows, h.n, tid, tid_ok, marks))
+                               ba_rows, h.n, tid, tid_ok, marks, want))
     cols["tid"] = (tid, tid_ok)
     if want(_MGMT):                 # beacon / probe response fixed fields and SSID
         rows = np.flatnonzero(h.has_fc & h.is_m & (T.MGMT_IE_OFF[h.sub] >= 0) & ~h.short)
@@ -263,12 +281,13 @@ def _llc_bounds(buf, h: _Header, qosv, has_qos):
     return llc_off, llc_end
 
 
-def _block_ack(buf, ctl_off, end, is_ba, cut, rows, n, tid, tid_ok, marks):
+def _block_ack(buf, ctl_off, end, is_ba, cut, rows, n, tid, tid_ok, marks, want=lambda group: True):
     """BA / BAR control and information fields (:mod:`sniffsync.decode.dot11_ba`); the
     frame table keeps the first record and the whole field as sent (``ba_info``).
 
     ``ctl_off`` is the BA/BAR control field, ``end`` the end of the frame's bytes, ``cut``
     the capture kept only part of the frame. Updates ``tid``/``tid_ok`` in place.
+    The bitmap texts are built only if ``want`` asks for their columns (the costly part).
     """
     wk = walk_block_ack(buf, ctl_off, end, is_ba)
     code = np.where(is_ba, T.BA_TYPE_CODE[wk.batype], T.BAR_TYPE_CODE[wk.batype])
@@ -296,18 +315,27 @@ def _block_ack(buf, ctl_off, end, is_ba, cut, rows, n, tid, tid_ok, marks):
     bm_len, bm_off, bpm = wk.bm_len[first], wk.bm_off[first], wk.bits_per_msdu[first]
     lo = np.zeros(n, np.uint64)
     bm_codes, bm_names = np.full(n, -1, np.int32), []
-    for length in np.unique(bm_len[bm_len > 0]):
+    text, bits = want(("ba_bitmap",)), want(("ba_bitmap_lo",))
+    # (bincount, not np.unique: that imports numpy.ma, ~20 ms of a run's start-up)
+    for length in np.flatnonzero(np.bincount(bm_len[bm_len > 0].astype(np.intp))):
         sel = np.flatnonzero(bm_len == length)
+        bm_codes[rows[src[sel]]] = len(bm_names)         # (placeholder: only "has a bitmap")
+        if not (text or bits):
+            continue
         raw = gather(buf, bm_off[sel], int(length))
-        for per in np.unique(bpm[sel]):                  # bits per MSDU: 1, 4 or 16
+        for per in np.unique(bpm[sel]) if bits else ():  # bits per MSDU: 1, 4 or 16
             k = bpm[sel] == per
             lo[rows[src[sel[k]]]] = first_bits(raw[k], int(per))
-        cat = categorical_from_bytes(raw, _hexstr)       # lengths differ: names never collide
-        bm_codes[rows[src[sel]]] = cat.codes + len(bm_names)
-        bm_names += cat.categories
-    cols["ba_bitmap"] = (Cat(bm_codes, bm_names), bm_codes >= 0)
-    cols["ba_bitmap_lo"] = (lo, bm_codes >= 0)
-    cols["ba_info"] = _hex_field(buf, ctl_off, end, rows, n)
+        if text:
+            cat = categorical_from_bytes(raw, _hexstr)   # lengths differ: names never collide
+            bm_codes[rows[src[sel]]] = cat.codes + len(bm_names)
+            bm_names += cat.categories
+    if text:
+        cols["ba_bitmap"] = (Cat(bm_codes, bm_names), bm_codes >= 0)
+    if bits:
+        cols["ba_bitmap_lo"] = (lo, bm_codes >= 0)
+    if want(("ba_info",)):
+        cols["ba_info"] = _hex_field(buf, ctl_off, end, rows, n)
     return cols
 
 

@@ -102,21 +102,22 @@ def _strings(texts: list):
                                  [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))])
 
 
-def _dictionary(codes, null, categories: list):
-    """Dictionary array: ``codes`` (-1 or ``null`` -> null) into the string ``categories``."""
+def _dictionary(codes, null, categories: list, index=None):
+    """Dictionary array: ``codes`` (-1 or ``null`` -> null) into the string ``categories``;
+    ``index``: the indices' numpy type (default: the smallest that holds them)."""
     import pyarrow as pa
     if not categories:                           # no value at all: a null column
         return pa.Array.from_buffers(pa.null(), len(codes), [None], null_count=len(codes))
     codes = np.asarray(codes)
     mask = codes < 0 if null is None else (codes < 0) | null
-    index = _arrow(np.where(mask, 0, codes).astype(_index_dtype(len(categories))), mask)
+    index = _arrow(np.where(mask, 0, codes).astype(index or _index_dtype(len(categories))), mask)
     return pa.DictionaryArray.from_arrays(index, _strings([str(c) for c in categories]))
 
 
-def _mac_dictionary(vals, null):
+def _mac_dictionary(vals, null, index=None):
     """Colon-hex dictionary array of a MAC column: number the distinct values, format each once."""
     codes, names = mac_codes(vals, null)
-    return _dictionary(codes, null, names)
+    return _dictionary(codes, null, names, index)
 
 
 def _index_dtype(k: int):
@@ -144,11 +145,12 @@ def _pandas_meta(name: str, dtype: str, arr) -> dict:
             "numpy_type": numpy_type, "metadata": meta}
 
 
-def arrow_columns(n: int, cols: dict, names: list):
+def arrow_columns(n: int, cols: dict, names: list, index=None):
     """Arrow table of the numpy ``Cols`` (``{name: (values, valid)}``) in ``names`` order.
 
     Integers keep their schema width, nulls come from ``valid``, categoricals
-    (:class:`sniffsync.decode.table.Cat`) and MACs become dictionary arrays; a column not in
+    (:class:`sniffsync.decode.table.Cat`) and MACs become dictionary arrays (indices of
+    numpy type ``index``, default the smallest that fits: pandas' choice); a column not in
     ``cols`` is all null. The schema carries pandas metadata, as a file written from
     the equivalent DataFrame would.
     """
@@ -161,14 +163,14 @@ def arrow_columns(n: int, cols: dict, names: list):
         null = None if valid is None or np.all(valid) else ~np.asarray(valid, bool)
         dtype = DTYPES[name]
         if name in MAC_COLUMNS and vals is not None:
-            arrays.append(_mac_dictionary(vals, null))
+            arrays.append(_mac_dictionary(vals, null, index))
         elif dtype in ("category", "string"):
             if vals is None:
                 vals = Cat(np.full(n, -1, np.int32), [])
             if not isinstance(vals, Cat):
                 from sniffsync.decode.table import as_cat
                 vals = as_cat(vals, valid)
-            arrays.append(_dictionary(vals.codes, null, vals.categories))
+            arrays.append(_dictionary(vals.codes, null, vals.categories, index))
         elif vals is None:
             arrays.append(_arrow(np.zeros(n, _NP[dtype]), np.ones(n, bool)))
         else:
