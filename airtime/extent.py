@@ -43,6 +43,7 @@ MAX_PPDU_NS = 5_484_000       # aPPDUMaxTime (HT/VHT/HE)
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
 QUERY_CHUNK = 1 << 17         # Block-Ack queries answered at a time (memory, not results)
 WINDOW_CHUNK = 1 << 14        # data PPDUs whose Block-Ack windows are listed at a time (the same)
+FRAME_CHUNK = 1 << 18         # frame rows whose temporaries are built at a time (the same)
 
 
 class Extent(NamedTuple):
@@ -234,24 +235,40 @@ def _copies(ctx: _Ctx, psdu):
     if new.all():                                 # no copies (one sniffer per clock)
         return group, np.where(ctx.data, psdu, -1)
     group[d[o]] = np.cumsum(new) - 1
-    rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
-    rows = rows[ctx.data[ctx.fp[rows]]]
-    sub = ctx.mpdu[rows].astype(np.int64) + 4
-    padded = (sub + 3) // 4 * 4
-    # the last subframe (its flag) is not padded
-    pad_last = np.where(_col(ctx.frames, "ampdu_last", 0)[rows] > 0, padded - sub, 0)
-    if not len(rows):
+    key, b, p = _subframe_rows(ctx, group)
+    if not len(key):
         return group, np.full(n, -1, np.int64)
     # each (group, seq) once (its first row), then per group: bytes less the last's padding
-    g = group[ctx.fp[rows]]
-    _, first = np.unique(g * 4096 + ctx.seq[rows], return_index=True)    # sorted by group
-    g, b, p = g[first], padded[first], pad_last[first]
+    o = np.argsort(key, kind="stable")                      # (np.unique's return_index: stable)
+    ks = key[o]
+    first = o[np.r_[True, ks[1:] != ks[:-1]]]
+    del o, ks
+    g, b, p = key[first] // 4096, b[first], p[first]
     heads = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     total = np.add.reduceat(b, heads) - np.maximum.reduceat(p, heads)
     gh = g[heads]
     at = np.minimum(np.searchsorted(gh, group), len(gh) - 1)
     union = np.where(gh[at] == group, total[at], -1).astype(np.int64)
     return group, union
+
+
+def _subframe_rows(ctx: _Ctx, group):
+    """Per frame row of a data PPDU with a seq, in row order: key ``group * 4096 + seq``,
+    padded subframe bytes (int32), padding of a last subframe (int8); built in chunks."""
+    last = ctx.frames["ampdu_last"] if "ampdu_last" in ctx.frames else None
+    out = [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8))]
+    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
+        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
+        rows = np.flatnonzero((fp >= 0) & (sq >= 0))
+        rows = rows[ctx.data[fp[rows]]]
+        sub = ctx.mpdu[lo + rows].astype(np.int64) + 4
+        padded = (sub + 3) // 4 * 4
+        # the last subframe (its flag) is not padded
+        flag = (last.iloc[lo:lo + FRAME_CHUNK].to_numpy(np.int64, na_value=0)[rows] if last is not None
+                else np.zeros(len(rows), np.int64))
+        out.append((group[fp[rows]] * 4096 + sq[rows], padded.astype(np.int32),
+                    np.where(flag > 0, padded - sub, 0).astype(np.int8)))
+    return tuple(np.concatenate(c) for c in zip(*out))
 
 
 def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
@@ -372,20 +389,17 @@ def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
     c = ctx.c
     code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
     q, t_q = code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS
-    rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
-    ref = code[ctx.fp[rows]]                                 # in place: per-frame temporaries
-    ref *= 4096
-    ref += ctx.seq[rows]
-    # only captures of a queried (pair, seq) can answer: sort those, not every frame
+    # only captures of a queried (pair, seq) can answer: keep those (frames in chunks), sort them
     uq = _unique_inverse(q)[0]
-    at = np.searchsorted(uq, ref)
-    np.minimum(at, max(len(uq) - 1, 0), out=at)
-    hit = uq[at] == ref if len(uq) else np.zeros(len(ref), bool)
-    del at
-    rows, ref = rows[hit], ref[hit]
-    del hit
-    t_ref = c.t_ns[ctx.fp[rows]]
-    del rows
+    ref, t_ref = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for lo in range(0, len(ctx.fp) if len(uq) else 0, FRAME_CHUNK):
+        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
+        rows = np.flatnonzero((fp >= 0) & (sq >= 0))
+        key = code[fp[rows]] * 4096 + sq[rows]
+        hit = uq[np.minimum(np.searchsorted(uq, key), len(uq) - 1)] == key
+        ref.append(key[hit])
+        t_ref.append(c.t_ns[fp[rows[hit]]])
+    ref, t_ref = np.concatenate(ref), np.concatenate(t_ref)
     # (key, time rank) as one int64: the last capture of the same key before each query
     times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]), kind="stable")
     m = len(times) + 1
