@@ -300,21 +300,33 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     top = np.where((ba_now[d] >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
     width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
-    rows, k, s = _not_captured(group[d], base, width, ssn >= 0, captured)
-    del captured
-    pid = d[rows]
-    now, prev = ba_now[pid], ba_prev[pid]
-    acked_now = np.zeros(len(s), bool)
-    acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0])
-    known = np.zeros(len(s), bool)
-    known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0])
-    known |= _sent_since(ctx, pid, s, prev_t[pid])
+    has_ssn = ssn >= 0
+
+    def windows():
+        """The not-captured window positions, :data:`WINDOW_CHUNK` data PPDUs at a time."""
+        for a in range(0, len(d), WINDOW_CHUNK):
+            sl = slice(a, a + WINDOW_CHUNK)
+            rows, k, s = _not_captured(group[d[sl]], base[sl], width[sl], has_ssn[sl], captured)
+            yield rows + a, k, s
+    code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
+    queried = np.unique(np.concatenate([np.zeros(0, np.int64)] + [np.unique(code[d[r]] * 4096 + s)
+                                                                   for r, _, s in windows()]))
+    table = _capture_table(ctx, code, queried)
+    del queried
     last_known = np.full(len(d), -1, np.int64)
-    np.maximum.at(last_known, rows[known], k[known])
-    between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
-    before = (k > last_known[rows]) & (k < (lo[rows] - base[rows]) % 4096) & (prev >= 0)
-    missed = ~known & (acked_now | between | before)
-    np.add.at(add, pid[missed], 1)
+    for rows, k, s in windows():           # (the answers per query: chunks change no result)
+        pid = d[rows]
+        now, prev = ba_now[pid], ba_prev[pid]
+        acked_now = np.zeros(len(s), bool)
+        acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0])
+        known = np.zeros(len(s), bool)
+        known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0])
+        known |= _sent_since(table, code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS, prev_t[pid])
+        np.maximum.at(last_known, rows[known], k[known])     # (a PPDU's rows are in one chunk)
+        between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
+        before = (k > last_known[rows]) & (k < (lo[rows] - base[rows]) % 4096) & (prev >= 0)
+        missed = ~known & (acked_now | between | before)
+        np.add.at(add, pid[missed], 1)
     return add
 
 
@@ -381,22 +393,16 @@ def _seq_bounds(g, seq, n):
     return np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
 
 
-def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
-    """Whether seq ``s`` of PPDU ``pid``'s pair was captured in an earlier PPDU (stamp more
-    than :data:`COPY_TOL_NS` before, not a copy) stamped after ``since``: answered by an ACK
-    or by a Block-Ack the sniffer missed, or failed and resent in this PPDU -- which cannot
-    be told apart, so it is not counted (an estimate may stay one retransmission short)."""
+def _capture_table(ctx: _Ctx, code, queried):
+    """What :func:`_sent_since` searches: the captures of the ``queried`` (pair code * 4096
+    + seq) keys, sorted by (key, time rank); frames read in chunks."""
     c = ctx.c
-    code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
-    q, t_q = code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS
-    # only captures of a queried (pair, seq) can answer: keep those (frames in chunks), sort them
-    uq = _unique_inverse(q)[0]
     ref, t_ref = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for lo in range(0, len(ctx.fp) if len(uq) else 0, FRAME_CHUNK):
+    for lo in range(0, len(ctx.fp) if len(queried) else 0, FRAME_CHUNK):
         fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
         rows = np.flatnonzero((fp >= 0) & (sq >= 0))
         key = code[fp[rows]] * 4096 + sq[rows]
-        hit = uq[np.minimum(np.searchsorted(uq, key), len(uq) - 1)] == key
+        hit = queried[np.minimum(np.searchsorted(queried, key), len(queried) - 1)] == key
         ref.append(key[hit])
         t_ref.append(c.t_ns[fp[rows[hit]]])
     ref, t_ref = np.concatenate(ref), np.concatenate(t_ref)
@@ -406,10 +412,21 @@ def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
     rk = ref * m
     rk += np.searchsorted(times, t_ref)
     o = np.argsort(rk, kind="stable")
-    rk, ref, t_ref = rk[o], ref[o], t_ref[o]
+    return rk[o], ref[o], t_ref[o], times, m
+
+
+def _sent_since(table, q, t_q, since) -> np.ndarray:
+    """Whether key ``q`` (pair code * 4096 + seq; a data PPDU's pair, stamp ``t_q`` + :data:`COPY_TOL_NS`)
+    was captured in an earlier PPDU (stamp more than :data:`COPY_TOL_NS` before, not a copy)
+    stamped after ``since``: answered by an ACK or by a Block-Ack the sniffer missed, or failed
+    and resent in this PPDU -- which cannot be told apart, so it is not counted (an estimate
+    may stay one retransmission short). ``table``: :func:`_capture_table`."""
+    rk, ref, t_ref, times, m = table
+    if not len(rk):
+        return np.zeros(len(q), bool)
     pos = np.searchsorted(rk, q * m + np.searchsorted(times, t_q), "left") - 1
     pp = np.maximum(pos, 0)
-    return (pos >= 0) & (ref[pp] == q) & (t_ref[pp] > since) if len(rk) else np.zeros(len(q), bool)
+    return (pos >= 0) & (ref[pp] == q) & (t_ref[pp] > since)
 
 
 def _previous_ba(ctx: _Ctx):

@@ -51,6 +51,7 @@ def test_chunked_grouping_is_the_whole_grouping(tables, name, monkeypatch):
     assert len(frames) > 5 * 7
     monkeypatch.setattr(E, "FRAME_CHUNK", 7)
     monkeypatch.setattr(P, "FRAME_CHUNK", 7)
+    monkeypatch.setattr(E, "WINDOW_CHUNK", 3)
     unions = []
     rows_of = E._subframe_rows
     monkeypatch.setattr(E, "_subframe_rows", lambda *a: unions.append(1) or rows_of(*a))
