@@ -142,7 +142,7 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
         rows = np.arange(lo, min(lo + FRAME_CHUNK, n))
         ok = tsft[rows] > 0
         parts.append(((tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok], sniffer[rows][ok]))
-    off = pd.Series(np.concatenate([p[0] for p in parts])).groupby(np.concatenate([p[1] for p in parts])).median()
+    off = _median_by(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     del parts
 
     def row_ns(rows):
@@ -159,6 +159,15 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
         best[p0:p1] = np.maximum.reduceat(np.where(ok, ns, np.iinfo(np.int64).min), g.starts[p0:p1] - bounds[p0])
     fallback = row_ns(g.first)[1]
     return np.where(best > np.iinfo(np.int64).min, best, fallback)
+
+
+def _median_by(values, key) -> pd.Series:
+    """``pd.Series(values).groupby(key).median()`` (float64 medians, sorted keys) with less
+    memory: each group's values cast to float64 as pandas does, then partitioned in place."""
+    keys = np.unique(key)
+    vals = values.astype(np.float64)
+    meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
+    return pd.Series(np.asarray(meds, np.float64), index=keys)
 
 
 def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:

@@ -61,3 +61,14 @@ def test_chunked_grouping_is_the_whole_grouping(tables, name, monkeypatch):
     assert got.tsft_at == want.tsft_at
     if name == "cut merged":       # the copies' union is taken (copies of one PPDU share a clock)
         assert unions and (want.ppdus["extent_src"] != "captured").any()
+
+
+def test_median_by_is_pandas_groupby_median():
+    rng = np.random.default_rng(3)
+    big = 1_700_000_000_000_000_000
+    for n, k in ((1, 1), (2, 1), (1000, 1), (999, 3), (10, 4)):
+        values = -big + rng.integers(-5_000_000, 5_000_000, n)         # epoch-sized: float rounding
+        key = rng.integers(0, k, n)
+        got, want = P._median_by(values, key), pd.Series(values).groupby(key).median()
+        assert got.index.tolist() == want.index.tolist()
+        assert np.array_equal(got.to_numpy(), want.to_numpy())
