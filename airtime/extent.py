@@ -96,8 +96,8 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     if mpdu is None:
         from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
         mpdu = mpdu_bytes(frames)
-    mpdu = np.asarray(mpdu, np.int64)
-    if len(mpdu) and mpdu.max() <= np.iinfo(np.int32).max:
+    mpdu = np.asarray(mpdu) if np.asarray(mpdu).dtype == np.int32 else np.asarray(mpdu, np.int64)
+    if mpdu.dtype != np.int32 and len(mpdu) and np.abs(mpdu).max() <= np.iinfo(np.int32).max:
         mpdu = mpdu.astype(np.int32)              # held through: 4 bytes a frame
     n = len(cols.t_ns)
     air = cols.airtime_ns
@@ -284,11 +284,7 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)))
     if not len(d) or "ba_ssn" not in frames:
         return add
-    ok = (ctx.fp >= 0) & (ctx.seq >= 0)
-    gf, sq = group[ctx.fp[ok]], ctx.seq[ok]
-    captured = np.sort(gf * 4096 + sq, kind="stable")     # (nearly sorted: timsort is fastest)
-    lo, hi = _seq_bounds(gf, sq, 2 * n)                      # per group
-    del gf, sq                                               # (per frame: a lower peak)
+    captured, lo, hi = _captured_bounds(ctx, group, 2 * n)
     lo, hi = lo[group[d]], hi[group[d]]
     ssn = _col(frames, "ba_ssn", -1)[np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d])]
     # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it;
@@ -371,26 +367,36 @@ def _unique_inverse(key):
     return ks[new], inv
 
 
-def _seq_bounds(g, seq, n):
-    """First and last captured sequence number per group (mod 4096, around the group's
-    first row), -1 where none."""
+def _captured_bounds(ctx: _Ctx, group, n):
+    """``(captured, lo, hi)``: the sorted keys ``group * 4096 + seq`` of the captured rows, and
+    the first and last captured sequence number per group (mod 4096, around the seq of the
+    group's first row), -1 where none; frames read :data:`FRAME_CHUNK` rows at a time."""
     first = np.full(n, -1, np.int64)
-    if not len(g):
-        return first, first.copy()
-    o = np.argsort(g, kind="stable")
-    go, so = g[o], seq[o]
-    del o
-    heads = np.flatnonzero(np.r_[True, go[1:] != go[:-1]])
-    gh = go[heads]
-    first[gh] = so[heads]
-    off = (so - first[go]) % 4096
-    off = np.where(off > 2048, off - 4096, off)              # before the first row's seq
+    keys = [np.zeros(0, np.int64)]
+    for gf, sq in _captured_rows(ctx, group):
+        keys.append(gf * 4096 + sq)
+        u, at = np.unique(gf, return_index=True)           # each group's first row in the chunk
+        new = first[u] < 0
+        first[u[new]] = sq[at[new]]
+    captured = np.sort(np.concatenate(keys), kind="stable")   # (nearly sorted: timsort is fastest)
+    del keys
     lo_off = np.zeros(n, np.int64)                           # (each group holds its first row: 0)
     hi_off = np.zeros(n, np.int64)
-    lo_off[gh] = np.minimum.reduceat(off, heads)
-    hi_off[gh] = np.maximum.reduceat(off, heads)
+    for gf, sq in _captured_rows(ctx, group):
+        off = (sq - first[gf]) % 4096
+        off = np.where(off > 2048, off - 4096, off)          # before the first row's seq
+        np.minimum.at(lo_off, gf, off)
+        np.maximum.at(hi_off, gf, off)
     has = first >= 0
-    return np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
+    return captured, np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
+
+
+def _captured_rows(ctx: _Ctx, group):
+    """``(group, seq)`` of the rows in a PPDU with a sequence number, a chunk of frames at a time."""
+    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
+        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
+        ok = (fp >= 0) & (sq >= 0)
+        yield group[fp[ok]], sq[ok]
 
 
 def _capture_table(ctx: _Ctx, code, queried):

@@ -254,6 +254,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     phy = _cat(frames, "phy", "unknown")
     mpdu = mpdu_bytes(frames)
     psdu = _psdu_bytes(mpdu, frames, g, phy)
+    if len(mpdu) and np.abs(mpdu).max() <= np.iinfo(np.int32).max:
+        mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
 
     def at(name, fill, dtype=np.int64):
         return _np(frames, name, fill, dtype)[g.first]
