@@ -42,7 +42,7 @@ COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 MAX_PPDU_NS = 5_484_000       # aPPDUMaxTime (HT/VHT/HE)
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
 QUERY_CHUNK = 1 << 17         # Block-Ack queries answered at a time (memory, not results)
-WINDOW_CHUNK = 1 << 14        # data PPDUs whose Block-Ack windows are listed at a time (the same)
+WINDOW_CHUNK = 1 << 12        # data PPDUs whose Block-Ack windows are listed at a time (the same)
 FRAME_CHUNK = 1 << 18         # frame rows whose temporaries are built at a time (the same)
 
 
@@ -310,13 +310,14 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     table = _capture_table(ctx, code, queried)
     del queried
     last_known = np.full(len(d), -1, np.int64)
+    records = ba_records(frames) if "ba_info" in frames else None      # once for every chunk
     for rows, k, s in windows():           # (the answers per query: chunks change no result)
         pid = d[rows]
         now, prev = ba_now[pid], ba_prev[pid]
         acked_now = np.zeros(len(s), bool)
-        acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0])
+        acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0], records)
         known = np.zeros(len(s), bool)
-        known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0])
+        known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0], records)
         known |= _sent_since(table, code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS, prev_t[pid])
         np.maximum.at(last_known, rows[known], k[known])     # (a PPDU's rows are in one chunk)
         between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
@@ -344,12 +345,13 @@ def _not_captured(group_d, base, width, has_ssn, captured):
     return tuple(np.concatenate(c) for c in zip(*out)) if out else (np.zeros(0, np.int64),) * 3
 
 
-def _acked(frames, ba_frame, seq) -> np.ndarray:
+def _acked(frames, ba_frame, seq, records=None) -> np.ndarray:
     """:func:`acked_in_block_ack` of each distinct (Block-Ack, seq) query once, in chunks of
     :data:`QUERY_CHUNK` (its tables hold ~150 bytes per query: a bounded peak)."""
     key, inv = _unique_inverse(ba_frame * 4096 + seq)
     out = np.zeros(len(key), bool)
-    records = ba_records(frames) if len(key) > QUERY_CHUNK else None      # once for every chunk
+    if records is None and len(key) > QUERY_CHUNK:
+        records = ba_records(frames)            # once for every chunk
     for lo in range(0, len(key), QUERY_CHUNK):
         k = key[lo:lo + QUERY_CHUNK]
         out[lo:lo + QUERY_CHUNK] = acked_in_block_ack(frames, k // 4096, k % 4096, records=records)
@@ -400,25 +402,23 @@ def _captured_rows(ctx: _Ctx, group):
 
 
 def _capture_table(ctx: _Ctx, code, queried):
-    """What :func:`_sent_since` searches: the captures of the ``queried`` (pair code * 4096
-    + seq) keys, sorted by (key, time rank); frames read in chunks."""
+    """What :func:`_sent_since` searches: ``(rk, times)``, the captures of the ``queried``
+    (pair code * 4096 + seq) keys as sorted int64 ``key * m + rank`` (``rank``: where the
+    capture's stamp lies in ``times``, the sorted stamps and stamps less :data:`COPY_TOL_NS`;
+    ``m = len(times) + 1``; the stamp is ``times[rank]``); frames read in chunks."""
     c = ctx.c
-    ref, t_ref = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]), kind="stable")
+    m = len(times) + 1
+    rk = [np.zeros(0, np.int64)]
     for lo in range(0, len(ctx.fp) if len(queried) else 0, FRAME_CHUNK):
         fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
         rows = np.flatnonzero((fp >= 0) & (sq >= 0))
         key = code[fp[rows]] * 4096 + sq[rows]
         hit = queried[np.minimum(np.searchsorted(queried, key), len(queried) - 1)] == key
-        ref.append(key[hit])
-        t_ref.append(c.t_ns[fp[rows[hit]]])
-    ref, t_ref = np.concatenate(ref), np.concatenate(t_ref)
-    # (key, time rank) as one int64: the last capture of the same key before each query
-    times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]), kind="stable")
-    m = len(times) + 1
-    rk = ref * m
-    rk += np.searchsorted(times, t_ref)
-    o = np.argsort(rk, kind="stable")
-    return rk[o], ref[o], t_ref[o], times, m
+        rk.append(key[hit] * m + np.searchsorted(times, c.t_ns[fp[rows[hit]]]))
+    rk = np.concatenate(rk)
+    rk.sort(kind="stable")
+    return rk, times
 
 
 def _sent_since(table, q, t_q, since) -> np.ndarray:
@@ -427,12 +427,14 @@ def _sent_since(table, q, t_q, since) -> np.ndarray:
     stamped after ``since``: answered by an ACK or by a Block-Ack the sniffer missed, or failed
     and resent in this PPDU -- which cannot be told apart, so it is not counted (an estimate
     may stay one retransmission short). ``table``: :func:`_capture_table`."""
-    rk, ref, t_ref, times, m = table
+    rk, times = table
     if not len(rk):
         return np.zeros(len(q), bool)
+    m = len(times) + 1
+    # the last capture of the same key before each query
     pos = np.searchsorted(rk, q * m + np.searchsorted(times, t_q), "left") - 1
-    pp = np.maximum(pos, 0)
-    return (pos >= 0) & (ref[pp] == q) & (t_ref[pp] > since)
+    last = rk[np.maximum(pos, 0)]
+    return (pos >= 0) & (last // m == q) & (times[last % m] > since)
 
 
 def _previous_ba(ctx: _Ctx):
