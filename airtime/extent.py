@@ -42,7 +42,8 @@ COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 MAX_PPDU_NS = 5_484_000       # aPPDUMaxTime (HT/VHT/HE)
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
 QUERY_CHUNK = 1 << 17         # Block-Ack queries answered at a time (memory, not results)
-WINDOW_CHUNK = 1 << 14        # data PPDUs whose Block-Ack windows are listed at a time (the same)
+WINDOW_CHUNK = 1 << 12        # data PPDUs whose Block-Ack windows are listed at a time (the same)
+FRAME_CHUNK = 1 << 18         # frame rows whose temporaries are built at a time (the same)
 
 
 class Extent(NamedTuple):
@@ -95,8 +96,8 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     if mpdu is None:
         from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
         mpdu = mpdu_bytes(frames)
-    mpdu = np.asarray(mpdu, np.int64)
-    if len(mpdu) and mpdu.max() <= np.iinfo(np.int32).max:
+    mpdu = np.asarray(mpdu) if np.asarray(mpdu).dtype == np.int32 else np.asarray(mpdu, np.int64)
+    if mpdu.dtype != np.int32 and len(mpdu) and np.abs(mpdu).max() <= np.iinfo(np.int32).max:
         mpdu = mpdu.astype(np.int32)              # held through: 4 bytes a frame
     n = len(cols.t_ns)
     air = cols.airtime_ns
@@ -234,24 +235,40 @@ def _copies(ctx: _Ctx, psdu):
     if new.all():                                 # no copies (one sniffer per clock)
         return group, np.where(ctx.data, psdu, -1)
     group[d[o]] = np.cumsum(new) - 1
-    rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
-    rows = rows[ctx.data[ctx.fp[rows]]]
-    sub = ctx.mpdu[rows].astype(np.int64) + 4
-    padded = (sub + 3) // 4 * 4
-    # the last subframe (its flag) is not padded
-    pad_last = np.where(_col(ctx.frames, "ampdu_last", 0)[rows] > 0, padded - sub, 0)
-    if not len(rows):
+    key, b, p = _subframe_rows(ctx, group)
+    if not len(key):
         return group, np.full(n, -1, np.int64)
     # each (group, seq) once (its first row), then per group: bytes less the last's padding
-    g = group[ctx.fp[rows]]
-    _, first = np.unique(g * 4096 + ctx.seq[rows], return_index=True)    # sorted by group
-    g, b, p = g[first], padded[first], pad_last[first]
+    o = np.argsort(key, kind="stable")                      # (np.unique's return_index: stable)
+    ks = key[o]
+    first = o[np.r_[True, ks[1:] != ks[:-1]]]
+    del o, ks
+    g, b, p = key[first] // 4096, b[first], p[first]
     heads = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     total = np.add.reduceat(b, heads) - np.maximum.reduceat(p, heads)
     gh = g[heads]
     at = np.minimum(np.searchsorted(gh, group), len(gh) - 1)
     union = np.where(gh[at] == group, total[at], -1).astype(np.int64)
     return group, union
+
+
+def _subframe_rows(ctx: _Ctx, group):
+    """Per frame row of a data PPDU with a seq, in row order: key ``group * 4096 + seq``,
+    padded subframe bytes (int32), padding of a last subframe (int8); built in chunks."""
+    last = ctx.frames["ampdu_last"] if "ampdu_last" in ctx.frames else None
+    out = [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8))]
+    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
+        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
+        rows = np.flatnonzero((fp >= 0) & (sq >= 0))
+        rows = rows[ctx.data[fp[rows]]]
+        sub = ctx.mpdu[lo + rows].astype(np.int64) + 4
+        padded = (sub + 3) // 4 * 4
+        # the last subframe (its flag) is not padded
+        flag = (last.iloc[lo:lo + FRAME_CHUNK].to_numpy(np.int64, na_value=0)[rows] if last is not None
+                else np.zeros(len(rows), np.int64))
+        out.append((group[fp[rows]] * 4096 + sq[rows], padded.astype(np.int32),
+                    np.where(flag > 0, padded - sub, 0).astype(np.int8)))
+    return tuple(np.concatenate(c) for c in zip(*out))
 
 
 def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
@@ -267,11 +284,7 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)))
     if not len(d) or "ba_ssn" not in frames:
         return add
-    ok = (ctx.fp >= 0) & (ctx.seq >= 0)
-    gf, sq = group[ctx.fp[ok]], ctx.seq[ok]
-    captured = np.sort(gf * 4096 + sq, kind="stable")     # (nearly sorted: timsort is fastest)
-    lo, hi = _seq_bounds(gf, sq, 2 * n)                      # per group
-    del gf, sq                                               # (per frame: a lower peak)
+    captured, lo, hi = _captured_bounds(ctx, group, 2 * n)
     lo, hi = lo[group[d]], hi[group[d]]
     ssn = _col(frames, "ba_ssn", -1)[np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d])]
     # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it;
@@ -283,21 +296,34 @@ def _missed_subframes(ctx: _Ctx, resp, group) -> np.ndarray:
     top = np.where((ba_now[d] >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
     width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
-    rows, k, s = _not_captured(group[d], base, width, ssn >= 0, captured)
-    del captured
-    pid = d[rows]
-    now, prev = ba_now[pid], ba_prev[pid]
-    acked_now = np.zeros(len(s), bool)
-    acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0])
-    known = np.zeros(len(s), bool)
-    known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0])
-    known |= _sent_since(ctx, pid, s, prev_t[pid])
+    has_ssn = ssn >= 0
+
+    def windows():
+        """The not-captured window positions, :data:`WINDOW_CHUNK` data PPDUs at a time."""
+        for a in range(0, len(d), WINDOW_CHUNK):
+            sl = slice(a, a + WINDOW_CHUNK)
+            rows, k, s = _not_captured(group[d[sl]], base[sl], width[sl], has_ssn[sl], captured)
+            yield rows + a, k, s
+    code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
+    queried = np.unique(np.concatenate([np.zeros(0, np.int64)] + [np.unique(code[d[r]] * 4096 + s)
+                                                                   for r, _, s in windows()]))
+    table = _capture_table(ctx, code, queried)
+    del queried
     last_known = np.full(len(d), -1, np.int64)
-    np.maximum.at(last_known, rows[known], k[known])
-    between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
-    before = (k > last_known[rows]) & (k < (lo[rows] - base[rows]) % 4096) & (prev >= 0)
-    missed = ~known & (acked_now | between | before)
-    np.add.at(add, pid[missed], 1)
+    records = ba_records(frames) if "ba_info" in frames else None      # once for every chunk
+    for rows, k, s in windows():           # (the answers per query: chunks change no result)
+        pid = d[rows]
+        now, prev = ba_now[pid], ba_prev[pid]
+        acked_now = np.zeros(len(s), bool)
+        acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0], records)
+        known = np.zeros(len(s), bool)
+        known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0], records)
+        known |= _sent_since(table, code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS, prev_t[pid])
+        np.maximum.at(last_known, rows[known], k[known])     # (a PPDU's rows are in one chunk)
+        between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
+        before = (k > last_known[rows]) & (k < (lo[rows] - base[rows]) % 4096) & (prev >= 0)
+        missed = ~known & (acked_now | between | before)
+        np.add.at(add, pid[missed], 1)
     return add
 
 
@@ -319,12 +345,13 @@ def _not_captured(group_d, base, width, has_ssn, captured):
     return tuple(np.concatenate(c) for c in zip(*out)) if out else (np.zeros(0, np.int64),) * 3
 
 
-def _acked(frames, ba_frame, seq) -> np.ndarray:
+def _acked(frames, ba_frame, seq, records=None) -> np.ndarray:
     """:func:`acked_in_block_ack` of each distinct (Block-Ack, seq) query once, in chunks of
     :data:`QUERY_CHUNK` (its tables hold ~150 bytes per query: a bounded peak)."""
     key, inv = _unique_inverse(ba_frame * 4096 + seq)
     out = np.zeros(len(key), bool)
-    records = ba_records(frames) if len(key) > QUERY_CHUNK else None      # once for every chunk
+    if records is None and len(key) > QUERY_CHUNK:
+        records = ba_records(frames)            # once for every chunk
     for lo in range(0, len(key), QUERY_CHUNK):
         k = key[lo:lo + QUERY_CHUNK]
         out[lo:lo + QUERY_CHUNK] = acked_in_block_ack(frames, k // 4096, k % 4096, records=records)
@@ -342,60 +369,72 @@ def _unique_inverse(key):
     return ks[new], inv
 
 
-def _seq_bounds(g, seq, n):
-    """First and last captured sequence number per group (mod 4096, around the group's
-    first row), -1 where none."""
+def _captured_bounds(ctx: _Ctx, group, n):
+    """``(captured, lo, hi)``: the sorted keys ``group * 4096 + seq`` of the captured rows, and
+    the first and last captured sequence number per group (mod 4096, around the seq of the
+    group's first row), -1 where none; frames read :data:`FRAME_CHUNK` rows at a time."""
     first = np.full(n, -1, np.int64)
-    if not len(g):
-        return first, first.copy()
-    o = np.argsort(g, kind="stable")
-    go, so = g[o], seq[o]
-    del o
-    heads = np.flatnonzero(np.r_[True, go[1:] != go[:-1]])
-    gh = go[heads]
-    first[gh] = so[heads]
-    off = (so - first[go]) % 4096
-    off = np.where(off > 2048, off - 4096, off)              # before the first row's seq
+    keys = [np.zeros(0, np.int64)]
+    for gf, sq in _captured_rows(ctx, group):
+        keys.append(gf * 4096 + sq)
+        u, at = np.unique(gf, return_index=True)           # each group's first row in the chunk
+        new = first[u] < 0
+        first[u[new]] = sq[at[new]]
+    captured = np.sort(np.concatenate(keys), kind="stable")   # (nearly sorted: timsort is fastest)
+    del keys
     lo_off = np.zeros(n, np.int64)                           # (each group holds its first row: 0)
     hi_off = np.zeros(n, np.int64)
-    lo_off[gh] = np.minimum.reduceat(off, heads)
-    hi_off[gh] = np.maximum.reduceat(off, heads)
+    for gf, sq in _captured_rows(ctx, group):
+        off = (sq - first[gf]) % 4096
+        off = np.where(off > 2048, off - 4096, off)          # before the first row's seq
+        np.minimum.at(lo_off, gf, off)
+        np.maximum.at(hi_off, gf, off)
     has = first >= 0
-    return np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
+    return captured, np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
 
 
-def _sent_since(ctx: _Ctx, pid, s, since) -> np.ndarray:
-    """Whether seq ``s`` of PPDU ``pid``'s pair was captured in an earlier PPDU (stamp more
-    than :data:`COPY_TOL_NS` before, not a copy) stamped after ``since``: answered by an ACK
-    or by a Block-Ack the sniffer missed, or failed and resent in this PPDU -- which cannot
-    be told apart, so it is not counted (an estimate may stay one retransmission short)."""
+def _captured_rows(ctx: _Ctx, group):
+    """``(group, seq)`` of the rows in a PPDU with a sequence number, a chunk of frames at a time."""
+    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
+        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
+        ok = (fp >= 0) & (sq >= 0)
+        yield group[fp[ok]], sq[ok]
+
+
+def _capture_table(ctx: _Ctx, code, queried):
+    """What :func:`_sent_since` searches: ``(rk, times)``, the captures of the ``queried``
+    (pair code * 4096 + seq) keys as sorted int64 ``key * m + rank`` (``rank``: where the
+    capture's stamp lies in ``times``, the sorted stamps and stamps less :data:`COPY_TOL_NS`;
+    ``m = len(times) + 1``; the stamp is ``times[rank]``); frames read in chunks."""
     c = ctx.c
-    code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
-    q, t_q = code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS
-    rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
-    ref = code[ctx.fp[rows]]                                 # in place: per-frame temporaries
-    ref *= 4096
-    ref += ctx.seq[rows]
-    # only captures of a queried (pair, seq) can answer: sort those, not every frame
-    uq = _unique_inverse(q)[0]
-    at = np.searchsorted(uq, ref)
-    np.minimum(at, max(len(uq) - 1, 0), out=at)
-    hit = uq[at] == ref if len(uq) else np.zeros(len(ref), bool)
-    del at
-    rows, ref = rows[hit], ref[hit]
-    del hit
-    t_ref = c.t_ns[ctx.fp[rows]]
-    del rows
-    # (key, time rank) as one int64: the last capture of the same key before each query
     times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]), kind="stable")
     m = len(times) + 1
-    rk = ref * m
-    rk += np.searchsorted(times, t_ref)
-    o = np.argsort(rk, kind="stable")
-    rk, ref, t_ref = rk[o], ref[o], t_ref[o]
+    rk = [np.zeros(0, np.int64)]
+    for lo in range(0, len(ctx.fp) if len(queried) else 0, FRAME_CHUNK):
+        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
+        rows = np.flatnonzero((fp >= 0) & (sq >= 0))
+        key = code[fp[rows]] * 4096 + sq[rows]
+        hit = queried[np.minimum(np.searchsorted(queried, key), len(queried) - 1)] == key
+        rk.append(key[hit] * m + np.searchsorted(times, c.t_ns[fp[rows[hit]]]))
+    rk = np.concatenate(rk)
+    rk.sort(kind="stable")
+    return rk, times
+
+
+def _sent_since(table, q, t_q, since) -> np.ndarray:
+    """Whether key ``q`` (pair code * 4096 + seq; a data PPDU's pair, stamp ``t_q`` + :data:`COPY_TOL_NS`)
+    was captured in an earlier PPDU (stamp more than :data:`COPY_TOL_NS` before, not a copy)
+    stamped after ``since``: answered by an ACK or by a Block-Ack the sniffer missed, or failed
+    and resent in this PPDU -- which cannot be told apart, so it is not counted (an estimate
+    may stay one retransmission short). ``table``: :func:`_capture_table`."""
+    rk, times = table
+    if not len(rk):
+        return np.zeros(len(q), bool)
+    m = len(times) + 1
+    # the last capture of the same key before each query
     pos = np.searchsorted(rk, q * m + np.searchsorted(times, t_q), "left") - 1
-    pp = np.maximum(pos, 0)
-    return (pos >= 0) & (ref[pp] == q) & (t_ref[pp] > since) if len(rk) else np.zeros(len(q), bool)
+    last = rk[np.maximum(pos, 0)]
+    return (pos >= 0) & (last // m == q) & (times[last % m] > since)
 
 
 def _previous_ba(ctx: _Ctx):

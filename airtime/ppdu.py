@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from airtime.extent import PpduCols, estimate_extent
+from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
@@ -44,6 +44,16 @@ def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
     if isinstance(col.dtype, pd.CategoricalDtype):
         col = col.astype(object)
     return col.to_numpy(dtype=dtype, na_value=fill)
+
+
+def _np_rows(frames: pd.DataFrame, name: str, fill, rows, dtype=np.int64) -> np.ndarray:
+    """:func:`_np` of frame ``rows`` only."""
+    if name not in frames:
+        return np.full(len(rows), fill, dtype)
+    col = frames[name].array
+    if isinstance(col, pd.Categorical):
+        return pd.Series(col.take(rows)).astype(object).to_numpy(dtype=dtype, na_value=fill)
+    return pd.Series(col.take(rows)).to_numpy(dtype=dtype, na_value=fill)
 
 
 def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
@@ -86,17 +96,25 @@ def mpdu_bytes(frames: pd.DataFrame) -> np.ndarray:
 
 
 def _group_starts(frames, order, sniffer):
-    """Boundary mask (in sorted order): True where a new PPDU begins."""
-    s = sniffer[order]
-    ref = _np(frames, "ampdu_ref", -1)[order]
-    tsft = _np(frames, "tsft_us", -2)[order]
-    last = _np(frames, "ampdu_last", 0, bool)[order]
-    phy_modern = _cat_in(_cat(frames, "phy", ""), ("ht", "vht", "he"))[order]
-    ts = _np(frames, "type_subtype", -1)[order]
-    ta, ra = _np(frames, "ta", -1)[order], _np(frames, "ra", -1)[order]
+    """Boundary mask (in sorted order): True where a new PPDU begins; computed
+    :data:`FRAME_CHUNK` positions at a time (each reads its predecessor)."""
     n = len(order)
     start = np.ones(n, bool)
-    if n < 2:
+    modern = _cat_in(_cat(frames, "phy", ""), ("ht", "vht", "he"))
+    for lo in range(1, n, FRAME_CHUNK):
+        rows = order[lo - 1:lo + FRAME_CHUNK]
+        start[lo:lo + FRAME_CHUNK] = _starts_after(frames, rows, sniffer[rows], modern[rows])[1:]
+    return start
+
+
+def _starts_after(frames, rows, s, phy_modern):
+    """:func:`_group_starts` of frame ``rows`` (in sorted order; the first is only read)."""
+    def col(name, fill, dtype=np.int64):
+        return _np_rows(frames, name, fill, rows, dtype)
+    ref, tsft, last = col("ampdu_ref", -1), col("tsft_us", -2), col("ampdu_last", 0, bool)
+    ts, ta, ra = col("type_subtype", -1), col("ta", -1), col("ra", -1)
+    start = np.ones(len(rows), bool)
+    if len(rows) < 2:
         return start
     same_snf = s[1:] == s[:-1]
     by_ref = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
@@ -114,21 +132,42 @@ def _group_starts(frames, order, sniffer):
 
 
 def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
-    """Per-PPDU timestamp on each sniffer's clock (TSFT in ns, else ts_ns mapped onto it)."""
-    ts_ns = _np(frames, "ts_ns", 0)
-    ok = tsft > 0
+    """Per-PPDU timestamp on each sniffer's clock (TSFT in ns, else ts_ns mapped onto it);
+    per-frame temporaries :data:`FRAME_CHUNK` rows (or whole PPDUs) at a time."""
+    n = len(frames)
     # Per sniffer, the offset TSFT*1000 - ts_ns (median) maps rows without TSFT onto
     # the TSFT clock; sniffers with no TSFT at all keep ts_ns.
-    off = pd.Series(np.where(ok, tsft * 1000 - ts_ns, 0)[ok]).groupby(sniffer[ok]).median()
-    shift = np.zeros(len(frames), np.int64)
-    if len(off):
-        shift = off.reindex(sniffer).fillna(0).to_numpy().astype(np.int64)
-    row_ns = np.where(ok, tsft * 1000, ts_ns + shift)
+    parts = [(np.zeros(0, np.int64), np.zeros(0, sniffer.dtype))]
+    for lo in range(0, n, FRAME_CHUNK):
+        rows = np.arange(lo, min(lo + FRAME_CHUNK, n))
+        ok = tsft[rows] > 0
+        parts.append(((tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok], sniffer[rows][ok]))
+    off = _median_by(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    del parts
+
+    def row_ns(rows):
+        ok = tsft[rows] > 0
+        shift = off.reindex(sniffer[rows]).fillna(0).to_numpy().astype(np.int64) if len(off) else 0
+        return ok, np.where(ok, tsft[rows] * 1000, _np_rows(frames, "ts_ns", 0, rows) + shift)
     # The PPDU's TSFT: the largest valid one (covers the share/first/last patterns).
-    masked = np.where(ok, row_ns, np.iinfo(np.int64).min)[g.order]
-    best = np.maximum.reduceat(masked, g.starts)
-    fallback = row_ns[g.first]
+    best = np.empty(len(g.starts), np.int64)
+    bounds = np.r_[g.starts, len(g.order)]
+    step = max(1, FRAME_CHUNK // 64)
+    for p0 in range(0, len(g.starts), step):
+        p1 = min(p0 + step, len(g.starts))
+        ok, ns = row_ns(g.order[bounds[p0]:bounds[p1]])
+        best[p0:p1] = np.maximum.reduceat(np.where(ok, ns, np.iinfo(np.int64).min), g.starts[p0:p1] - bounds[p0])
+    fallback = row_ns(g.first)[1]
     return np.where(best > np.iinfo(np.int64).min, best, fallback)
+
+
+def _median_by(values, key) -> pd.Series:
+    """``pd.Series(values).groupby(key).median()`` (float64 medians, sorted keys) with less
+    memory: each group's values cast to float64 as pandas does, then partitioned in place."""
+    keys = np.unique(key)
+    vals = values.astype(np.float64)
+    meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
+    return pd.Series(np.asarray(meds, np.float64), index=keys)
 
 
 def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
@@ -215,6 +254,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     phy = _cat(frames, "phy", "unknown")
     mpdu = mpdu_bytes(frames)
     psdu = _psdu_bytes(mpdu, frames, g, phy)
+    if len(mpdu) and np.abs(mpdu).max() <= np.iinfo(np.int32).max:
+        mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
 
     def at(name, fill, dtype=np.int64):
         return _np(frames, name, fill, dtype)[g.first]
