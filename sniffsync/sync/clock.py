@@ -48,6 +48,7 @@ from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidat
 from sniffsync.sync.coarse import coarse_offsets
 from sniffsync.sync.fit import ClockModel, _robust_fit, clock_sigma
 from sniffsync.sync.order import order_by
+from sniffsync.sync.viahost import place_by_host
 
 __all__ = ["local_clocks", "reference_clock", "sync", "SyncResult"]
 
@@ -293,7 +294,7 @@ def _require_synced(model: ClockModel, names, min_anchors: int) -> None:
 def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"),
          knot_s: float = 1.0, min_anchors: int = 8, holdout: int = 5,
          max_knots: int = 1200, allow_unsynced: bool = False, names=None,
-         clocks=None) -> SyncResult:
+         clocks=None, via_host: bool = True) -> SyncResult:
     """Fit every sniffer's clock to the reference sniffer's clock, jointly.
 
     Parameters
@@ -317,6 +318,10 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
         Sniffer names for error messages.
     clocks : tuple, optional
         :func:`local_clocks` of ``df`` when already computed.
+    via_host : bool
+        Place clocks without anchors (a short TSF segment) through their sniffer's host
+        clock (``ts_ns``) when its other clocks are fitted (:mod:`sniffsync.sync.viahost`):
+        kind ``"host"``, ``sigma_ns`` the host clock's. Needs ``df["ts_ns"]``.
 
     Returns
     -------
@@ -335,9 +340,15 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     for final in (False, True):
         P = held = ok = r = None             # free the last stage's arrays before the next
         model, gate, P, held, ok, r = _refine(f, model, gate, final)
+    common = model.apply(local, clock)
+    if via_host and not model.synced.all() and "ts_ns" in df:
+        ts = df["ts_ns"].to_numpy(np.int64)
+        placed = place_by_host(model, local, clock, df["sniffer"].to_numpy(np.int64), ts, common)
+        if len(placed):
+            at = np.isin(clock, placed)
+            common[at] = model.apply(local[at], clock[at])
     if not allow_unsynced:
         _require_synced(model, names, min_anchors)
-    common = model.apply(local, clock)
     pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
                           "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
                           "held_out": held, "used": ok, "residual_ns": r,
