@@ -334,3 +334,26 @@ def test_tsft_on_some_frames_only(abc):
     assert _p99(err, res, 2) < 1.0 and _p99(err, res, 3) < 3.0
     assert res.sigma_ns[2] < 1_000 and 15_000 < res.sigma_ns[3] < 25_000
     assert abs(cc.drift_ppm(res, 2) + 18) < 0.5 and abs(cc.drift_ppm(res, 3) - 25) < 5
+
+
+def test_pcap_short_tsf_segment_merged_through_the_host_clock(tmp_path):
+    # B's driver reloads 40 ms before its capture ends (its last 297 records, no beacon):
+    # with beacon anchors that segment has none of its own. ns-3 stamps each record with
+    # the true time (= its TSFT before the edit), which the merged times are scored on
+    from sniffsync.sync.merge import merge
+    b = _tsf_restart_pcap(cc.HIDDEN[1], tmp_path / "B.pcap", 3_600_000_000, 2650)
+    m = merge([cc.HIDDEN[0], b, cc.HIDDEN[2]], anchors=("beacon",), columns=[], keep_duplicates=True)
+    segs = m.report["sniffers"][1]["model"]
+    assert [s["time"] for s in segs] == ["common", "host clock via segment 0"]
+    assert segs[1]["frames"] == 297 and all(s["synced"] for s in segs)
+    assert m.report["totals"]["host_placed_frames"] == 297 and m.report["totals"]["unsynced_frames"] == 0
+    # its copies are recognised (before: 3957 out, its 297 frames twice)...
+    plain = merge(cc.HIDDEN, anchors=("beacon",), columns=[])
+    assert m.report["totals"]["transmissions"] == len(plain.frames)
+    # ... and every B frame is at its true time (the record stamps of the original file)
+    from sniffsync import read_capture
+    true_ns = read_capture(cc.HIDDEN[1], columns=["ts_ns"]).ts_ns.to_numpy()
+    f = m.frames[m.frames.sniffer == 1].sort_values("frame")
+    late = f.frame.to_numpy() > 2650
+    assert late.sum() == 297 and not f.unsynced.any()
+    assert np.abs(f.ts_ns.to_numpy() - true_ns)[late].max() <= 1_000
