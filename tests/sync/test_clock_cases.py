@@ -357,3 +357,8 @@ def test_pcap_short_tsf_segment_merged_through_the_host_clock(tmp_path):
     late = f.frame.to_numpy() > 2650
     assert late.sum() == 297 and not f.unsynced.any()
     assert np.abs(f.ts_ns.to_numpy() - true_ns)[late].max() <= 1_000
+    # the streamed merge places it the same way (over every frame, not only anchor rows)
+    from sniffsync.sync.stream import merge_to_file
+    rep = merge_to_file([cc.HIDDEN[0], b, cc.HIDDEN[2]], tmp_path / "s.pcapng", window_s=0.25, anchors=("beacon",))
+    assert rep["sniffers"][1]["model"] == segs and rep["totals"]["frames_out"] == len(plain.frames)
+    assert rep["totals"]["host_placed_frames"] == 297
