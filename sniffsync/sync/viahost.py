@@ -22,17 +22,19 @@ the sniffer's fitted segments tie that host clock to the common clock. So:
    copies are matched in a gate of that width (:func:`sniffsync.sync.copies.copy_gates`,
    kind ``"host"``).
 
-A sniffer with no fitted clock (another channel) has no relation: it stays unsynced.
+A sniffer with no fitted clock (another channel) has no relation, and a host clock
+noisier than :data:`MAX_SIGMA_NS` (broken stamps) ties nothing: those stay unsynced.
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["WINDOW_NS", "MIN_FRAMES", "host_line", "place_by_host"]
+__all__ = ["WINDOW_NS", "MIN_FRAMES", "MAX_SIGMA_NS", "host_line", "place_by_host"]
 
 WINDOW_NS = 30_000_000_000     # host-clock line fitted on the fitted frames within 30 s
 MIN_FRAMES = 32                # ... when at least this many, else on all of the sniffer's
 MAX_FIT = 200_000              # frames fitted at most (evenly sampled)
+MAX_SIGMA_NS = 5_000_000       # a host clock noisier than this ties nothing (stamps broken)
 
 
 def host_line(ts_ns: np.ndarray, common_ns: np.ndarray):
@@ -95,6 +97,9 @@ def place_by_host(model, local_ns, clock, sniffer, ts_ns, common_ns, floor_ns=25
         near = ref_rows[(ts_ns[ref_rows] >= t_lo - WINDOW_NS) & (ts_ns[ref_rows] <= t_hi + WINDOW_NS)]
         use = near if len(near) >= MIN_FRAMES else ref_rows
         to_common, scale, se_at = host_line(ts_ns[use], common_ns[use])
+        sigma = max(floor_ns, float(np.hypot(scale, se_at((t_lo + t_hi) // 2))))
+        if sigma > MAX_SIGMA_NS:
+            continue
         t0 = int(cl.t0_ns[c])
         span = float(cl.t1_ns[c] - t0)
         tsf_mine = mine[tsft[mine]]
@@ -111,7 +116,7 @@ def place_by_host(model, local_ns, clock, sniffer, ts_ns, common_ns, floor_ns=25
         model.offset_ns[c] = np.int64(np.median(e))
         model.knots[c] = np.array([0.0, span]) if span > 0 else np.zeros(1)
         model.values[c] = np.array([0.0, slope * span]) if span > 0 else np.zeros(1)
-        model.sigma_ns[c] = max(floor_ns, float(np.hypot(scale, se_at((t_lo + t_hi) // 2))))
+        model.sigma_ns[c] = sigma
         near_c = clock[use]
         model.via_host[c] = int(np.bincount(near_c).argmax())
         model.synced[c] = True
