@@ -48,8 +48,9 @@ from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidat
 from sniffsync.sync.coarse import coarse_offsets
 from sniffsync.sync.fit import ClockModel, _robust_fit, clock_sigma
 from sniffsync.sync.order import order_by
+from sniffsync.sync.viahost import place_by_host
 
-__all__ = ["local_clocks", "reference_clock", "sync", "SyncResult"]
+__all__ = ["local_clocks", "reference_clock", "sync", "SyncResult", "place_via_host"]
 
 TSFT_SIGMA_NS = 600.0      # 1 µs quantisation + jitter, per frame
 HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
@@ -290,10 +291,28 @@ def _require_synced(model: ClockModel, names, min_anchors: int) -> None:
           "(use --allow-unsynced to keep them on their own clock)")
 
 
+def place_via_host(res: SyncResult, local, clock, sniffer, ts_ns, allow_unsynced=False, names=None,
+                   min_anchors: int = 8) -> np.ndarray:
+    """Place ``res``'s unsynced clocks through their sniffers' host clocks (per frame
+    ``local``, ``clock``, ``sniffer``, ``ts_ns``: all frames, or those ``res`` was fitted
+    on) -- :mod:`sniffsync.sync.viahost`; ``SyncError`` for any left unless
+    ``allow_unsynced``. Returns the common time of those frames (``res.common_ns`` is
+    redone on ``res``'s own frames)."""
+    model = res.model
+    common = model.apply(local, clock)
+    if not model.synced.all() and place_by_host(model, local, clock, sniffer, ts_ns, common).size:
+        common = model.apply(local, clock)
+        if res.common_ns is not None:
+            res.common_ns = model.apply(res.local_ns, res.clock)
+    if not allow_unsynced:
+        _require_synced(model, names, min_anchors)
+    return common
+
+
 def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"),
          knot_s: float = 1.0, min_anchors: int = 8, holdout: int = 5,
          max_knots: int = 1200, allow_unsynced: bool = False, names=None,
-         clocks=None) -> SyncResult:
+         clocks=None, via_host: bool = True) -> SyncResult:
     """Fit every sniffer's clock to the reference sniffer's clock, jointly.
 
     Parameters
@@ -317,6 +336,10 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
         Sniffer names for error messages.
     clocks : tuple, optional
         :func:`local_clocks` of ``df`` when already computed.
+    via_host : bool
+        Place clocks without anchors (a short TSF segment) through their sniffer's host
+        clock (``ts_ns``) when its other clocks are fitted (:mod:`sniffsync.sync.viahost`):
+        kind ``"host"``, ``sigma_ns`` the host clock's. Needs ``df["ts_ns"]``.
 
     Returns
     -------
@@ -335,13 +358,18 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     for final in (False, True):
         P = held = ok = r = None             # free the last stage's arrays before the next
         model, gate, P, held, ok, r = _refine(f, model, gate, final)
-    if not allow_unsynced:
-        _require_synced(model, names, min_anchors)
-    common = model.apply(local, clock)
-    pairs = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
-                          "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
-                          "held_out": held, "used": ok, "residual_ns": r,
-                          "ok": held & (np.abs(r) <= np.maximum(gate[P.ca], gate[P.cb])) | ok,
-                          "cluster": P.cid},
-                         copy=False)   # no second copy
-    return SyncResult(model, local, clock, common, pairs, gate)
+    res = SyncResult(model, local, clock, None, None, gate)
+    if via_host and "ts_ns" in df:
+        res.common_ns = place_via_host(res, local, clock, df["sniffer"].to_numpy(np.int64),
+                                       df["ts_ns"].to_numpy(np.int64), allow_unsynced, names, min_anchors)
+    else:
+        res.common_ns = model.apply(local, clock)
+        if not allow_unsynced:
+            _require_synced(model, names, min_anchors)
+    res.anchors = pd.DataFrame({"row_a": P.ra, "row_b": P.rb, "clock_a": P.ca, "clock_b": P.cb,
+                                "kind": pd.Categorical.from_codes(P.kind, list(anchors)),
+                                "held_out": held, "used": ok, "residual_ns": r,
+                                "ok": held & (np.abs(r) <= np.maximum(gate[P.ca], gate[P.cb])) | ok,
+                                "cluster": P.cid},
+                               copy=False)   # no second copy
+    return res

@@ -69,7 +69,7 @@ def default_gate(res, floor_ns: float) -> float:
 def copy_gates(res, gate_ns: float) -> np.ndarray:
     """Per clock, the gate its copies are matched in: ``gate_ns`` for TSFT clocks,
     max(``gate_ns``, :data:`GATE_SIGMAS` x its residual scale) for host clocks."""
-    host = ~res.model.clocks["tsft"].to_numpy(bool)
+    host = res.model.kind == "host"      # a TSF segment placed via the host clock too
     return np.where(host, np.maximum(gate_ns, GATE_SIGMAS * clock_sigma(res)), gate_ns)
 
 

@@ -43,11 +43,23 @@ class ClockModel:
     sigma_ns: np.ndarray                 # per clock: sd (ns) of one frame's stamp about the model,
                                          # estimated from its anchors' residuals (prior if none)
     reference: int                       # reference clock id
+    via_host: np.ndarray | None = None   # per clock: -1, or placed through its sniffer's host
+                                         # clock, tied by this fitted clock (sync/viahost.py)
+
+    def __post_init__(self):
+        if self.via_host is None:
+            self.via_host = np.full(len(self.clocks), -1, np.int64)
 
     @property
     def kind(self) -> np.ndarray:
-        """Per clock: ``"tsft"`` (radiotap TSF) or ``"host"`` (capture timestamps)."""
-        return np.where(self.clocks.tsft.to_numpy(bool), "tsft", "host")
+        """Per clock: ``"tsft"`` (radiotap TSF, fitted on anchors) or ``"host"`` (capture
+        timestamps, or a TSF segment placed through its sniffer's host clock)."""
+        return np.where(self.clocks.tsft.to_numpy(bool) & (self.via_host < 0), "tsft", "host")
+
+    @property
+    def fitted(self) -> np.ndarray:
+        """Per clock: synced on its own anchors (not placed through the host clock)."""
+        return self.synced & (self.via_host < 0)
 
     def apply(self, local_ns: np.ndarray, clock: np.ndarray) -> np.ndarray:
         """Common time (int64 ns) of local times; unsynced clocks keep their local time."""

@@ -80,12 +80,21 @@ def host_offsets_us(res, df, n) -> np.ndarray:
     The spread over synced sniffers bounds from below the error of a sniffer merged on
     its host clock alone (another channel: no anchors)."""
     sn = df["sniffer"].to_numpy(np.int64)
-    ok = res.model.synced[res.clock]
+    ok = res.model.fitted[res.clock]     # clocks placed via the host clock would echo it
     d = df["ts_ns"].to_numpy(np.int64) - res.common_ns
     med = np.array([np.median(d[(sn == s) & ok]) if ((sn == s) & ok).any() else np.nan
                     for s in range(n)])                       # per sniffer: <= 64
     ref = int(res.model.clocks.sniffer[res.model.reference])
     return (med - med[ref]) / 1000
+
+
+def _time_source(model, c) -> str:
+    """How clock ``c`` reaches the common time: its anchors (``common``), its sniffer's host
+    clock tied by fitted segment k (``host clock via segment k``), or not (``host clock``)."""
+    if not model.synced[c]:
+        return "host clock"
+    via = int(model.via_host[c])
+    return "common" if via < 0 else f"host clock via segment {int(model.clocks.segment[via])}"
 
 
 def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_duplicates,
@@ -122,7 +131,7 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
                          # synced: a frame's sd about the model; else on its host clock, off by
                          # at least what the synced sniffers' host clocks are (µs)
                          "sigma_us": round(float(model.sigma_ns[c]) / 1000, 3) if model.synced[c] else None,
-                         "time": "common" if model.synced[c] else "host clock",
+                         "time": _time_source(model, c),
                          "host_offset_bound_us": None if model.synced[c] or host_bound is None
                          else round(host_bound, 1),
                          "knots": int(len(k)), "span_s": round(span / 1e9, 6)})
@@ -157,5 +166,6 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
         "frames_in": n_in, "frames_out": int(frames_out), "duplicates_removed": int(dup),
         "transmissions": int(len(nh)), "heard_by_2_or_more": int((nh > 1).sum()),
         "unsynced_frames": int((~model.synced[res.clock]).sum()),
+        "host_placed_frames": int((model.via_host >= 0)[res.clock].sum()),
         "gate_us": round(gate_ns / 1000, 3), "reference": names[cl.sniffer[model.reference]],
         "conserved": n_in == frames_out + dup}}

@@ -63,7 +63,7 @@ def clock_errors(res) -> np.ndarray:
     p99 of |held-out residual| of their pairs with other TSFT clocks); host clocks
     :data:`HOST_SIGMAS` x their residual scale."""
     model, p = res.model, res.anchors
-    tsft = model.clocks["tsft"].to_numpy(bool)
+    tsft = model.kind == "tsft"          # a TSF segment placed via the host clock is "host"
     out = HOST_SIGMAS * clock_sigma(res)
     ca, cb = p["clock_a"].to_numpy(np.int64), p["clock_b"].to_numpy(np.int64)
     sel = p["held_out"].to_numpy(bool) & p["ok"].to_numpy(bool) & tsft[ca] & tsft[cb]
@@ -104,7 +104,7 @@ def retime(df: pd.DataFrame, res, group: np.ndarray, synced: np.ndarray) -> Reti
     """
     n = len(df)
     t0 = np.asarray(res.common_ns, np.int64)
-    tsft_clock = res.model.clocks["tsft"].to_numpy(bool)[res.clock] & synced
+    tsft_clock = (res.model.kind == "tsft")[res.clock] & synced
     err = clock_errors(res)[res.clock]
     src = np.where(tsft_clock, TSFT, HOST).astype(np.int8)
     t = t0.copy()

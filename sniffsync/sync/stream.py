@@ -38,7 +38,7 @@ import pandas as pd
 
 from sniffsync.errors import CaptureError, SyncError, UsageError
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
-from sniffsync.sync.clock import local_clocks, reference_clock, sync
+from sniffsync.sync.clock import local_clocks, place_via_host, reference_clock, sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.report import host_offsets_us
 from sniffsync.sync.retime import TS_SRC, Retimed, Tally, clock_errors, provenance_totals, retime
@@ -153,12 +153,14 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
         i.anchors = None
     rows = np.concatenate([p.pop("row").to_numpy(np.int64) + o for p, o in zip(parts, off)])
     at = _concat_columns(parts) if len(parts) > 1 else parts[0]
-    res = sync(at, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=allow_unsynced,
-               names=names, clocks=(local[rows], clock[rows], clocks))
+    res = sync(at, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=True,
+               names=names, clocks=(local[rows], clock[rows], clocks), via_host=False)
     del at, rows
     ts = np.concatenate([i.ts for i in ins])
     to_epoch = _epoch_map(ts, local, clock == reference_clock(clocks, reference))
-    every = SimpleNamespace(model=res.model, clock=clock, common_ns=res.model.apply(local, clock))
+    # clocks without anchors placed via the host clock on every frame, as the one-pass merge
+    common = place_via_host(res, local, clock, np.repeat(np.arange(len(ins)), n), ts, allow_unsynced, names)
+    every = SimpleNamespace(model=res.model, clock=clock, common_ns=common)
     res.host_us = host_offsets_us(every, pd.DataFrame({"sniffer": np.repeat(np.arange(len(ins)), n), "ts_ns": ts}),
                                   len(ins))      # as the one-pass report: over every frame
     del every
@@ -266,6 +268,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     report = merge_report(res, pd.DataFrame({"sniffer": np.zeros(0, np.int64), "signal_dbm": np.zeros(0)}),
                           np.zeros(0, np.int64), names, anchors, gate_ns, 0, keep_duplicates, np.zeros(0, np.int64),
                           host_us=res.host_us)
+    report["totals"]["host_placed_frames"] = sum(int((model.via_host >= 0)[c].sum()) for _, c in lc)
     del res, t                            # only the clock model and anchors are needed from here
     if every > 1:
         report["anchor_sample"] = f"1/{every} of the unique anchors (by content key)"

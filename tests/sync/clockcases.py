@@ -47,7 +47,7 @@ def tiled(df: pd.DataFrame, n: int, span_us: int) -> pd.DataFrame:
 
 def sniffer(df: pd.DataFrame, s: int, *, offset_ns: int = 0, ppm: float = 0.0, ppm_end=None,
             jitter_ns: float = 0.0, host: bool = False, window=None, reset_at=None,
-            t0_us=None, seed: int = 0):
+            t0_us=None, seed: int = 0, host_ppm=None, host_latency_ns: float = 0.0):
     """``df`` as sniffer ``s`` sees it; returns (table, true_ns, clean local ns).
 
     The clock reads ``true + offset + drift phase + jitter``: drift ``ppm`` (ramping
@@ -56,7 +56,10 @@ def sniffer(df: pd.DataFrame, s: int, *, offset_ns: int = 0, ppm: float = 0.0, p
     per-frame Gaussian jitter ``jitter_ns``. Else TSFT (µs, rounded) carries it, jitter
     per PPDU, and ``ts_ns`` is the host stamp (true + 1 ms, never used by sync).
     ``window=(lo, hi)``: only frames with lo <= (true - t0) / span < hi.
-    ``reset_at``: fraction of the run at which the TSF restarts near 0 (driver reload).
+    ``reset_at``: fraction(s) of the run at which the TSF restarts near 0 (driver reload).
+    ``host_ppm`` (TSFT sniffers): ``ts_ns`` is a host clock of its own instead, on the
+    epoch: ``host_ppm`` drift, latency exponential with mean ``host_latency_ns``, stamps
+    non-decreasing in arrival order (as a kernel gives them); it runs on across resets.
     """
     rng = np.random.default_rng(seed)
     true_us = df.tsft_us.to_numpy(np.int64)
@@ -80,13 +83,19 @@ def sniffer(df: pd.DataFrame, s: int, *, offset_ns: int = 0, ppm: float = 0.0, p
     jit = rng.normal(0, jitter_ns, len(uniq))[inv] if jitter_ns else 0.0
     tsft = np.rint((clean + jit) / 1000).astype(np.int64)
     clean_local = np.rint(clean / 1000).astype(np.int64) * 1000
-    if reset_at is not None:                                 # TSF restarts at 1000 µs
-        cut = x[keep] >= reset_at * span
+    for r in np.atleast_1d(reset_at if reset_at is not None else []):   # TSF restarts at 1000 µs
+        cut = x[keep] >= r * span
         first = tsft[cut].min() if cut.any() else 0
         tsft = np.where(cut, tsft - first + 1000, tsft)
         clean_local = np.where(cut, clean_local - first * 1000 + 1_000_000, clean_local)
     out["tsft_us"] = pd.array(tsft, dtype="Int64")
     out["ts_ns"] = true_ns + 1_000_000
+    if host_ppm is not None:
+        lat = rng.exponential(host_latency_ns, len(out)) if host_latency_ns else 0.0
+        host_ns = true_ns + EPOCH_NS + host_ppm * 1e-6 * x[keep] + lat
+        o = np.argsort(true_ns, kind="stable")
+        host_ns[o] = np.maximum.accumulate(host_ns[o])
+        out["ts_ns"] = np.rint(host_ns).astype(np.int64)
     return out, true_ns, clean_local
 
 

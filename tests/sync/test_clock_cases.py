@@ -106,13 +106,58 @@ def test_segment_with_too_few_anchors_says_so(abc):
              cc.sniffer(abc[1], 1, offset_ns=H, ppm=40, jitter_ns=300, reset_at=0.9995, seed=2)]
     df, true_ns, clean = cc.build(parts)
     with pytest.raises(SyncError, match=r"1 \(TSF segment 1, \d+ frames\)"):
-        sync(df)
-    res = sync(df, allow_unsynced=True)
+        sync(df, via_host=False)
+    res = sync(df, allow_unsynced=True, via_host=False)
     assert res.model.synced.tolist() == [True, True, False]
     short = res.clock == 2
     assert (res.common_ns[short] == res.local_ns[short]).all() and np.isinf(res.frame_sigma_ns()[short]).all()
     err = np.abs(cc.model_error_ns(res, clean, true_ns)) / 1000
     assert _p99(err, res, 1) < 1.0
+    # by default the one-frame segment is placed through B's host clock (here exact)
+    res = sync(df)
+    assert res.model.synced.all() and res.model.via_host.tolist() == [-1, -1, 1]
+    err = np.abs(cc.model_error_ns(res, clean, true_ns)) / 1000
+    assert _p99(err, res, 2) < 1.0
+
+
+def _reset_case(t5, resets, **kw):
+    """B's TSF restarts at ``resets``; its host clock (+25 ppm, 20 µs mean latency) runs
+    on. Beacons only (~10 per s): a segment of < 0.8 s has too few anchors of its own."""
+    parts = [cc.sniffer(t5[0], 0, jitter_ns=300, seed=1),
+             cc.sniffer(t5[1], 1, offset_ns=H, ppm=40, jitter_ns=300, reset_at=resets, seed=2,
+                        host_ppm=25, host_latency_ns=20_000),
+             cc.sniffer(t5[2], 2, offset_ns=-H, ppm=-30, jitter_ns=300, seed=3)]
+    return _fit(parts, anchors=("beacon",), **kw)
+
+
+def test_short_segment_after_reset_placed_via_host_clock(t5):
+    # reload at 95 %: the last 275 ms (1522 frames, 2 beacons) on a new TSF
+    df, res, err = _reset_case(t5, [0.95], allow_unsynced=True, via_host=False)
+    assert res.model.synced.tolist() == [True, True, False, True]
+    assert np.median(err[res.clock == 2]) > 1e6                 # before: its raw TSF, seconds off
+    df, res, err = _reset_case(t5, [0.95])                       # no SyncError now
+    m = res.model
+    assert m.synced.all() and m.via_host.tolist() == [-1, -1, 1, -1]
+    assert list(res.kind) == ["tsft", "tsft", "host", "tsft"]
+    # sigma = the host line's per-frame residual scale, the placement (a median over
+    # 1522 frames) is far better: stated wider than measured, never narrower
+    assert 20_000 < res.sigma_ns[2] < 45_000
+    assert _p99(err, res, 2) < 10 and _p99(err, res, 2) * 1000 < res.sigma_ns[2]
+    assert max(_p99(err, res, c) for c in (1, 3)) < 1.0           # the fitted clocks unchanged
+    assert abs(cc.drift_ppm(res, 2) - 40) < 1                     # the TSF's own slope
+    assert (res.frame_sigma_ns()[res.clock == 2] == res.sigma_ns[2]).all()
+
+
+def test_tsf_resets_several_times_short_segments_via_host(t5):
+    df, res, err = _reset_case(t5, [0.3, 0.32, 0.6, 0.97])
+    m = res.model
+    assert m.clocks.sniffer.tolist() == [0, 1, 1, 1, 1, 1, 2]
+    assert m.synced.all()
+    placed = np.flatnonzero(m.via_host >= 0)
+    assert placed.tolist() == [2, 5]                             # 110 ms and 165 ms segments
+    assert set(m.clocks.sniffer[m.via_host[placed]]) == {1} and (m.fitted[m.via_host[placed]]).all()
+    assert max(_p99(err, res, c) for c in placed) < 10
+    assert max(_p99(err, res, c) for c in (1, 3, 4, 6)) < 1.0
 
 
 def test_late_join_early_leave(t5):
@@ -289,3 +334,31 @@ def test_tsft_on_some_frames_only(abc):
     assert _p99(err, res, 2) < 1.0 and _p99(err, res, 3) < 3.0
     assert res.sigma_ns[2] < 1_000 and 15_000 < res.sigma_ns[3] < 25_000
     assert abs(cc.drift_ppm(res, 2) + 18) < 0.5 and abs(cc.drift_ppm(res, 3) - 25) < 5
+
+
+def test_pcap_short_tsf_segment_merged_through_the_host_clock(tmp_path):
+    # B's driver reloads 40 ms before its capture ends (its last 297 records, no beacon):
+    # with beacon anchors that segment has none of its own. ns-3 stamps each record with
+    # the true time (= its TSFT before the edit), which the merged times are scored on
+    from sniffsync.sync.merge import merge
+    b = _tsf_restart_pcap(cc.HIDDEN[1], tmp_path / "B.pcap", 3_600_000_000, 2650)
+    m = merge([cc.HIDDEN[0], b, cc.HIDDEN[2]], anchors=("beacon",), columns=[], keep_duplicates=True)
+    segs = m.report["sniffers"][1]["model"]
+    assert [s["time"] for s in segs] == ["common", "host clock via segment 0"]
+    assert segs[1]["frames"] == 297 and all(s["synced"] for s in segs)
+    assert m.report["totals"]["host_placed_frames"] == 297 and m.report["totals"]["unsynced_frames"] == 0
+    # its copies are recognised (before: 3957 out, its 297 frames twice)...
+    plain = merge(cc.HIDDEN, anchors=("beacon",), columns=[])
+    assert m.report["totals"]["transmissions"] == len(plain.frames)
+    # ... and every B frame is at its true time (the record stamps of the original file)
+    from sniffsync import read_capture
+    true_ns = read_capture(cc.HIDDEN[1], columns=["ts_ns"]).ts_ns.to_numpy()
+    f = m.frames[m.frames.sniffer == 1].sort_values("frame")
+    late = f.frame.to_numpy() > 2650
+    assert late.sum() == 297 and not f.unsynced.any()
+    assert np.abs(f.ts_ns.to_numpy() - true_ns)[late].max() <= 1_000
+    # the streamed merge places it the same way (over every frame, not only anchor rows)
+    from sniffsync.sync.stream import merge_to_file
+    rep = merge_to_file([cc.HIDDEN[0], b, cc.HIDDEN[2]], tmp_path / "s.pcapng", window_s=0.25, anchors=("beacon",))
+    assert rep["sniffers"][1]["model"] == segs and rep["totals"]["frames_out"] == len(plain.frames)
+    assert rep["totals"]["host_placed_frames"] == 297
