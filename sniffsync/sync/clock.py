@@ -55,6 +55,7 @@ __all__ = ["local_clocks", "reference_clock", "sync", "SyncResult", "place_via_h
 TSFT_SIGMA_NS = 600.0      # 1 µs quantisation + jitter, per frame
 HOST_SIGMA_NS = 20_000.0   # capture timestamps without TSFT
 JUMP_NS = 5_000_000        # tsft - ts jump that starts a new clock segment (TSF reset/wrap)
+NOISE_JUMPS = 20             # a TSF jump is > this x the median step of tsft - ts (host noise)
 MIN_KEPT = 0.5             # share of a clock's in-gate anchor pairs the fit must keep
 MIN_IN_GATE = 0.25         # share of its content-only matches that must fall in its gate
 
@@ -63,7 +64,8 @@ def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
     """Per frame: local time (ns), clock id, and per-clock table (sniffer, segment, source).
 
     TSFT frames of a sniffer split into segments where ``tsft*1000 - ts_ns`` jumps by more
-    than ``jump_ns`` between frames adjacent in capture time; frames without TSFT form one
+    than ``jump_ns`` (and than :data:`NOISE_JUMPS` x the sniffer's median step of it, its
+    host-stamp noise) between frames adjacent in capture time; frames without TSFT form one
     host-clock segment per sniffer.
     """
     n = len(df)
@@ -79,7 +81,15 @@ def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
     d = (tsft_ns - ts)[order]
     s_o, h_o = sn[order], has[order]
     boundary = np.r_[True, (s_o[1:] != s_o[:-1]) | (h_o[1:] != h_o[:-1])]
-    jump = np.r_[False, np.abs(np.diff(d)) > jump_ns] & h_o & ~boundary
+    step = np.r_[0, np.abs(np.diff(d))]
+    inner = h_o & ~boundary
+    # a jump must stand out of the sniffer's own host-stamp noise: with jittery host stamps
+    # (ms of latency) a fixed threshold would start a clock at nearly every frame
+    gate = np.full(len(d), float(jump_ns))
+    for s in np.unique(s_o[inner]):                      # per sniffer: <= 64
+        mine = inner & (s_o == s)
+        gate[mine] = max(float(jump_ns), NOISE_JUMPS * float(np.median(step[mine])))
+    jump = (step > gate) & inner
     seg_o = np.cumsum(boundary | jump) - 1
     clock = np.empty(n, np.int64)
     clock[order] = seg_o
