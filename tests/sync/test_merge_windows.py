@@ -255,3 +255,45 @@ def test_pass1_keeps_the_same_per_input_sizes_for_twice_the_frames(case, tmp_pat
         assert a["runs"] == b["runs"] == 1 and a["segments"] == b["segments"] == 1
         assert 750 < a["sample"] <= 1500 and 750 < b["sample"] <= 1500
         assert b["anchors"] == 2 * a["anchors"]                        # anchors: O(anchors), capped apart
+
+
+def _tsf_reset(src: str, dst: Path, at: float, jump_us: int) -> None:
+    """``src`` with its TSFT moved by ``jump_us`` from the ``at`` share of its frames on
+    (a driver reload: a new TSF clock; the host stamps go on)."""
+    rec = read_records(src)
+    buf = np.fromfile(src, np.uint8)
+    off = np.asarray(rec.data_off, np.int64)[int(at * len(rec.data_off)):]
+    tsft = buf[off[:, None] + 8 + np.arange(8)].copy().view("<u8")[:, 0]
+    buf[off[:, None] + 8 + np.arange(8)] = (tsft + np.uint64(jump_us)).astype("<u8").view(np.uint8).reshape(-1, 8)
+    buf.tofile(dst)
+
+
+def test_streamed_merge_across_a_tsf_reset_is_the_one_pass_file(case, tmp_path):
+    """A TSF reset in sniffer C, found per batch by pass 1 (the jump falls inside a run of
+    small batches) and recomputed per row by pass 2: the one-pass file, byte for byte."""
+    paths = list(case["paths"])
+    _tsf_reset(paths[2], tmp_path / "C-reset.pcap", at=0.55, jump_us=3_000_000_000)
+    paths[2] = str(tmp_path / "C-reset.pcap")
+    whole = merge(paths, columns=[])
+    segs = whole.report["sniffers"][2]["model"]
+    assert [(m["clock"], m["synced"]) for m in segs] == [("tsft", True)] * 2     # two TSF clocks, both synced
+    write_merged(tmp_path / "whole.pcapng", whole)
+    sizes = []
+    rep = merge_to_file(paths, tmp_path / "streamed.pcapng", window_s=0.5, batch_rows=700,
+                        pass1_hook=sizes.append)
+    assert [s["segments"] for s in sizes[0]] == [1, 1, 2] and sizes[0][2]["runs"] == 2
+    assert rep["totals"]["frames_out"] == whole.report["totals"]["frames_out"]
+    assert (tmp_path / "streamed.pcapng").read_bytes() == (tmp_path / "whole.pcapng").read_bytes()
+
+
+def test_sampled_stamps_keep_the_merge(case, tmp_path):
+    """Beyond ``sample_cap`` frames the epoch map is fitted on 1 in 2^k frames by row:
+    same copies merged, times within 1 µs of the full fit's."""
+    out = tmp_path / "sampled.pcapng"
+    rep = merge_to_file(case["paths"], out, window_s=0.25, sample_cap=3000, batch_rows=1024)
+    assert rep["frame_sample"].startswith("1/")
+    from sniffsync.sync.mergedfile import read_merged
+    a = read_merged(out, [], records=False).frames
+    b = case["whole"].frames
+    assert len(a) == len(b) and (a["merged_id"].to_numpy() == b["merged_id"].to_numpy()).all()
+    assert np.abs(a["ts_ns"].to_numpy() - b["ts_ns"].to_numpy()).max() <= 1000
