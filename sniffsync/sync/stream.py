@@ -5,10 +5,12 @@
 frame table:
 
 1. *Pass 1* decodes each input a batch at a time, moves its stamps to PPDU ends and
-   keeps per frame its stamp and TSFT (16 bytes), plus the columns of the frames that
-   can be anchors (what :func:`sniffsync.sync.clock.sync` reads). The clocks are fitted
-   on those rows alone, with :func:`~sniffsync.sync.clock.local_clocks` of all frames:
-   the fit of the whole table. Then only a clock id per frame (int16) is kept.
+   keeps its clocks (:class:`sniffsync.sync.streamclock.InputClocks`: TSF jumps found per
+   batch, TSFT segments as runs over the rows, each clock's ranges, a bounded sample of
+   stamps) and the columns of the frames that can be anchors (what
+   :func:`sniffsync.sync.clock.sync` reads) with their local time and clock. The clocks
+   are fitted on those rows alone, with the clocks table of every frame: the fit of the
+   whole table. Nothing is kept per frame.
 2. *Pass 2* decodes the inputs again, in step, and merges one window of output time
    at a time (:mod:`sniffsync.sync.windows`: the window plus a margin either side is
    matched; it keeps the transmissions whose time falls in it). Each window's merged
@@ -18,8 +20,10 @@ The report must stand in the section header, before the packets, but its counts 
 known only at the end: the packets go to a scratch file beside the output first and
 are then copied behind the header (the output's size in extra I/O).
 
-Memory: pass 2 holds a window, its margins and two batches per input; the fit grows
-with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" anchors,
+Memory: pass 2 holds a window, its margins and two batches per input; pass 1 holds the
+anchors, the clock segments and a sample of :data:`SAMPLE_CAP` stamps (the epoch map and
+the host offsets: beyond it, 1 in 2^k frames by row, the report's ``frame_sample``); the
+fit grows with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" anchors,
 picked by content key (every sniffer keeps the same transmissions; the report says
 ``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
 is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
@@ -49,7 +53,7 @@ __all__ = ["merge_to_file", "BATCH_ROWS", "ANCHOR_CAP", "SAMPLE_CAP"]
 
 BATCH_ROWS = 1 << 14         # frames decoded at a time (x inputs x 2 in flight: the memory floor)
 ANCHOR_CAP = 6_000_000       # frames whose "unique" anchors are all fitted (~1.5 GB for the fit)
-SAMPLE_CAP = 1 << 21         # frames whose stamps all fit the epoch map (32 B each, all inputs)
+SAMPLE_CAP = 1 << 20         # frames whose stamps all fit the epoch map (20 B each, all inputs)
 
 # what anchor_candidates reads of an anchor row
 ANCHOR_COLUMNS = tuple(dict.fromkeys(("sniffer", "type_subtype", "bad", "fcs_bad", "ta", "beacon_tsf_us",
@@ -169,7 +173,7 @@ class _Stream:
 
     def pull(self) -> None:
         """Decode one more batch: its rows' common and output times, keys, packet places."""
-        rec, t, _ = next(self.it, (None, None, None))
+        rec, t, _ = next(self.it, (None, None, None))      # rows as pass 1's (same batches)
         if t is None:
             self.done = True
             return

@@ -10,8 +10,8 @@ it, O(clock segments + a bounded sample), whatever the capture's length:
   time and of its capture stamps (the model's spans, the output-time range);
 - which TSFT segment each row is in, as runs over the rows (a TSF reset is rare): pass 2
   finds a row's clock from its row index and whether it has TSFT (:meth:`clock_of`);
-- a sample of ``(ts, local, segment)``: every frame up to ``cap`` rows, then 1 in 2, 4, ...
-  by row index (the epoch map and the host-clock offsets are fitted on it; below the cap
+- a sample of ``(ts, local, segment)`` (20 B a frame): every frame up to ``cap`` rows,
+  then 1 in 2, 4, ... by row index (the epoch map and the host-clock offsets are fitted on it; below the cap
   they see every frame, as the one-pass merge does).
 
 Caveat: a frame out of capture-time order across a batch edge is compared with the last
@@ -60,7 +60,7 @@ class InputClocks:
         self.tsft = _new_stats(0)        # per TSFT segment: STATS
         self.host = _new_stats(1)        # the host clock (frames without TSFT)
         self.run_row, self.run_seg, self.last_seg = [], [], -1
-        self.sample = []                 # (row, ts, local, segment: -1 host) per batch
+        self.sample, self.kept = [], 0   # (ts, local, segment: -1 host) per batch; its rows
 
     def add(self, ts: np.ndarray, tsft_us: np.ndarray):
         """A batch's aligned stamps and TSFT (µs, -1: none): per row local time (ns) and
@@ -90,18 +90,21 @@ class InputClocks:
         return local, seg
 
     def _keep(self, ts, local, seg) -> None:
-        row = self.n + np.arange(len(ts), dtype=np.int64)
-        k = row % self.stride == 0
-        self.sample.append((row[k], ts[k], local[k], seg[k]))
-        while sum(len(p[0]) for p in self.sample) > self.cap:     # thin to 1 in 2 x stride
+        """Rows ``k * stride`` (implicit: the sample holds no row index), thinned when full."""
+        first = -self.n % self.stride
+        self.sample.append((ts[first::self.stride], local[first::self.stride],
+                            seg[first::self.stride].astype(np.int32)))
+        self.kept += len(self.sample[-1][0])
+        while self.kept > self.cap:      # keep 1 in 2 x stride: the even ones of the sample
             self.stride *= 2
-            self.sample = [tuple(a[p[0] % self.stride == 0] for a in p) for p in self.sample]
+            self.sample = [tuple(np.concatenate(c)[::2] for c in zip(*self.sample))]
+            self.kept = len(self.sample[0][0])
 
     def finish(self) -> None:
         """Join the kept batches (after the last :meth:`add`)."""
         self.run_row = np.concatenate(self.run_row) if self.run_row else np.zeros(0, np.int64)
         self.run_seg = np.concatenate(self.run_seg) if self.run_seg else np.zeros(0, np.int64)
-        cols = list(zip(*self.sample)) or [[np.zeros(0, np.int64)]] * 4
+        cols = list(zip(*self.sample)) or [[np.zeros(0, np.int64)]] * 3
         self.sample = tuple(np.concatenate(c) for c in cols)
 
     def segments(self) -> np.ndarray:
@@ -145,13 +148,13 @@ def sample_fits(ins, base, clocks, model, reference: int):
     from sniffsync.sync.report import host_offsets_us
     ref = reference_clock(clocks, reference)
     s = ins[reference]
-    _, ts, local, seg = s.sample
+    ts, local, seg = s.sample
     to_epoch = _epoch_map(ts, local, s.glob(seg, base[reference]) == ref)
-    clock = np.concatenate([i.glob(i.sample[3], b) for i, b in zip(ins, base)])
-    local = np.concatenate([i.sample[2] for i in ins])
+    clock = np.concatenate([i.glob(i.sample[2], b) for i, b in zip(ins, base)])
+    local = np.concatenate([i.sample[1] for i in ins])
     every = SimpleNamespace(model=model, clock=clock, common_ns=model.apply(local, clock))
     df = pd.DataFrame({"sniffer": np.repeat(np.arange(len(ins)), [len(i.sample[0]) for i in ins]),
-                       "ts_ns": np.concatenate([i.sample[1] for i in ins])})
+                       "ts_ns": np.concatenate([i.sample[0] for i in ins])})
     return to_epoch, host_offsets_us(every, df, len(ins))
 
 
