@@ -44,7 +44,6 @@ from sniffsync.errors import CaptureError, SyncError, UsageError
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
 from sniffsync.sync.clock import sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
-from sniffsync.sync.report import host_offsets_us
 from sniffsync.sync.retime import TS_SRC, Retimed, Tally, clock_errors, provenance_totals, retime
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.windows import MARGIN_NS, keep_window, output_rank, window_bounds

@@ -80,8 +80,9 @@ class InputClocks:
             _fold(self.tsft, s_o, local[o], ts[o])
             sf = seg[idx]                # runs over the TSFT rows in file order
             change = np.r_[sf[0] != self.last_seg, sf[1:] != sf[:-1]]
-            self.run_row.append(self.n + idx[change])
-            self.run_seg.append(sf[change])
+            if change.any():             # a list entry per run, not per batch
+                self.run_row.append(self.n + idx[change])
+                self.run_seg.append(sf[change])
             self.last_seg = int(sf[-1])
         if not has.all():
             _fold(self.host, np.zeros(int((~has).sum()), np.int64), local[~has], ts[~has])
@@ -95,6 +96,8 @@ class InputClocks:
         self.sample.append((ts[first::self.stride], local[first::self.stride],
                             seg[first::self.stride].astype(np.int32)))
         self.kept += len(self.sample[-1][0])
+        if len(self.sample) >= 64:       # few arrays, not one per batch
+            self.sample = [tuple(np.concatenate(c) for c in zip(*self.sample))]
         while self.kept > self.cap:      # keep 1 in 2 x stride: the even ones of the sample
             self.stride *= 2
             self.sample = [tuple(np.concatenate(c)[::2] for c in zip(*self.sample))]
