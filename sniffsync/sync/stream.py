@@ -5,10 +5,12 @@
 frame table:
 
 1. *Pass 1* decodes each input a batch at a time, moves its stamps to PPDU ends and
-   keeps per frame its stamp and TSFT (16 bytes), plus the columns of the frames that
-   can be anchors (what :func:`sniffsync.sync.clock.sync` reads). The clocks are fitted
-   on those rows alone, with :func:`~sniffsync.sync.clock.local_clocks` of all frames:
-   the fit of the whole table. Then only a clock id per frame (int16) is kept.
+   keeps its clocks (:class:`sniffsync.sync.streamclock.InputClocks`: TSF jumps found per
+   batch, TSFT segments as runs over the rows, each clock's ranges, a bounded sample of
+   stamps) and the columns of the frames that can be anchors (what
+   :func:`sniffsync.sync.clock.sync` reads) with their local time and clock. The clocks
+   are fitted on those rows alone, with the clocks table of every frame: the fit of the
+   whole table. Nothing is kept per frame.
 2. *Pass 2* decodes the inputs again, in step, and merges one window of output time
    at a time (:mod:`sniffsync.sync.windows`: the window plus a margin either side is
    matched; it keeps the transmissions whose time falls in it). Each window's merged
@@ -18,8 +20,10 @@ The report must stand in the section header, before the packets, but its counts 
 known only at the end: the packets go to a scratch file beside the output first and
 are then copied behind the header (the output's size in extra I/O).
 
-Memory: pass 2 holds a window, its margins and two batches per input; the fit grows
-with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" anchors,
+Memory: pass 2 holds a window, its margins and two batches per input; pass 1 holds the
+anchors, the clock segments and a sample of :data:`SAMPLE_CAP` stamps (the epoch map and
+the host offsets: beyond it, 1 in 2^k frames by row, the report's ``frame_sample``); the
+fit grows with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" anchors,
 picked by content key (every sniffer keeps the same transmissions; the report says
 ``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
 is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
@@ -38,16 +42,17 @@ import pandas as pd
 
 from sniffsync.errors import CaptureError, SyncError, UsageError
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
-from sniffsync.sync.clock import local_clocks, place_via_host, reference_clock, sync
+from sniffsync.sync.clock import place_via_host, sync
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
-from sniffsync.sync.report import host_offsets_us
 from sniffsync.sync.retime import TS_SRC, Retimed, Tally, clock_errors, provenance_totals, retime
+from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.windows import MARGIN_NS, keep_window, output_rank, window_bounds
 
-__all__ = ["merge_to_file", "BATCH_ROWS", "ANCHOR_CAP"]
+__all__ = ["merge_to_file", "BATCH_ROWS", "ANCHOR_CAP", "SAMPLE_CAP"]
 
 BATCH_ROWS = 1 << 14         # frames decoded at a time (x inputs x 2 in flight: the memory floor)
 ANCHOR_CAP = 6_000_000       # frames whose "unique" anchors are all fitted (~1.5 GB for the fit)
+SAMPLE_CAP = 1 << 20         # frames whose stamps all fit the epoch map (20 B each, all inputs)
 
 # what anchor_candidates reads of an anchor row
 ANCHOR_COLUMNS = tuple(dict.fromkeys(("sniffer", "type_subtype", "bad", "fcs_bad", "ta", "beacon_tsf_us",
@@ -55,10 +60,11 @@ ANCHOR_COLUMNS = tuple(dict.fromkeys(("sniffer", "type_subtype", "bad", "fcs_bad
 
 
 class _Input:
-    """Pass 1's keep of one input: per frame its aligned stamp and TSFT (null: -1)."""
+    """Pass 1's keep of one input: its clocks (:class:`InputClocks`: segments, runs, a
+    bounded sample) and its anchor rows with their local time and TSFT segment."""
 
-    def __init__(self):
-        self.ts, self.tsft, self.anchors, self.linktype, self.conv = [], [], [], None, None
+    def __init__(self, sample_cap):
+        self.clocks, self.anchors, self.linktype, self.conv = InputClocks(sample_cap), [], None, None
         self.every = 1                   # "unique" anchors sampled 1 in every (by key)
 
 
@@ -106,28 +112,27 @@ def _sample_every(paths, rec, anchor_cap: int) -> int:
     return max(1, int(np.ceil(frames / anchor_cap)))
 
 
-def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap):
+def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap):
     ins, every = [], None
     for s, path in enumerate(paths):
         say(f"pass 1: {os.path.basename(path)}")
-        inp, n = _Input(), 0
+        inp, n = _Input(max(1, sample_cap // len(paths))), 0
         for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows):
             _release_batch(rec)
             every = _sample_every(paths, rec, anchor_cap) if every is None else every
             inp.conv = conv
             inp.linktype = _check_linktype(path, t, inp.linktype)
-            inp.ts.append(t["ts_ns"].to_numpy(np.int64))
-            inp.tsft.append(t["tsft_us"].to_numpy(np.int64, na_value=-1))
+            local, seg = inp.clocks.add(t["ts_ns"].to_numpy(np.int64), t["tsft_us"].to_numpy(np.int64, na_value=-1))
             rows, kind, key = anchor_candidates(t, anchors)     # per row: as on the whole table
             if every > 1 and "unique" in anchors:   # the same transmissions at every sniffer
                 keep = (kind != list(anchors).index("unique")) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
                 rows = rows[keep]
             rows = np.sort(rows)
-            inp.anchors.append(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(row=rows + n))
+            inp.anchors.append(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(local_=local[rows], seg_=seg[rows]))
             n += len(t)
-        if not inp.ts:
+        if not n:
             raise CaptureError(f"{path}: no frames")
-        inp.ts, inp.tsft = np.concatenate(inp.ts), np.concatenate(inp.tsft)
+        inp.clocks.finish()
         ins.append(inp)
     ins[0].every = every
     if len({i.linktype for i in ins}) > 1:
@@ -137,58 +142,52 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap):
 
 
 def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
-    """The clock fit on the anchor rows; per input its rows' local time and clock."""
-    from sniffsync.sync.merge import _concat_columns, _epoch_map, _str_categories
-    n = [len(i.ts) for i in ins]
-    off = np.r_[0, np.cumsum(n)]
-    tsft = np.concatenate([i.tsft for i in ins])
-    table = pd.DataFrame({"sniffer": np.repeat(np.arange(len(ins), dtype=np.int16), n),
-                          "ts_ns": np.concatenate([i.ts for i in ins]),
-                          "tsft_us": pd.arrays.IntegerArray(tsft, tsft < 0)})
-    del tsft
-    local, clock, clocks = local_clocks(table)
-    del table
+    """The clock fit on the anchor rows (with the clocks of every frame, as
+    :func:`local_clocks`); the epoch map and host offsets from the sample; per clock the
+    range of its stamps and the first clock id of each input."""
+    from sniffsync.sync.merge import _concat_columns, _str_categories
+    clocks, base, ts_lo, ts_hi = joint_clocks([i.clocks for i in ins])
     parts = [_str_categories(pd.concat(i.anchors, ignore_index=True)) for i in ins]
     for i in ins:
         i.anchors = None
-    rows = np.concatenate([p.pop("row").to_numpy(np.int64) + o for p, o in zip(parts, off)])
+    local = np.concatenate([p.pop("local_").to_numpy(np.int64) for p in parts])
+    clock = np.concatenate([i.clocks.glob(p.pop("seg_").to_numpy(np.int64), b) for p, i, b in zip(parts, ins, base)])
     at = _concat_columns(parts) if len(parts) > 1 else parts[0]
     res = sync(at, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=True,
-               names=names, clocks=(local[rows], clock[rows], clocks), via_host=False)
-    del at, rows
-    ts = np.concatenate([i.ts for i in ins])
-    to_epoch = _epoch_map(ts, local, clock == reference_clock(clocks, reference))
-    # clocks without anchors placed via the host clock on every frame, as the one-pass merge
-    common = place_via_host(res, local, clock, np.repeat(np.arange(len(ins)), n), ts, allow_unsynced, names)
-    every = SimpleNamespace(model=res.model, clock=clock, common_ns=common)
-    res.host_us = host_offsets_us(every, pd.DataFrame({"sniffer": np.repeat(np.arange(len(ins)), n), "ts_ns": ts}),
-                                  len(ins))      # as the one-pass report: over every frame
-    del every
-    small = np.int16 if len(clocks) < 2**15 else np.int32        # the one per-frame array kept
-    return res, to_epoch, [(local[a:b], clock[a:b].astype(small)) for a, b in zip(off[:-1], off[1:])]
+               names=names, clocks=(local, clock, clocks), via_host=False)
+    del at, local, clock
+    # clocks without anchors placed via their sniffer's host clock, fitted on the stamp
+    # sample (every frame while it holds them all: then as the one-pass merge)
+    cs = [i.clocks for i in ins]
+    place_via_host(res, np.concatenate([c.sample[1] for c in cs]),
+                   np.concatenate([c.glob(c.sample[2], b) for c, b in zip(cs, base)]),
+                   np.repeat(np.arange(len(cs)), [len(c.sample[0]) for c in cs]),
+                   np.concatenate([c.sample[0] for c in cs]), allow_unsynced, names)
+    to_epoch, res.host_us = sample_fits(cs, base, clocks, res.model, reference)
+    return res, to_epoch, base, (ts_lo, ts_hi)
 
 
 class _Stream:
     """Pass 2 over one input: decoded batches with their common and output times,
     held from the first row a window may still need."""
 
-    def __init__(self, path, s, want, conv, clock, model, to_epoch, batch_rows):
+    def __init__(self, path, s, want, conv, clocks, base, model, to_epoch, batch_rows):
         self.it = _batches(path, s, want, conv, batch_rows)
-        self.clock, self.model, self.to_epoch = clock, model, to_epoch
+        self.clocks, self.base, self.model, self.to_epoch = clocks, base, model, to_epoch
         self.parts, self.done, self.floor, self.end_t, self.buf = [], False, None, None, None
         self.recs = []                   # the Records of each held batch (pages released with it)
 
     def pull(self) -> None:
         """Decode one more batch: its rows' common and output times, keys, packet places."""
-        rec, t, _ = next(self.it, (None, None, None))
+        rec, t, _ = next(self.it, (None, None, None))      # rows as pass 1's (same batches)
         if t is None:
             self.done = True
             return
-        r = slice(rec.row0, rec.row0 + len(t))
-        clock = self.clock[r].astype(np.int64)
         tsft = t["tsft_us"].array          # stamps aligned as in pass 1: local time as local_clocks
         ts = t["ts_ns"].to_numpy(np.int64)
-        local = np.where(tsft.isna(), ts, tsft.to_numpy(np.int64, na_value=0) * 1000)
+        has = ~np.asarray(tsft.isna())
+        clock = self.clocks.clock_of(rec.row0, has, self.base)      # from the rows and pass 1's runs
+        local = np.where(has, tsft.to_numpy(np.int64, na_value=0) * 1000, ts)
         synced = self.model.synced[clock]
         common = self.model.apply(local, clock)
         out_t = np.where(synced, self.to_epoch(common), t["ts_ns"].to_numpy(np.int64))
@@ -226,7 +225,8 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
                   allow_unsynced: bool = False, anchors=("beacon", "ba", "unique"),
                   keep_duplicates: bool = False, knot_s: float = 1.0, tsft_at="auto",
                   names=None, progress=None, margin_ns: int = MARGIN_NS, hook=None,
-                  batch_rows: int = BATCH_ROWS, anchor_cap: int = ANCHOR_CAP) -> dict:
+                  batch_rows: int = BATCH_ROWS, anchor_cap: int = ANCHOR_CAP,
+                  sample_cap: int = SAMPLE_CAP, pass1_hook=None) -> dict:
     """Merge capture files into ``output`` (a merged pcapng) in bounded memory.
 
     Parameters as :func:`sniffsync.sync.merge.merge`; ``window_s``: seconds of output
@@ -234,7 +234,10 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     ``hook(rows)`` is called after each window with the number of decoded rows held
     (tests); ``batch_rows``: frames decoded at a time; ``anchor_cap``: frames whose
     "unique" anchors are all fitted (beyond, a sample by key: the report's
-    ``anchor_sample``). Returns the report (also in the file's section header).
+    ``anchor_sample``); ``sample_cap``: frames (all inputs) whose stamps the epoch map
+    and the host offsets see, beyond a sample by row (the report's ``frame_sample``);
+    ``pass1_hook(sizes)`` gets per input the elements pass 1 keeps (tests). Returns the
+    report (also in the file's section header).
     """
     from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _validate, _window_ns
     from sniffsync.sync.report import merge_report
@@ -252,35 +255,39 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     window_ns = _window_ns(window_s)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     want = list(NEEDED_COLUMNS)
-    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap)
+    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap)
     every = ins[0].every
+    if pass1_hook is not None:
+        pass1_hook([i.clocks.sizes() | {"anchors": sum(len(a) for a in i.anchors)} for i in ins])
     say("sync clocks")
-    res, to_epoch, lc = _fit(ins, reference, anchors, knot_s, allow_unsynced, names)
+    res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names)
     model = res.model
     gate_ns = default_gate(res, MIN_GATE_NS)
     clock_gates, per_clock_err = copy_gates(res, gate_ns), clock_errors(res)
     fit = {"model": model, "anchors": res.anchors, "sigma_ns": getattr(res, "sigma_ns", None)}
     # output times of the whole capture: its windows and the base of mean copy times
-    t_lo, t_hi = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-    for i, (lo, c) in zip(ins, lc):
-        t = np.where(model.synced[c], to_epoch(model.apply(lo, c)), i.ts)
-        t_lo, t_hi = min(t_lo, int(t.min())), max(t_hi, int(t.max()))
+    t_lo, t_hi = output_range(model, to_epoch, model.clocks, ts_lo, ts_hi)
     report = merge_report(res, pd.DataFrame({"sniffer": np.zeros(0, np.int64), "signal_dbm": np.zeros(0)}),
                           np.zeros(0, np.int64), names, anchors, gate_ns, 0, keep_duplicates, np.zeros(0, np.int64),
                           host_us=res.host_us)
-    report["totals"]["host_placed_frames"] = sum(int((model.via_host >= 0)[c].sum()) for _, c in lc)
-    del res, t                            # only the clock model and anchors are needed from here
+    model_clocks = model.clocks
+    report["totals"]["host_placed_frames"] = int(model_clocks.frames.to_numpy(np.int64)[model.via_host >= 0].sum()) \
+        if "frames" in model_clocks else 0
+    del res                              # only the clock model and anchors are needed from here
     if every > 1:
         report["anchor_sample"] = f"1/{every} of the unique anchors (by content key)"
+    stride = max(i.clocks.stride for i in ins)
+    if stride > 1:
+        report["frame_sample"] = f"1/{stride} of the frames (by row) for the epoch map and host offsets"
     if t_lo < 0:                         # as write_merged: the mean's base is then 0 in every window
         raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
     edges = window_bounds(np.array([t_lo, t_hi], np.int64), window_ns)
-    cnt = _Counts(len(paths), [len(i.ts) for i in ins],
-                  sum(int((~model.synced[c]).sum()) for _, c in lc))
+    frames = model.clocks.frames.to_numpy(np.int64)
+    cnt = _Counts(len(paths), [i.clocks.n for i in ins], int(frames[~model.synced].sum()))
     conv, linktypes = {names[s]: i.conv for s, i in enumerate(ins)}, [i.linktype for i in ins]
-    streams = [_Stream(p, s, want, i.conv, c, model, to_epoch, batch_rows)
-               for s, (p, i, (_, c)) in enumerate(zip(paths, ins, lc))]
-    del ins, lc
+    streams = [_Stream(p, s, want, i.conv, i.clocks, int(b), model, to_epoch, batch_rows)
+               for s, (p, i, b) in enumerate(zip(paths, ins, base))]
+    del ins
     say("match, merge and write, window by window")
     ctx = _Ctx(streams, margin_ns, gate_ns, 0, keep_duplicates, names, cnt,
                bool(model.clocks.tsft[model.reference]))
