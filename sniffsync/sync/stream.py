@@ -23,7 +23,7 @@ are then copied behind the header (the output's size in extra I/O).
 Memory: pass 2 holds a window, its margins and two batches per input; pass 1 holds the
 anchors, the clock segments and a sample of :data:`SAMPLE_CAP` stamps (the epoch map and
 the host offsets: beyond it, 1 in 2^k frames by row, the report's ``frame_sample``); the
-fit grows with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" anchors,
+fit grows with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors,
 picked by content key (every sniffer keeps the same transmissions; the report says
 ``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
 is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
@@ -101,7 +101,7 @@ def _release_batch(rec) -> None:
 
 
 def _sample_every(paths, rec, anchor_cap: int) -> int:
-    """``k``: fit the "unique" anchors of one transmission in ``k`` (by key), so that the
+    """``k``: fit the "unique" and Block-Ack anchors of one transmission in ``k`` (by key), so that the
     fit sees those of about ``anchor_cap`` frames at most; the capture's frames are
     estimated from the inputs' sizes and the first batch's bytes per frame."""
     n = len(rec.data_off)
@@ -124,8 +124,9 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
             inp.linktype = _check_linktype(path, t, inp.linktype)
             local, seg = inp.clocks.add(t["ts_ns"].to_numpy(np.int64), t["tsft_us"].to_numpy(np.int64, na_value=-1))
             rows, kind, key = anchor_candidates(t, anchors)     # per row: as on the whole table
-            if every > 1 and "unique" in anchors:   # the same transmissions at every sniffer
-                keep = (kind != list(anchors).index("unique")) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
+            if every > 1:          # by key: the same transmissions at every sniffer; beacons all
+                beacon = list(anchors).index("beacon") if "beacon" in anchors else -1
+                keep = (kind == beacon) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
                 rows = rows[keep]
             rows = np.sort(rows)
             inp.anchors.append(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(local_=local[rows], seg_=seg[rows]))
@@ -275,7 +276,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
         if "frames" in model_clocks else 0
     del res                              # only the clock model and anchors are needed from here
     if every > 1:
-        report["anchor_sample"] = f"1/{every} of the unique anchors (by content key)"
+        report["anchor_sample"] = f"1/{every} of the unique and Block-Ack anchors (by content key)"
     stride = max(i.clocks.stride for i in ins)
     if stride > 1:
         report["frame_sample"] = f"1/{stride} of the frames (by row) for the epoch map and host offsets"

@@ -130,6 +130,7 @@ def test_sampled_anchors_keep_the_merge(case, tmp_path):
     assert rep["totals"]["frames_out"] == whole["totals"]["frames_out"]
     for got, want in zip(rep["sniffers"][1:], whole["sniffers"][1:]):
         assert 0 < got["anchors"]["unique"] < want["anchors"]["unique"]
+        assert got["anchors"]["ba"] < want["anchors"]["ba"]
     from sniffsync.sync.mergedfile import read_merged
     a = read_merged(out, [], records=False).frames
     b = case["whole"].frames
