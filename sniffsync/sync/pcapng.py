@@ -108,12 +108,14 @@ def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
             _items(out, w)[dst[r]] = _gather(src, w, src_off[r])
 
 
-def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob, fixed=None) -> np.ndarray:
-    """The EPBs of rows (the arrays of one chunk) back to back, as one ``uint8`` array;
-    ``tail``: (offset, length) in ``blob`` of each row's padding + options; ``fixed``:
-    ``(rows, size)`` option bytes written between the padding and those options."""
+def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob, fixed=None, into=None) -> np.ndarray:
+    """The EPBs of rows (the arrays of one chunk) back to back, as one ``uint8`` array
+    (the start of ``into`` when it is large enough: every byte is written); ``tail``:
+    (offset, length) in ``blob`` of each row's padding + options; ``fixed``: ``(rows,
+    size)`` option bytes written between the padding and those options."""
     pos = np.cumsum(blen) - blen
-    out = np.empty(int(pos[-1] + blen[-1]), np.uint8)
+    size = int(pos[-1] + blen[-1])
+    out = into[:size] if into is not None and len(into) >= size else np.empty(size, np.uint8)
     words = out.view("<u4")              # every block starts and ends 4-byte aligned
     head = np.empty((len(sn), 7), "<u4")
     head[:, 0], head[:, 1], head[:, 2] = 6, blen, sn      # EPB, length, interface
@@ -171,12 +173,15 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
     low = [np.minimum.accumulate(np.r_[np.where(sn == s, start, big), big][::-1])[::-1]
            for s in range(len(records))]
     from sniffsync import runtime
+    spare = [None, None]                 # two chunk buffers, reused: fresh pages cost more than the copy
     with runtime.pool(limit=1) as ex:    # the kernel copies one chunk while the next is built
         pending = None
-        for a, b in zip(cuts[:-1], cuts[1:]):
+        for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
             r = slice(a, b)
             chunk = _blocks(records, sn[r], start[r], caplen[r], wirelen[r], ts_ns[r], blen[r],
-                            (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r])
+                            (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r], spare[j % 2])
+            if chunk.base is None:       # newly allocated (the first, or a larger one)
+                spare[j % 2] = chunk
             for s, rec in enumerate(records):
                 if low[s][b] < big:
                     release(rec, int(low[s][b]))
