@@ -235,6 +235,12 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     PpduGrouping
         ``(ppdus, frame_ppdu, tsft_at)``.
     """
+    return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs)
+
+
+def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False) -> PpduGrouping:
+    """:func:`group_ppdus`; ``only_if_start``: stop once the stamps are decided when no
+    sniffer stamps PPDU starts (``ppdus`` None: aligning them moves nothing)."""
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
     if stamps not in ("capture", "end"):
@@ -243,11 +249,12 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
     good = good_fcs_mask(frames, keep_bad_fcs)
     if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
-        sub = group_ppdus(frames[good], tsft_at, stamps=stamps)
+        sub = _group_ppdus(frames[good], tsft_at, stamps, False, only_if_start)
         rows = np.flatnonzero(good)
         frame_ppdu = np.full(len(frames), -1, np.int64)
         frame_ppdu[rows] = sub.frame_ppdu
-        return PpduGrouping(sub.ppdus.assign(first_frame=rows[sub.ppdus["first_frame"].to_numpy(np.int64)]),
+        return PpduGrouping(None if sub.ppdus is None else
+                            sub.ppdus.assign(first_frame=rows[sub.ppdus["first_frame"].to_numpy(np.int64)]),
                             frame_ppdu, sub.tsft_at)
     sniffer = _np(frames, "sniffer", 0)
     g = _groups(frames, sniffer)
@@ -277,6 +284,8 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     kind = kind_codes(at("type_subtype", -1))
     snf = sniffer[g.first]
     decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, at("ta", -1), at("ra", -1), freq)
+    if only_if_start and "start" not in decided.values():
+        return PpduGrouping(None, g.frame_ppdu, decided)
     ends_here = np.isin(snf, [s for s, v in decided.items() if v == "end"])
     # the extent of cut A-MPDUs from the other sources (airtime.extent); unknown airtime: zero-length
     clock = np.zeros_like(snf) if stamps == "end" else snf        # a merged table: one clock
@@ -388,9 +397,11 @@ def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped: PpduGroupin
     (frames, tsft_at)
         The moved copy and the per-sniffer decision ``{sniffer: "start" | "end"}``.
     """
-    ppdus, frame_ppdu, conv = grouped if grouped is not None else group_ppdus(frames, tsft_at, stamps=stamps)
-    air = ppdus["airtime_ns"].to_numpy(np.int64)
+    if grouped is None:                  # the PPDU extents only when some stamps move
+        grouped = _group_ppdus(frames, tsft_at, stamps, False, only_if_start=True)
+    ppdus, frame_ppdu, conv = grouped
     starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
+    air = ppdus["airtime_ns"].to_numpy(np.int64) if len(starts) else np.zeros(0, np.int64)
     sniffer = _np(frames, "sniffer", 0)
     move = np.isin(sniffer, starts) & (frame_ppdu >= 0)      # frames in no PPDU (bad FCS) stay
     shift = np.zeros(len(frame_ppdu), np.int64)

@@ -102,14 +102,18 @@ def build_inputs(out_dir: Path, frames: int) -> list[str]:
     return paths
 
 
-def timed(cmd) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one child process."""
+CPU_S: dict = {}            # per command (tuple): CPU seconds (user + system) of its runs
+
+
+def timed(cmd, env=None, name=None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one child process (its CPU seconds: CPU_S[name])."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd[0]} failed: {proc.stderr.read().decode()[-500:]}")
+    CPU_S.setdefault(name, []).append(usage.ru_utime + usage.ru_stime)
     return wall, usage.ru_maxrss / 1024
 
 
@@ -128,30 +132,47 @@ def main(argv=None) -> int:
     p.add_argument("--scale", type=int, nargs="+", metavar="FRAMES",
                    help="instead: peak RSS of the one-pass and the streamed merge (--window-s, "
                         "default 10) at each of these --frames sizes")
+    p.add_argument("--before", type=Path, metavar="TREE",
+                   help="also time the one-pass merge of another source tree (PYTHONPATH=TREE, e.g. "
+                        "`git worktree add` of the commit before a change) in the same loop")
     a = p.parse_args(argv)
     if a.scale:
         return scale(a)
     inputs = build_inputs(a.out, a.frames)
     size_mib = sum(os.path.getsize(f) for f in inputs) / 2**20
-    runs = {"mergecap": [], "sniffsync": []} | ({"windowed": []} if a.window_s else {})
+    runs = ({"mergecap": [], "sniffsync": []} | ({"windowed": []} if a.window_s else {})
+            | ({"before": []} if a.before else {}))
     for _ in range(a.repeat):                # alternate, so load changes hit both alike
-        for old in ("mergecap.pcapng", "merged.pcapng", "windowed.pcapng"):   # new files, not over one
+        for old in ("mergecap.pcapng", "merged.pcapng", "windowed.pcapng", "before.pcapng"):   # new files
             if not a.overwrite:
                 (a.out / old).unlink(missing_ok=True)
-        runs["mergecap"].append(timed(["mergecap", "-w", str(a.out / "mergecap.pcapng"), *inputs]))
-        runs["sniffsync"].append(timed(_merge_cmd(inputs, a.out / "merged.pcapng", a.out / "merge-report.json")))
+        runs["mergecap"].append(timed(["mergecap", "-w", str(a.out / "mergecap.pcapng"), *inputs], name="mergecap"))
+        runs["sniffsync"].append(timed(_merge_cmd(inputs, a.out / "merged.pcapng", a.out / "merge-report.json"),
+                                       name="sniffsync"))
         if a.window_s:
-            runs["windowed"].append(timed(_merge_cmd(inputs, a.out / "windowed.pcapng", None, a.window_s)))
+            runs["windowed"].append(timed(_merge_cmd(inputs, a.out / "windowed.pcapng", None, a.window_s),
+                                          name="windowed"))
+        if a.before:
+            env = dict(os.environ, PYTHONPATH=str(a.before.resolve()))
+            runs["before"].append(timed(_merge_cmd(inputs, a.out / "before.pcapng", a.out / "before.json"), env,
+                                        name="before"))
     med = {k: (sorted(w for w, _ in v)[len(v) // 2], max(r for _, r in v)) for k, v in runs.items()}
     rep = json.loads((a.out / "merge-report.json").read_text())
     tot = rep["totals"]
     n_in = tot["frames_in"]
     print(f"inputs: {len(inputs)} files, {n_in:,} frames, {size_mib:,.0f} MiB; load {os.getloadavg()[0]:.1f}")
+    cpu = {k: sorted(v)[len(v) // 2] for k, v in CPU_S.items()}       # medians
     for k, (wall, rss) in med.items():
         print(f"{k:10s} {wall:7.2f} s  {n_in / wall / 1e6:5.2f} M frames/s  peak RSS {rss:,.0f} MiB"
-              f" ({rss / size_mib:.2f} x input)   runs: " + " ".join(f"{w:.1f}" for w, _ in runs[k]))
+              f" ({rss / size_mib:.2f} x input)  CPU {cpu[k]:.1f} s   runs: "
+              + " ".join(f"{w:.1f}" for w, _ in runs[k]))
     ratio = med["sniffsync"][0] / med["mergecap"][0]
-    print(f"sniffsync / mergecap time: {ratio:.2f}x; cores {os.cpu_count()}")
+    print(f"sniffsync / mergecap time: {ratio:.2f}x (CPU {cpu['sniffsync'] / cpu['mergecap']:.2f}x); "
+          f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}")
+    if a.before:
+        same = (a.out / "before.pcapng").read_bytes() == (a.out / "merged.pcapng").read_bytes()
+        print(f"before / mergecap time: {med['before'][0] / med['mergecap'][0]:.2f}x (CPU "
+              f"{cpu['before'] / cpu['mergecap']:.2f}x); same file as this tree's: {same}")
     if a.window_s:
         same = (a.out / "windowed.pcapng").read_bytes() == (a.out / "merged.pcapng").read_bytes()
         print(f"windowed / mergecap time: {med['windowed'][0] / med['mergecap'][0]:.2f}x; "

@@ -6,7 +6,8 @@ of output) at a time, so the output never exists in memory. pcapng blocks are 4-
 aligned, so every block's header and trailer are written as ``uint32`` words; packet
 bytes and padding + comment option are copied one run of equal-length pieces at a time
 (a few hundred distinct lengths per chunk) through sliding-window views. After each
-chunk the input pages no later chunk needs are released. The "heard by" texts are built
+chunk the input pages no later chunk needs are released; a chunk is written by a helper
+thread while the next is assembled. The "heard by" texts are built
 once per distinct (bitmask, signals) combination, their option bytes once per text.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from numpy.lib.stride_tricks import sliding_window_view as windows
+from numpy.lib.stride_tricks import sliding_window_view
 
 from sniffsync.errors import UsageError
 
@@ -76,9 +77,24 @@ def comment_blob(texts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.array(olen, np.int64))
 
 
+def _items(a: np.ndarray, w: int) -> np.ndarray:
+    """Every ``w``-byte piece of the contiguous bytes ``a``, one per start offset, each one
+    item of a ``w``-byte void dtype (a view): fancy indexing then copies whole items, ~2x
+    faster than a ``(k, w)`` gather of :func:`sliding_window_view`."""
+    return np.ndarray((len(a) - w + 1,), np.dtype((np.void, w)), buffer=a, strides=(1,))
+
+
+def _gather(src, w: int, at: np.ndarray) -> np.ndarray:
+    """``src[at[i]:at[i] + w]`` for every ``i``, as ``w``-byte void items."""
+    a = np.asarray(src)
+    if a.dtype == np.uint8 and a.ndim == 1 and a.flags.c_contiguous and len(a) >= w:
+        return _items(a, w)[at]
+    return np.ascontiguousarray(sliding_window_view(a, w)[at]).view(np.dtype((np.void, w))).ravel()
+
+
 def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
     """``out[dst[i]:dst[i] + ln[i]] = src[src_off[i]:src_off[i] + ln[i]]`` for every ``i``:
-    one copy of equal-length rows per distinct length (sliding-window views of both
+    one copy of equal-length rows per distinct length (:func:`_items` views of both
     arrays), not a per-byte index."""
     if len(ln) == 0:
         return
@@ -89,15 +105,17 @@ def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
         w = int(ln_o[a])
         if w:
             r = order[a:b]
-            windows(out, w, writeable=True)[dst[r]] = windows(src, w)[src_off[r]]
+            _items(out, w)[dst[r]] = _gather(src, w, src_off[r])
 
 
-def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob, fixed=None) -> np.ndarray:
-    """The EPBs of rows (the arrays of one chunk) back to back, as one ``uint8`` array;
-    ``tail``: (offset, length) in ``blob`` of each row's padding + options; ``fixed``:
-    ``(rows, size)`` option bytes written between the padding and those options."""
+def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob, fixed=None, into=None) -> np.ndarray:
+    """The EPBs of rows (the arrays of one chunk) back to back, as one ``uint8`` array
+    (the start of ``into`` when it is large enough: every byte is written); ``tail``:
+    (offset, length) in ``blob`` of each row's padding + options; ``fixed``: ``(rows,
+    size)`` option bytes written between the padding and those options."""
     pos = np.cumsum(blen) - blen
-    out = np.empty(int(pos[-1] + blen[-1]), np.uint8)
+    size = int(pos[-1] + blen[-1])
+    out = into[:size] if into is not None and len(into) >= size else np.empty(size, np.uint8)
     words = out.view("<u4")              # every block starts and ends 4-byte aligned
     head = np.empty((len(sn), 7), "<u4")
     head[:, 0], head[:, 1], head[:, 2] = 6, blen, sn      # EPB, length, interface
@@ -115,7 +133,7 @@ def _blocks(records, sn, start, caplen, wirelen, ts_ns, blen, tail, blob, fixed=
     pad = -caplen % 4                    # the zero bytes before each text are its padding
     _copy_pieces(out, data + caplen, blob, tail[0], pad)
     at = data + caplen + pad
-    windows(out, fixed.shape[1], writeable=True)[at] = fixed
+    _items(out, fixed.shape[1])[at] = np.ascontiguousarray(fixed).view(np.dtype((np.void, fixed.shape[1]))).ravel()
     _copy_pieces(out, at + fixed.shape[1], blob, tail[0] + pad, tail[1] - pad)
     return out
 
@@ -154,13 +172,23 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
     big = np.iinfo(np.int64).max
     low = [np.minimum.accumulate(np.r_[np.where(sn == s, start, big), big][::-1])[::-1]
            for s in range(len(records))]
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        r = slice(a, b)
-        fh.write(_blocks(records, sn[r], start[r], caplen[r], wirelen[r], ts_ns[r], blen[r],
-                         (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r]))
-        for s, rec in enumerate(records):
-            if low[s][b] < big:
-                release(rec, int(low[s][b]))
+    from sniffsync import runtime
+    spare = [None, None]                 # two chunk buffers, reused: fresh pages cost more than the copy
+    with runtime.pool(limit=1) as ex:    # the kernel copies one chunk while the next is built
+        pending = None
+        for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+            r = slice(a, b)
+            chunk = _blocks(records, sn[r], start[r], caplen[r], wirelen[r], ts_ns[r], blen[r],
+                            (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r], spare[j % 2])
+            if chunk.base is None:       # newly allocated (the first, or a larger one)
+                spare[j % 2] = chunk
+            for s, rec in enumerate(records):
+                if low[s][b] < big:
+                    release(rec, int(low[s][b]))
+            if pending is not None:
+                pending.result()         # in order; at most two chunks held
+            pending = ex.submit(fh.write, chunk)
+        pending.result()
 
 
 def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int:

@@ -31,6 +31,19 @@ def _records(rng, n, shift):
                    np.full(n, 127, np.int32), empty.astype(np.int16), [], [], [], None)
 
 
+@pytest.mark.parametrize("kind", ["array", "memoryview", "strided"])
+def test_gather_equals_slices_of_any_buffer(kind):
+    rng = np.random.default_rng(7)
+    raw = rng.integers(0, 256, 400, dtype=np.uint8)
+    src = {"array": raw[:200], "memoryview": memoryview(raw[:200].tobytes()), "strided": raw[::2]}[kind]
+    flat = np.array(src, np.uint8)
+    for w in (1, 3, 8, 200):
+        at = rng.integers(0, 201 - w, 9)
+        got = W._gather(src, w, at)
+        assert got.dtype.itemsize == w and got.shape == (9,)
+        assert got.tobytes() == b"".join(flat[a:a + w].tobytes() for a in at)
+
+
 @pytest.mark.parametrize("chunk", [1, 700, 1 << 20])
 def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
     rng = np.random.default_rng(chunk)
