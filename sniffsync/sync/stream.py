@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -43,10 +42,11 @@ import pandas as pd
 from sniffsync.errors import CaptureError, SyncError, UsageError
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
 from sniffsync.sync.clock import place_via_host, sync
-from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
-from sniffsync.sync.retime import TS_SRC, Retimed, Tally, clock_errors, provenance_totals, retime
+from sniffsync.sync.copies import MERGE_KEY, copy_gates, default_gate
+from sniffsync.sync.retime import TS_SRC, Tally, clock_errors
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
-from sniffsync.sync.windows import MARGIN_NS, keep_window, output_rank, window_bounds
+from sniffsync.sync.streamwindow import Counts, Ctx, window
+from sniffsync.sync.windows import MARGIN_NS, window_bounds
 
 __all__ = ["merge_to_file", "BATCH_ROWS", "ANCHOR_CAP", "SAMPLE_CAP"]
 
@@ -284,13 +284,13 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
         raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
     edges = window_bounds(np.array([t_lo, t_hi], np.int64), window_ns)
     frames = model.clocks.frames.to_numpy(np.int64)
-    cnt = _Counts(len(paths), [i.clocks.n for i in ins], int(frames[~model.synced].sum()))
+    cnt = Counts(len(paths), [i.clocks.n for i in ins], int(frames[~model.synced].sum()))
     conv, linktypes = {names[s]: i.conv for s, i in enumerate(ins)}, [i.linktype for i in ins]
     streams = [_Stream(p, s, want, i.conv, i.clocks, int(b), model, to_epoch, batch_rows)
                for s, (p, i, b) in enumerate(zip(paths, ins, base))]
     del ins
     say("match, merge and write, window by window")
-    ctx = _Ctx(streams, margin_ns, gate_ns, 0, keep_duplicates, names, cnt,
+    ctx = Ctx(streams, margin_ns, gate_ns, 0, keep_duplicates, names, cnt,
                bool(model.clocks.tsft[model.reference]))
     ctx.clock_gates, ctx.fit, ctx.to_epoch = clock_gates, fit, to_epoch
     ctx.tally, ctx.ts_src = Tally(len(names)), {}
@@ -299,7 +299,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     try:
         with os.fdopen(fd, "wb") as body:
             for lo, hi in zip(edges[:-1], edges[1:]):    # per window
-                _window(ctx, int(lo), int(hi), body)
+                window(ctx, int(lo), int(hi), body)
                 for st in streams:
                     st.processed(int(hi), margin_ns)
                 if hook is not None:
@@ -322,109 +322,3 @@ def _write(output, scratch, names, linktypes, stamps, report, n_out) -> None:
     with atomic_output(output) as fh, open(scratch, "rb") as src:
         fh.write(merged_head(names, linktypes, stamps, report, n_out))
         shutil.copyfileobj(src, fh, 16 << 20)
-
-
-class _Ctx:
-    """What every window needs."""
-
-    def __init__(self, streams, margin_ns, gate_ns, t_base, keep_duplicates, names, cnt, ref_tsft):
-        self.streams, self.margin_ns, self.gate_ns, self.t_base = streams, margin_ns, gate_ns, t_base
-        self.keep_duplicates, self.names, self.cnt, self.ref_tsft = keep_duplicates, names, cnt, ref_tsft
-
-
-def _held_rows(ctx, lo, hi):
-    """The held rows with output time in the window and its margins, in input order:
-    ``(table, common, out_t, synced, key, place, clock)``, or None."""
-    m_ns = ctx.margin_ns
-    parts = []
-    for st in ctx.streams:
-        st.upto(hi + m_ns + m_ns // 2)
-        for p in st.parts:
-            r = np.flatnonzero((p[2] >= lo - m_ns) & (p[2] < hi + m_ns))
-            if len(r):
-                parts.append((p[0].iloc[r].reset_index(drop=True), *(a[r] for a in p[1:])))
-    if not parts:
-        return None
-    return (_stack([p[0] for p in parts]), *(np.concatenate([p[k] for p in parts]) for k in range(1, 7)))
-
-
-def _stack(tables) -> pd.DataFrame:
-    """The tables one after the other (categories united), one column at a time."""
-    from pandas.api.types import union_categoricals
-
-    from sniffsync.sync.merge import _str_categories
-    if len(tables) == 1:
-        return tables[0]
-    tables = [_str_categories(t) for t in tables]
-    out = {}
-    for c in tables[0].columns:          # per column
-        parts = [t[c] for t in tables]
-        out[c] = (union_categoricals(parts, ignore_order=True) if isinstance(parts[0].dtype, pd.CategoricalDtype)
-                  else pd.concat(parts, ignore_index=True))
-    return pd.DataFrame(out, copy=False)
-
-
-def _window(ctx, lo, hi, body) -> None:
-    """Match, merge and write the transmissions whose output time falls in ``[lo, hi)``."""
-    from sniffsync.sync.merge import merged_ids
-    from sniffsync.sync.pcapng import write_rows
-    held = _held_rows(ctx, lo, hi)
-    if held is None:
-        return
-    t, common, out_t, synced, key, place, clock = held
-    g = match_copies(t, common, synced, ctx.gate_ns, key, clock, ctx.clock_gates)
-    rows, g_own = keep_window(g, t["sniffer"].to_numpy(np.int64), out_t, (lo, hi), ctx.margin_ns, ctx.t_base)
-    if not len(rows):
-        return
-    # best time per copy (sync.retime) with the window's rows and margins as neighbours
-    rt = retime(t, SimpleNamespace(common_ns=common, clock=clock, **ctx.fit), g, synced)
-    rt = Retimed(*(a[rows] for a in rt))
-    ctx.tally.add(rt, t["sniffer"].to_numpy(np.int64)[rows])
-    sub = t.iloc[rows].reset_index(drop=True).assign(place_=np.arange(len(rows)))
-    best = common[rows] + rt.shift_ns
-    place, syn_own = place[rows], synced[rows]
-    t_own = np.where(syn_own, ctx.to_epoch(best), out_t[rows])
-    tsft = np.rint(best / 1000).astype(np.int64) if ctx.ref_tsft else None
-    ctx.cnt.add(g_own, sub)
-    rank = output_rank(sub["sniffer"].to_numpy(np.int64), t_own, g_own, ctx.t_base) \
-        if ctx.keep_duplicates else None
-    out = merged_table(sub, t_own, tsft, g_own, syn_own, len(ctx.names), ctx.keep_duplicates,
-                       consume=True, retimed=rt)
-    for k, v in provenance_totals(out).items():
-        ctx.ts_src[k] = ctx.ts_src.get(k, 0) + v
-    out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank) + ctx.cnt.ids
-    ctx.cnt.ids += int(g_own.max()) + 1
-    ctx.cnt.out += len(out)
-    at = place[out.pop("place_").to_numpy(np.int64)]
-    write_rows(body, out, [st.buf for st in ctx.streams], at[:, 0], at[:, 1], ctx.names)
-
-
-class _Counts:
-    """The report's frame counts, added up window by window."""
-
-    def __init__(self, n_sniffers, frames_in, unsynced):
-        self.frames_in, self.unsynced = frames_in, unsynced
-        self.merged, self.dup = np.zeros(n_sniffers, np.int64), np.zeros(n_sniffers, np.int64)
-        self.trans = self.multi = self.out = self.ids = 0
-
-    def add(self, g, sub) -> None:
-        sniffer = sub["sniffer"].to_numpy(np.int64)
-        nh = np.bincount(g)
-        is_best = np.zeros(len(g), bool)
-        is_best[best_copy(g, sniffer, sub["signal_dbm"].to_numpy(np.float64, na_value=-1e9))] = True
-        self.merged += np.bincount(sniffer[nh[g] > 1], minlength=len(self.merged))
-        self.dup += np.bincount(sniffer[~is_best], minlength=len(self.dup))
-        self.trans += len(nh)
-        self.multi += int((nh > 1).sum())
-
-    def fill(self, rep, keep_duplicates) -> None:
-        """Put these counts in ``rep`` (:func:`sniffsync.sync.report.merge_report` of the
-        fit, without frames)."""
-        for s, row in enumerate(rep["sniffers"]):
-            row.update(frames_in=int(self.frames_in[s]), frames_merged=int(self.merged[s]),
-                       duplicates=int(self.dup[s]))
-        n_in = int(sum(self.frames_in))
-        dup = 0 if keep_duplicates else n_in - self.out
-        rep["totals"].update(frames_in=n_in, frames_out=int(self.out), duplicates_removed=int(dup),
-                             transmissions=int(self.trans), heard_by_2_or_more=int(self.multi),
-                             unsynced_frames=int(self.unsynced), conserved=n_in == self.out + dup)
