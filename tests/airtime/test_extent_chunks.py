@@ -1,4 +1,4 @@
-"""Block-Ack evidence answered in bounded chunks (airtime.extent._acked): the same answers
+"""Block-Ack evidence answered in bounded chunks (airtime.extent_ba._acked): the same answers
 as one call of airtime.blockack.acked_in_block_ack, whose results the Block-Ack bitmap
 tests check against tshark."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-import airtime.extent as E
+import airtime.extent_ba as B
 from airtime.blockack import acked_in_block_ack
 from sniffsync import read_capture
 
@@ -23,8 +23,8 @@ def test_block_ack_queries_in_chunks_answer_as_one_call(monkeypatch):
     ba, seq = np.concatenate([ba, ba[::3]]), np.concatenate([seq, seq[::3]])     # repeated queries too
     want = acked_in_block_ack(frames, ba, seq)
     assert want.any() and (~want).any()
-    monkeypatch.setattr(E, "QUERY_CHUNK", 7)
-    assert np.array_equal(E._acked(frames, ba, seq), want)
+    monkeypatch.setattr(B, "QUERY_CHUNK", 7)
+    assert np.array_equal(B._acked(frames, ba, seq), want)
 
 
 def test_block_ack_windows_in_chunks_give_the_same_ppdus(monkeypatch):
@@ -32,7 +32,7 @@ def test_block_ack_windows_in_chunks_give_the_same_ppdus(monkeypatch):
     frames = read_capture(CAP)
     want = group_ppdus(frames).ppdus
     assert (want["extent_src"] == "ba_span").any()          # the path under test is taken
-    monkeypatch.setattr(E, "WINDOW_CHUNK", 3)
+    monkeypatch.setattr(B, "WINDOW_CHUNK", 3)
     got = group_ppdus(frames).ppdus
     assert got.equals(want)
 
@@ -40,6 +40,6 @@ def test_block_ack_windows_in_chunks_give_the_same_ppdus(monkeypatch):
 def test_unique_inverse_is_numpys():
     rng = np.random.default_rng(5)
     for key in (np.sort(rng.integers(0, 50, 300)), rng.integers(-9, 9, 200), np.zeros(0, np.int64)):
-        u, inv = E._unique_inverse(key)
+        u, inv = B._unique_inverse(key)
         wu, winv = np.unique(key, return_inverse=True)
         assert np.array_equal(u, wu) and np.array_equal(inv, winv.ravel())

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import airtime.extent as E
+import airtime.extent_ba as B
 import airtime.ppdu as P
 from sniffsync.decode.frames import read_capture
 from sniffsync.sync.merge import merge
@@ -50,8 +51,9 @@ def test_chunked_grouping_is_the_whole_grouping(tables, name, monkeypatch):
     want = P.group_ppdus(frames, stamps=stamps)
     assert len(frames) > 5 * 7
     monkeypatch.setattr(E, "FRAME_CHUNK", 7)
+    monkeypatch.setattr(B, "FRAME_CHUNK", 7)
     monkeypatch.setattr(P, "FRAME_CHUNK", 7)
-    monkeypatch.setattr(E, "WINDOW_CHUNK", 3)
+    monkeypatch.setattr(B, "WINDOW_CHUNK", 3)
     unions = []
     rows_of = E._subframe_rows
     monkeypatch.setattr(E, "_subframe_rows", lambda *a: unions.append(1) or rows_of(*a))
