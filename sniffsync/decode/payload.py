@@ -78,7 +78,7 @@ def _ip_category(w, r4, a4, r6, a6, n):
     if r6.size:
         import socket
 
-        from sniffsync.decode.dot11 import categorical_from_bytes  # (IPv6 only: wired IPv4 captures skip both)
+        from sniffsync.decode.bytecat import categorical_from_bytes  # (IPv6 only: wired IPv4 captures skip both)
         cat = categorical_from_bytes(w[r6, a6:a6 + 16], lambda b: socket.inet_ntop(socket.AF_INET6, b))
         codes[r6] = cat.codes + len(names)
         names += list(cat.categories)
@@ -370,7 +370,7 @@ def _sack_blocks(buf, at):
     rows = np.flatnonzero(at >= 0)
     if not rows.size:
         return Cat(codes, []), at >= 0
-    from sniffsync.decode.dot11 import categorical_from_bytes      # (rows with SACK only)
+    from sniffsync.decode.bytecat import categorical_from_bytes      # (rows with SACK only)
     w = gather(buf, at[rows] + 1, 33)                        # length byte + up to 4 blocks
     w[np.arange(33) >= w[:, :1].astype(np.int64) - 1] = 0    # bytes past the option
     cat = categorical_from_bytes(w, _sack_text)
