@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from airtime.extent_ba import COPY_TOL_NS, FRAME_CHUNK, _col, _key, _missed_subframes
+from airtime.framecols import mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import BA_BYTES, CTS_BYTES
@@ -77,7 +78,7 @@ class _Ctx(NamedTuple):
     sifs: np.ndarray
     ba_ns: np.ndarray          # airtime of the Block-Ack answering each PPDU
     kc: dict
-    mpdu: np.ndarray           # int32 MPDU bytes of each frame row (airtime.ppdu.mpdu_bytes)
+    mpdu: np.ndarray           # int32 MPDU bytes of each frame row (airtime.framecols.mpdu_bytes)
 
 
 def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols, psdu: np.ndarray,
@@ -86,10 +87,9 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
 
     ``txtime(psdu_bytes)`` gives each PPDU's TXTIME for another PSDU length (its own PHY
     parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
-    :func:`airtime.ppdu.mpdu_bytes` when the caller has them.
+    :func:`airtime.framecols.mpdu_bytes` when the caller has them.
     """
     if mpdu is None:
-        from airtime.ppdu import mpdu_bytes       # late: ppdu imports this module
         mpdu = mpdu_bytes(frames)
     mpdu = np.asarray(mpdu) if np.asarray(mpdu).dtype == np.int32 else np.asarray(mpdu, np.int64)
     if mpdu.dtype != np.int32 and len(mpdu) and np.abs(mpdu).max() <= np.iinfo(np.int32).max:

@@ -1,0 +1,63 @@
+"""Frame-table columns as numpy for the PPDU stages (nulls filled, missing columns
+constant, text as Categorical codes) and each MPDU's length on the air."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["mpdu_bytes", "FCS_AT_END"]
+
+FCS_AT_END = 0x10                                # radiotap Flags bit
+
+
+def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
+    """Column as numpy with nulls -> ``fill`` (a missing column is all ``fill``)."""
+    if name not in frames:
+        return np.full(len(frames), fill, dtype)
+    col = frames[name]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype(object)
+    return col.to_numpy(dtype=dtype, na_value=fill)
+
+
+def _np_rows(frames: pd.DataFrame, name: str, fill, rows, dtype=np.int64) -> np.ndarray:
+    """:func:`_np` of frame ``rows`` only."""
+    if name not in frames:
+        return np.full(len(rows), fill, dtype)
+    col = frames[name].array
+    if isinstance(col, pd.Categorical):
+        return pd.Series(col.take(rows)).astype(object).to_numpy(dtype=dtype, na_value=fill)
+    return pd.Series(col.take(rows)).to_numpy(dtype=dtype, na_value=fill)
+
+
+def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
+    """Text column as a Categorical (no per-row string objects; null/missing -> ``fill``)."""
+    if name not in frames:
+        return pd.Categorical.from_codes(np.zeros(len(frames), np.int64), [fill])
+    col = frames[name]
+    cat = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
+    if cat.isna().any():
+        if fill not in cat.categories:
+            cat = cat.add_categories([fill])
+        cat = cat.fillna(fill)
+    return cat
+
+
+def _cat_in(cat: pd.Categorical, labels) -> np.ndarray:
+    """``np.isin(cat, labels)`` on the integer codes."""
+    hit = np.flatnonzero(np.isin(np.asarray(cat.categories, object), list(labels)))
+    return np.isin(cat.codes, hit)
+
+
+def mpdu_bytes(frames: pd.DataFrame) -> np.ndarray:
+    """Length of each MPDU on the air including its FCS, from the original length.
+
+    ``mpdu_len`` where it is set, else ``wirelen - rt_len`` (radiotap header
+    length; null counts as 0); +4 when the radiotap
+    Flags do not say the FCS is included (the air had it anyway).
+    """
+    wire = _np(frames, "wirelen", -1)
+    own = _np(frames, "mpdu_len", -1)
+    n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np(frames, "rt_len", 0), -1))
+    fcs_in = (_np(frames, "rt_flags", 0) & FCS_AT_END) != 0
+    return np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
