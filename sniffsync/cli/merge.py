@@ -37,7 +37,6 @@ def _progress(quiet: bool):
 
 
 def run(args) -> int:
-    from sniffsync.io.atomic import atomic_output
     from sniffsync.sync.merge import merge, write_merged
     anchors = tuple(a.strip() for a in args.anchors.split(",") if a.strip())
     say = _progress(args.quiet)
@@ -50,6 +49,12 @@ def run(args) -> int:
     if args.output:
         say(f"write {args.output}")
         write_merged(args.output, merged)
+    return _finish(args, report)
+
+
+def _finish(args, report: dict) -> int:
+    """The report file (``--report``) and the summary line on stderr."""
+    from sniffsync.io.atomic import atomic_output
     if args.report:
         with atomic_output(args.report, "w") as fh:
             json.dump(report, fh, indent=1)
@@ -61,7 +66,6 @@ def run(args) -> int:
 def _run_windowed(args, anchors, say) -> int:
     """``--window-s``: :func:`sniffsync.sync.stream.merge_to_file`."""
     from sniffsync.errors import UsageError
-    from sniffsync.io.atomic import atomic_output
     from sniffsync.sync.stream import merge_to_file
     if not args.output:
         raise UsageError("--window-s writes the merged file as it goes: give -o")
@@ -69,12 +73,7 @@ def _run_windowed(args, anchors, say) -> int:
                            allow_unsynced=args.allow_unsynced, anchors=anchors,
                            keep_duplicates=args.keep_duplicates, knot_s=args.knot_s,
                            tsft_at=args.tsft_at, progress=say)
-    if args.report:
-        with atomic_output(args.report, "w") as fh:
-            json.dump(report, fh, indent=1)
-    if not args.quiet:
-        print(summary(report), file=sys.stderr)
-    return 0
+    return _finish(args, report)
 
 
 def summary(report: dict) -> str:

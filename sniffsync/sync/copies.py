@@ -161,7 +161,6 @@ class _Reps:
 
     @classmethod
     def of(cls, group, key, t, sniffer, ng, sigma):
-        nh = np.bincount(group, minlength=ng)
         t_g = group_mean(group, t, ng)
         k = np.zeros(ng, np.uint64)
         k[group] = key

@@ -220,8 +220,7 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     add_provenance(report, rt, df["sniffer"].to_numpy(np.int64), res)
     del res                              # the fit's arrays: not held while the table is built
     # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
-    rank = output_rank(df["sniffer"].to_numpy(np.int64), common_epoch, group,
-                       min(int(common_epoch.min(initial=0)), 0)) if keep_duplicates else None
+    rank = output_rank(df["sniffer"].to_numpy(np.int64), common_epoch, group) if keep_duplicates else None
     out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                        consume=True, retimed=rt)
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)

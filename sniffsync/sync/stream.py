@@ -280,7 +280,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     stride = max(i.clocks.stride for i in ins)
     if stride > 1:
         report["frame_sample"] = f"1/{stride} of the frames (by row) for the epoch map and host offsets"
-    if t_lo < 0:                         # as write_merged: the mean's base is then 0 in every window
+    if t_lo < 0:                         # as write_merged
         raise UsageError("ts_ns must be >= 0 (ns since the Unix epoch)")
     edges = window_bounds(np.array([t_lo, t_hi], np.int64), window_ns)
     frames = model.clocks.frames.to_numpy(np.int64)
@@ -290,7 +290,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
                for s, (p, i, b) in enumerate(zip(paths, ins, base))]
     del ins
     say("match, merge and write, window by window")
-    ctx = Ctx(streams, margin_ns, gate_ns, 0, keep_duplicates, names, cnt,
+    ctx = Ctx(streams, margin_ns, gate_ns, keep_duplicates, names, cnt,
                bool(model.clocks.tsft[model.reference]))
     ctx.clock_gates, ctx.fit, ctx.to_epoch = clock_gates, fit, to_epoch
     ctx.tally, ctx.ts_src = Tally(len(names)), {}

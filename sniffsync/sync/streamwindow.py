@@ -19,8 +19,8 @@ __all__ = ["Ctx", "Counts", "window"]
 class Ctx:
     """What every window needs."""
 
-    def __init__(self, streams, margin_ns, gate_ns, t_base, keep_duplicates, names, cnt, ref_tsft):
-        self.streams, self.margin_ns, self.gate_ns, self.t_base = streams, margin_ns, gate_ns, t_base
+    def __init__(self, streams, margin_ns, gate_ns, keep_duplicates, names, cnt, ref_tsft):
+        self.streams, self.margin_ns, self.gate_ns = streams, margin_ns, gate_ns
         self.keep_duplicates, self.names, self.cnt, self.ref_tsft = keep_duplicates, names, cnt, ref_tsft
 
 
@@ -65,7 +65,7 @@ def window(ctx, lo, hi, body) -> None:
         return
     t, common, out_t, synced, key, place, clock = held
     g = match_copies(t, common, synced, ctx.gate_ns, key, clock, ctx.clock_gates)
-    rows, g_own = keep_window(g, t["sniffer"].to_numpy(np.int64), out_t, (lo, hi), ctx.margin_ns, ctx.t_base)
+    rows, g_own = keep_window(g, t["sniffer"].to_numpy(np.int64), out_t, (lo, hi), ctx.margin_ns)
     if not len(rows):
         return
     # best time per copy (sync.retime) with the window's rows and margins as neighbours
@@ -78,7 +78,7 @@ def window(ctx, lo, hi, body) -> None:
     t_own = np.where(syn_own, ctx.to_epoch(best), out_t[rows])
     tsft = np.rint(best / 1000).astype(np.int64) if ctx.ref_tsft else None
     ctx.cnt.add(g_own, sub)
-    rank = output_rank(sub["sniffer"].to_numpy(np.int64), t_own, g_own, ctx.t_base) \
+    rank = output_rank(sub["sniffer"].to_numpy(np.int64), t_own, g_own) \
         if ctx.keep_duplicates else None
     out = merged_table(sub, t_own, tsft, g_own, syn_own, len(ctx.names), ctx.keep_duplicates,
                        consume=True, retimed=rt)

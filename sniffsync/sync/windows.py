@@ -40,7 +40,7 @@ def window_bounds(t_ns: np.ndarray, window_ns: int) -> np.ndarray:
 
 
 def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: int,
-                   margin_ns: int = MARGIN_NS, t_base=None, hook=None, clock=None,
+                   margin_ns: int = MARGIN_NS, hook=None, clock=None,
                    clock_gate_ns=None) -> np.ndarray:
     """Group id per row, as ``match_copies`` over the whole table, one window at a time.
 
@@ -53,9 +53,6 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
     t_ns : int64 array
         Output time (the windows cut it): ``common_ns`` mapped to the epoch, or the
         capture time of unsynced rows.
-    t_base : int, optional
-        Base of the mean copy time (the merged table's ``common_ns.min(initial=0)``:
-        0, or the capture's earliest time if negative; the default).
     synced, gate_ns, key
         As :func:`sniffsync.sync.copies.match_copies`.
     window_ns, margin_ns : int
@@ -75,7 +72,6 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
     if n == 0:
         return group
     edges = window_bounds(t_ns, window_ns)
-    t_base = min(int(t_ns.min()), 0) if t_base is None else int(t_base)
     sniffer = df["sniffer"].to_numpy(np.int64)
     base = edges[0] - margin_ns
     by_t = order_by(t_ns - base)                 # rows in output-time order
@@ -90,7 +86,7 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
             hook(rows)
         g = match_copies(df.iloc[rows], common_ns[rows], synced[rows], gate_ns, key[rows],
                          None if clock is None else np.asarray(clock)[rows], clock_gate_ns)
-        mine, g_own = keep_window(g, sniffer[rows], t_ns[rows], (lo, hi), margin_ns, t_base)
+        mine, g_own = keep_window(g, sniffer[rows], t_ns[rows], (lo, hi), margin_ns)
         group[rows[mine]] = g_own + next_id
         next_id += int(g_own.max()) + 1 if len(g_own) else 0
     if (group < 0).any():                        # every row is in the group of one window
@@ -98,7 +94,7 @@ def match_windowed(df, common_ns, t_ns, synced, gate_ns: float, key, window_ns: 
     return group
 
 
-def _output_time(sniffer, t, g, t_base, with_rank: bool = False):
+def _output_time(sniffer, t, g, with_rank: bool = False):
     """Per group, its ``ts_ns`` in :func:`sniffsync.sync.copies.merged_table` (same rule),
     and with ``with_rank`` its rank in its A-MPDU (subframes sent after it)."""
     ng = int(g.max()) + 1
@@ -107,28 +103,28 @@ def _output_time(sniffer, t, g, t_base, with_rank: bool = False):
     return (out, rank) if with_rank else out
 
 
-def output_rank(sniffer, t, g, t_base) -> np.ndarray:
+def output_rank(sniffer, t, g) -> np.ndarray:
     """Per group id, its row in the merged table without duplicates (the order of
     :func:`sniffsync.sync.copies.merged_table`: time, A-MPDU order, group id), so that
     a table with every copy numbers its transmissions as the one without."""
     if len(g) == 0:
         return np.zeros(0, np.int64)
     ts, rank = _output_time(np.asarray(sniffer, np.int64), np.asarray(t, np.int64),
-                            np.asarray(g, np.int64), t_base, with_rank=True)
+                            np.asarray(g, np.int64), with_rank=True)
     order = order_by(ts - ts.min(), np.argsort(rank.max() - rank, kind="stable"))
     out = np.empty(len(order), np.int64)
     out[order] = np.arange(len(order))
     return out
 
 
-def keep_window(g, sniffer, t, core, margin_ns: int, t_base: int):
+def keep_window(g, sniffer, t, core, margin_ns: int):
     """``(rows, ids)``: the rows of a window's groups whose output time is in ``core``
     (``[lo, hi)``) and their group ids renumbered 0, 1, ... in the local order.
 
     ``g``: group per row of the window (rows in table order), ``t``: output time per row.
     """
     lo, hi = core
-    out_t = _output_time(sniffer, t, g, t_base)
+    out_t = _output_time(sniffer, t, g)
     ng = len(out_t)
     first = np.full(ng, np.iinfo(np.int64).max)
     last = np.full(ng, np.iinfo(np.int64).min)

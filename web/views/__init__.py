@@ -50,3 +50,11 @@ def int_arg(name: str, default=None, lo=None, hi=None) -> int | None:
             abort(400, description=f"missing parameter {name!r}")
         return default
     return parse_int(name, raw, lo, hi)
+
+
+def range_args(span_ns: int) -> tuple[int, int]:
+    """``t0``, ``t1`` (run-relative ns, ``0 <= t0 < t1 <= span + 1``); 400 when bad."""
+    t0, t1 = int_arg("t0", lo=0, hi=span_ns), int_arg("t1", lo=0, hi=span_ns + 1)
+    if t1 <= t0:
+        abort(400, description="t1 must be greater than t0")
+    return t0, t1

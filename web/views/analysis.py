@@ -2,7 +2,7 @@ import re
 
 from flask import Blueprint, abort, request
 
-from web.views import int_arg, parse_int, run
+from web.views import parse_int, range_args, run
 from web.views.cached import cached_json
 
 bp = Blueprint("analysis", __name__, url_prefix="/api")
@@ -23,18 +23,21 @@ def _list(name: str, ok, what: str):
     return tuple(sorted(set(items)))
 
 
+def selection_args(meta: dict):
+    """``(t0, t1, stations, kinds)`` of a request's selection: the range (both or neither,
+    run-relative ns) and the station / frame-kind filters (None when absent); 400 when bad."""
+    t0 = t1 = None
+    if "t0" in request.args or "t1" in request.args:
+        t0, t1 = range_args(meta["span_ns"])
+    stations = _list("sta", lambda v: _MAC.fullmatch(v) is not None, "a MAC address (aa:bb:cc:dd:ee:ff)")
+    kinds = _list("kinds", lambda v: v in meta["kinds"], f"one of {', '.join(meta['kinds'])}")
+    return t0, t1, stations, kinds
+
+
 @bp.get("/analysis")
 def analysis():
     r = run()
-    meta = r.meta()
-    span = meta["span_ns"]
-    t0 = t1 = None
-    if "t0" in request.args or "t1" in request.args:
-        t0, t1 = int_arg("t0", lo=0, hi=span), int_arg("t1", lo=0, hi=span + 1)
-        if t1 <= t0:
-            abort(400, description="t1 must be greater than t0")
-    stations = _list("sta", lambda v: _MAC.fullmatch(v) is not None, "a MAC address (aa:bb:cc:dd:ee:ff)")
-    kinds = _list("kinds", lambda v: v in meta["kinds"], f"one of {', '.join(meta['kinds'])}")
+    t0, t1, stations, kinds = selection_args(r.meta())
     flows = _list("flows", lambda v: re.fullmatch(r"[0-9]{1,6}", v) is not None, "a flow number")
     flows = tuple(sorted(parse_int("flows", v, 0, 999_999) for v in flows)) if flows is not None else None
     if stations is None and kinds is None and flows is None:

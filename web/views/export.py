@@ -1,9 +1,9 @@
 """``/api/export.pcapng`` (the selected range and filters as a pcapng download) and
 ``/api/tsg`` (a flow's time-sequence graph)."""
-from flask import Blueprint, Response, abort, jsonify, request
+from flask import Blueprint, Response, abort, jsonify
 
 from web.views import int_arg, run
-from web.views.analysis import _MAC, _list
+from web.views.analysis import selection_args
 
 bp = Blueprint("export", __name__, url_prefix="/api")
 
@@ -16,15 +16,7 @@ def export_pcapng():
     pcap = getattr(r, "pcap", None)
     if pcap is None:
         abort(404)
-    meta = r.meta()
-    span = meta["span_ns"]
-    t0 = t1 = None
-    if "t0" in request.args or "t1" in request.args:
-        t0, t1 = int_arg("t0", lo=0, hi=span), int_arg("t1", lo=0, hi=span + 1)
-        if t1 <= t0:
-            abort(400, description="t1 must be greater than t0")
-    stations = _list("sta", lambda v: _MAC.fullmatch(v) is not None, "a MAC address (aa:bb:cc:dd:ee:ff)")
-    kinds = _list("kinds", lambda v: v in meta["kinds"], f"one of {', '.join(meta['kinds'])}")
+    t0, t1, stations, kinds = selection_args(r.meta())
     body, n = pcap.export(t0, t1, stations, kinds)
     name = "sniffsync" + (f"-{t0 // 1000}-{t1 // 1000}us" if t0 is not None else "") + ".pcapng"
     resp = Response(body, mimetype="application/x-pcapng")

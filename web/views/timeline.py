@@ -1,6 +1,6 @@
 from flask import Blueprint, abort, current_app, jsonify, request
 
-from web.views import int_arg, run
+from web.views import int_arg, range_args, run
 from web.views.cached import cached_json
 
 bp = Blueprint("timeline", __name__, url_prefix="/api")
@@ -14,15 +14,11 @@ def meta():
 @bp.get("/tile")
 def tile():
     r = run()
-    span = r.meta()["span_ns"]
-    t0 = int_arg("t0", lo=0, hi=span)
-    t1 = int_arg("t1", lo=0, hi=span + 1)
+    t0, t1 = range_args(r.meta()["span_ns"])
     px = int_arg("px", 1000, lo=1, hi=current_app.config["MAX_TILE_PX"])
     lanes = request.args.get("lanes", "station")
     if lanes not in ("station", "sniffer"):
         abort(400, description="parameter 'lanes' must be 'station' or 'sniffer'")
-    if t1 <= t0:
-        abort(400, description="t1 must be greater than t0")
     return cached_json(("tile", t0, t1, px, lanes), lambda: r.tile(t0, t1, px, lanes))
 
 
@@ -38,12 +34,8 @@ def ppdu(ppdu_id: int):
 def tracks():
     """Counter tracks in ``n`` buckets over [t0, t1) (run-relative ns); size ~ n, not packets."""
     r = run()
-    span = r.meta()["span_ns"]
-    t0 = int_arg("t0", lo=0, hi=span)
-    t1 = int_arg("t1", lo=0, hi=span + 1)
+    t0, t1 = range_args(r.meta()["span_ns"])
     n = int_arg("n", 500, lo=1, hi=2000)
-    if t1 <= t0:
-        abort(400, description="t1 must be greater than t0")
     return cached_json(("tracks", t0, t1, n), lambda: r.tracks(t0, t1, n))
 
 
