@@ -17,7 +17,7 @@ from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
 
-__all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "KIND_NAMES", "kind_codes", "mpdu_bytes",
+__all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
            "detect_tsft_at"]
 
 # PPDU kind from type_subtype (Wireshark encoding type<<4 | subtype), a lookup table.
@@ -34,6 +34,14 @@ TSFT_UNSET = -1                                  # QCA: TSFT all-ones until the 
 # A response-gap explanation only counts when it fits this well (ns): propagation,
 # 1 us TSFT rounding and a few us of driver stamping jitter.
 GAP_TOLERANCE_NS = 4000
+# the PPDU table's columns of the first MPDU, and their dtypes
+_FIRST_COLUMNS = {"ta": "UInt64", "ra": "UInt64", "mcs": "UInt8", "nss": "UInt8", "bw_mhz": "UInt16",
+                  "gi_ns": "UInt16", "signal_dbm": "Int8"}
+# frame columns the extent estimate (airtime.extent, airtime.extent_ba, airtime.blockack)
+# reads: ``group_ppdus(release=True)`` frees the others before it (a test checks the result)
+EXTENT_READS = frozenset({"sniffer", "frame", "ts_ns", "seq", "frag", "tid", "aid", "assoc_aid", "ampdu_ref",
+                          "ampdu_last", "duration_us", "type_subtype", "ta", "ra", "ba_type", "ba_ssn",
+                          "ba_bitmap", "ba_bitmap_lo", "ba_info", "fcs_bad", "retry", "merged_id"})
 
 
 def kind_codes(type_subtype) -> np.ndarray:
@@ -159,7 +167,7 @@ class PpduGrouping(NamedTuple):
 
 
 def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture",
-                keep_bad_fcs: bool = False) -> PpduGrouping:
+                keep_bad_fcs: bool = False, release: bool = False) -> PpduGrouping:
     """Group MPDUs into PPDUs and give each its start, end and exact airtime.
 
     Parameters
@@ -176,16 +184,20 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     keep_bad_fcs : bool
         Group frames that failed their FCS too (``--keep-bad-fcs``); by default they get
         no PPDU (``frame_ppdu`` -1, :mod:`sniffsync.decode.quality`).
+    release : bool
+        The caller gives ``frames`` up: the columns only the first steps read are deleted
+        from it before the extent estimate, the grouping's peak (a lower memory peak; the
+        result is the same).
 
     Returns
     -------
     PpduGrouping
         ``(ppdus, frame_ppdu, tsft_at)``.
     """
-    return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs)
+    return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, release=release)
 
 
-def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False) -> PpduGrouping:
+def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, release=False) -> PpduGrouping:
     """:func:`group_ppdus`; ``only_if_start``: stop once the stamps are decided when no
     sniffer stamps PPDU starts (``ppdus`` None: aligning them moves nothing)."""
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
@@ -196,7 +208,7 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False) -> 
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
     good = good_fcs_mask(frames, keep_bad_fcs)
     if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
-        sub = _group_ppdus(frames[good], tsft_at, stamps, False, only_if_start)
+        sub = _group_ppdus(frames[good], tsft_at, stamps, False, only_if_start, release)
         rows = np.flatnonzero(good)
         frame_ppdu = np.full(len(frames), -1, np.int64)
         frame_ppdu[rows] = sub.frame_ppdu
@@ -212,19 +224,21 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False) -> 
         mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
 
     def at(name, fill, dtype=np.int64):
-        return _np(frames, name, fill, dtype)[g.first]
+        return _np_rows(frames, name, fill, g.first, dtype)
 
     freq = at("freq_mhz", 5180)
+    # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
+    phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=at("nss", 1), bw_mhz=at("bw_mhz", -1),
+                    gi_ns=at("gi_ns", 800), ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0),
+                    short_preamble=at("short_preamble", 0, bool), ht_format=_cat(frames, "ht_format", "mf")[g.first],
+                    ness=at("ness", 0), freq_mhz=freq, he_format=_cat(frames, "he_format", "su")[g.first],
+                    he_ltf_size=at("he_ltf_size", 2), he_n_ltf=at("he_n_ltf", 0))
+    phy_first = phy[g.first]
+    del phy
 
     def txtime(psdu_bytes):
         """TXTIME of each PPDU for a PSDU length, with its first MPDU's PHY parameters."""
-        return ppdu_duration_ns(
-            phy[g.first], psdu_bytes, rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1),
-            nss=at("nss", 1), bw_mhz=at("bw_mhz", -1), gi_ns=at("gi_ns", 800),
-            ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0), short_preamble=at("short_preamble", 0, bool),
-            ht_format=_cat(frames, "ht_format", "mf")[g.first], ness=at("ness", 0), freq_mhz=freq,
-            he_format=_cat(frames, "he_format", "su")[g.first], he_ltf_size=at("he_ltf_size", 2),
-            he_n_ltf=at("he_n_ltf", 0))
+        return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
 
     airtime = txtime(psdu)
     t_ns = _reference_ns(frames, sniffer, _np(frames, "tsft_us", -2), g)
@@ -236,11 +250,15 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False) -> 
     ends_here = np.isin(snf, [s for s, v in decided.items() if v == "end"])
     # the extent of cut A-MPDUs from the other sources (airtime.extent); unknown airtime: zero-length
     clock = np.zeros_like(snf) if stamps == "end" else snf        # a merged table: one clock
-    cols = PpduCols(t_ns, ends_here, airtime, kind, at("ta", -1), at("ra", -1), clock, freq, phy[g.first],
-                    at("mcs", -1), at("rate_kbps", -1), g.first)
+    cols = PpduCols(t_ns, ends_here, airtime, kind, at("ta", -1), at("ra", -1), clock, freq, phy_first,
+                    phy_args["mcs"], phy_args["rate_kbps"], g.first)
+    table = _first_columns(frames, g)
+    if release:                  # what only the steps above read (~45 bytes a frame)
+        for name in [c for c in frames.columns if c not in EXTENT_READS]:
+            del frames[name]
     ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, mpdu)
     del mpdu
-    ppdus = _ppdu_table(frames, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
+    ppdus = _ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
     ppdus["captured_airtime_ns"] = airtime
     ppdus["complete"] = ext.complete
     ppdus["extent_src"] = ext.source
@@ -299,32 +317,41 @@ def _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq) -> dict:
     return {int(s): tsft_at for s in np.unique(snf)}
 
 
-def _ppdu_table(frames, g: _Groups, snf, start_ns, end_ns, airtime, kind, psdu) -> pd.DataFrame:
-    """The PPDU table: times, airtime, kind and sums, and the first MPDU's PHY columns."""
+def _first_columns(frames, g: _Groups) -> dict:
+    """What the PPDU table reads of the frames: the first MPDU's columns and the sums."""
     n_groups = len(g.starts)
 
     def grouped(name, dtype):
         vals = frames[name].iloc[g.first].reset_index(drop=True) if name in frames else \
             pd.Series(pd.array([None] * n_groups, dtype=dtype))
         return vals.astype(dtype)
+    out = {name: grouped(name, dtype) for name, dtype in _FIRST_COLUMNS.items()}
+    out["phy"] = grouped("phy", "category") if "phy" in frames else None
+    out["retries"] = _group_sum(_np(frames, "retry", 0, bool).astype(np.int64), g)
+    out["fcs_bad"] = _group_sum(_np(frames, "fcs_bad", 0, bool).astype(np.int64), g)
+    return out
 
-    retries = _group_sum(_np(frames, "retry", 0, bool).astype(np.int64), g)
-    fcs_bad = _group_sum(_np(frames, "fcs_bad", 0, bool).astype(np.int64), g)
+
+def _ppdu_table(grouped, g: _Groups, snf, start_ns, end_ns, airtime, kind, psdu) -> pd.DataFrame:
+    """The PPDU table: times, airtime, kind and sums, and the first MPDU's PHY columns
+    (``grouped``: :func:`_first_columns`)."""
+    n_groups = len(g.starts)
+    retries, fcs_bad = grouped["retries"], grouped["fcs_bad"]
     return pd.DataFrame({
         "ppdu": np.arange(n_groups, dtype=np.int64),
         "sniffer": snf.astype(np.int16),
         "start_ns": start_ns, "end_ns": end_ns, "airtime_ns": airtime,
         "start_us": (start_ns + 500) // 1000, "end_us": (end_ns + 500) // 1000,
         "airtime_us": np.where(airtime >= 0, (airtime + 500) // 1000, -1),
-        "ta": grouped("ta", "UInt64"), "ra": grouped("ra", "UInt64"),
+        "ta": grouped["ta"], "ra": grouped["ra"],
         "kind": pd.Categorical.from_codes(kind, KIND_NAMES),
         "n_mpdus": g.counts.astype(np.int32), "psdu_bytes": psdu,
-        "phy": grouped("phy", "category") if "phy" in frames else None,
-        "mcs": grouped("mcs", "UInt8"), "nss": grouped("nss", "UInt8"),
-        "bw_mhz": grouped("bw_mhz", "UInt16"), "gi_ns": grouped("gi_ns", "UInt16"),
+        "phy": grouped["phy"],
+        "mcs": grouped["mcs"], "nss": grouped["nss"],
+        "bw_mhz": grouped["bw_mhz"], "gi_ns": grouped["gi_ns"],
         "retries": retries.astype(np.int32), "fcs_bad": fcs_bad.astype(np.int32),
         "first_frame": g.first.astype(np.int64),
-        "signal_dbm": grouped("signal_dbm", "Int8"),
+        "signal_dbm": grouped["signal_dbm"],
     })
 
 
@@ -346,15 +373,23 @@ def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped: PpduGroupin
     """
     if grouped is None:                  # the PPDU extents only when some stamps move
         grouped = _group_ppdus(frames, tsft_at, stamps, False, only_if_start=True)
-    ppdus, frame_ppdu, conv = grouped
-    starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
-    air = ppdus["airtime_ns"].to_numpy(np.int64) if len(starts) else np.zeros(0, np.int64)
-    sniffer = _np(frames, "sniffer", 0)
-    move = np.isin(sniffer, starts) & (frame_ppdu >= 0)      # frames in no PPDU (bad FCS) stay
-    shift = np.zeros(len(frame_ppdu), np.int64)
-    shift[move] = np.maximum(air[frame_ppdu[move]], 0)
+    shift = ppdu_end_shift_ns(_np(frames, "sniffer", 0), grouped)
     out = frames.copy(deep=False)
     out["ts_ns"] = frames["ts_ns"].to_numpy(np.int64) + shift
     if "tsft_us" in frames:
         out["tsft_us"] = frames["tsft_us"] + np.rint(shift / 1000).astype(np.int64)
-    return out, conv
+    return out, grouped.tsft_at
+
+
+def ppdu_end_shift_ns(sniffer: np.ndarray, grouped: PpduGrouping) -> np.ndarray:
+    """Per frame, what :func:`align_to_ppdu_end` adds to its stamp (int64 ns): its PPDU's
+    airtime on a sniffer that stamps starts, else 0 (frames in no PPDU stay)."""
+    ppdus, frame_ppdu, conv = grouped
+    starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
+    shift = np.zeros(len(frame_ppdu), np.int64)
+    if not len(starts):
+        return shift
+    air = ppdus["airtime_ns"].to_numpy(np.int64)
+    move = np.isin(sniffer, starts) & (frame_ppdu >= 0)      # frames in no PPDU (bad FCS) stay
+    shift[move] = np.maximum(air[frame_ppdu[move]], 0)
+    return shift

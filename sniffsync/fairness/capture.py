@@ -8,6 +8,7 @@ import numpy as np
 
 from airtime.columns import GROUPING_COLUMNS
 from sniffsync.errors import UsageError
+from sniffsync.fairness.heap import release_free_heap
 from sniffsync.tcp.columns import cat_codes, frame_getter
 
 __all__ = ["STAMPS", "OUTLIER", "TCP_COLUMNS", "Capture", "skipping", "airtime_frames"]
@@ -117,7 +118,7 @@ def _airtime_columns(cap: Capture, ppdus):
     """:func:`airtime_frames` of decoded columns, with a lower memory peak: the PPDUs are
     grouped on a frame table of the radio columns only (no TCP/IP ones), then the columns
     only the grouping read are freed and the TCP analysis consumes the rest as it reads them."""
-    from airtime.ppdu import align_to_ppdu_end, group_ppdus
+    from airtime.ppdu import group_ppdus, ppdu_end_shift_ns
     from sniffsync.fairness.lean import lean_frame
     n, cols, marks = cap.columns
     keep = np.ones(n, bool) if cap.skip is None else ~cap.skip     # wild stamps group into no PPDU
@@ -126,14 +127,23 @@ def _airtime_columns(cap: Capture, ppdus):
     frames = lean_frame(n, cols, marks, radio + ["bad"], consume={c for c in radio if c not in TCP_COLUMNS})
     if cap.skip is not None:
         frames = frames[keep].reset_index(drop=True)
-    grouped = group_ppdus(frames)
+    release_free_heap()                # the reader's freed batches
+    grouped = group_ppdus(frames, release=True)     # (frees the columns only its first steps read)
     end_ns = np.array(cols["ts_ns"][0], np.int64)
-    end_ns[keep] = align_to_ppdu_end(frames, grouped=grouped)[0]["ts_ns"].to_numpy(np.int64)
-    ppdus = grouped.ppdus if ppdus is None else ppdus
+    end_ns[keep] += ppdu_end_shift_ns(frames["sniffer"].to_numpy(np.int64, na_value=0), grouped)
+    # the cross-layer view reads three PPDU columns (sniffsync.fairness.crosslayer)
+    ppdus = _lite(grouped.ppdus) if ppdus is None else ppdus
     del frames, grouped
     for c in [c for c in cols if c not in TCP_COLUMNS]:
         del cols[c]
     cols["ts_ns"] = (end_ns, None)
+    release_free_heap()                # the grouping's freed temporaries, before the TCP analysis
     out = Capture.from_columns(n, cols, marks, consume=True, stamps="end")
     out.skip = cap.skip
     return out, ppdus
+
+
+def _lite(ppdus):
+    """The PPDU columns the cross-layer view reads, copied out of the whole table."""
+    import pandas as pd
+    return pd.DataFrame({c: ppdus[c].array.copy() for c in ("ta", "start_ns", "airtime_ns")})
