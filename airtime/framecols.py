@@ -8,6 +8,7 @@ import pandas as pd
 __all__ = ["mpdu_bytes", "FCS_AT_END"]
 
 FCS_AT_END = 0x10                                # radiotap Flags bit
+MPDU_CHUNK = 1 << 18                             # rows of mpdu_bytes' temporaries at a time
 
 
 def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
@@ -56,8 +57,12 @@ def mpdu_bytes(frames: pd.DataFrame) -> np.ndarray:
     length; null counts as 0); +4 when the radiotap
     Flags do not say the FCS is included (the air had it anyway).
     """
-    wire = _np(frames, "wirelen", -1)
-    own = _np(frames, "mpdu_len", -1)
-    n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np(frames, "rt_len", 0), -1))
-    fcs_in = (_np(frames, "rt_flags", 0) & FCS_AT_END) != 0
-    return np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
+    out = np.empty(len(frames), np.int64)
+    for lo in range(0, len(frames), MPDU_CHUNK):       # (elementwise: chunks change nothing)
+        part = frames.iloc[lo:lo + MPDU_CHUNK]
+        wire = _np(part, "wirelen", -1)
+        own = _np(part, "mpdu_len", -1)
+        n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np(part, "rt_len", 0), -1))
+        fcs_in = (_np(part, "rt_flags", 0) & FCS_AT_END) != 0
+        out[lo:lo + MPDU_CHUNK] = np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
+    return out

@@ -15,6 +15,7 @@ import numpy as np
 from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, skipping
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
+from sniffsync.fairness.heap import release_free_heap
 from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summarize, trailing_min,
                                         window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays
@@ -81,7 +82,9 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     """
     seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
     classify_arrays(seg)
+    release_free_heap()                  # each stage's freed temporaries (a lower peak)
     pairs = ack_arrays(seg, min_rto_ns)
+    release_free_heap()
     ft = flow_arrays(seg)
     ft.update(outstanding_arrays(seg, ft))
     fds, fd = ft["fd"], seg["fd"]
