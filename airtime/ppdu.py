@@ -92,13 +92,18 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     n = len(frames)
     # Per sniffer, the offset TSFT*1000 - ts_ns (median) maps rows without TSFT onto
     # the TSFT clock; sniffers with no TSFT at all keep ts_ns.
-    parts = [(np.zeros(0, np.int64), np.zeros(0, sniffer.dtype))]
+    # (float64 as pandas' median takes them, written once into one array)
+    has = tsft > 0
+    vals = np.empty(int(np.count_nonzero(has)), np.float64)
+    at = 0
     for lo in range(0, n, FRAME_CHUNK):
         rows = np.arange(lo, min(lo + FRAME_CHUNK, n))
-        ok = tsft[rows] > 0
-        parts.append(((tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok], sniffer[rows][ok]))
-    off = _median_by(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
-    del parts
+        ok = has[rows]
+        v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok]
+        vals[at:at + len(v)] = v
+        at += len(v)
+    off = _median_by(vals, sniffer[has])
+    del vals, has
 
     def row_ns(rows):
         ok = tsft[rows] > 0
@@ -118,9 +123,10 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
 
 def _median_by(values, key) -> pd.Series:
     """``pd.Series(values).groupby(key).median()`` (float64 medians, sorted keys) with less
-    memory: each group's values cast to float64 as pandas does, then partitioned in place."""
+    memory: each group's values cast to float64 as pandas does, then partitioned in place
+    (float64 ``values`` are reordered: the caller gives them up)."""
     keys = np.unique(key)
-    vals = values.astype(np.float64)
+    vals = values.astype(np.float64, copy=False)      # (partitioned in place: the caller's)
     meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
     return pd.Series(np.asarray(meds, np.float64), index=keys)
 
@@ -241,21 +247,25 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
         return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
 
     airtime = txtime(psdu)
-    t_ns = _reference_ns(frames, sniffer, _np(frames, "tsft_us", -2), g)
+    table = _first_columns(frames, g)
+    if release:                  # what only the steps above read (~45 bytes a frame)
+        _keep_only(frames, EXTENT_READS | {"tsft_us"})
+    tsft = _np(frames, "tsft_us", -2)
+    if release:
+        _keep_only(frames, EXTENT_READS)
+    t_ns = _reference_ns(frames, sniffer, tsft, g)
+    del tsft
     kind = kind_codes(at("type_subtype", -1))
     snf = sniffer[g.first]
-    decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, at("ta", -1), at("ra", -1), freq)
+    ta, ra = at("ta", -1), at("ra", -1)
+    decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq)
     if only_if_start and "start" not in decided.values():
         return PpduGrouping(None, g.frame_ppdu, decided)
     ends_here = np.isin(snf, [s for s, v in decided.items() if v == "end"])
     # the extent of cut A-MPDUs from the other sources (airtime.extent); unknown airtime: zero-length
     clock = np.zeros_like(snf) if stamps == "end" else snf        # a merged table: one clock
-    cols = PpduCols(t_ns, ends_here, airtime, kind, at("ta", -1), at("ra", -1), clock, freq, phy_first,
+    cols = PpduCols(t_ns, ends_here, airtime, kind, ta, ra, clock, freq, phy_first,
                     phy_args["mcs"], phy_args["rate_kbps"], g.first)
-    table = _first_columns(frames, g)
-    if release:                  # what only the steps above read (~45 bytes a frame)
-        for name in [c for c in frames.columns if c not in EXTENT_READS]:
-            del frames[name]
     ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, mpdu)
     del mpdu
     ppdus = _ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
@@ -263,6 +273,12 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     ppdus["complete"] = ext.complete
     ppdus["extent_src"] = ext.source
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
+
+
+def _keep_only(frames, names) -> None:
+    """Delete from ``frames`` (in place) every column not in ``names``."""
+    for name in [c for c in frames.columns if c not in names]:
+        del frames[name]
 
 
 class _Groups(NamedTuple):
@@ -277,7 +293,8 @@ class _Groups(NamedTuple):
 def _groups(frames, sniffer) -> _Groups:
     """PPDU boundaries: frames in capture order per sniffer, cut by :func:`_group_starts`."""
     n = len(frames)
-    order = np.lexsort((np.arange(n), sniffer))
+    # (frames already in sniffer order, e.g. one sniffer: the stable sort is the identity)
+    order = np.arange(n) if (sniffer[1:] >= sniffer[:-1]).all() else np.lexsort((np.arange(n), sniffer))
     if "merged_id" in frames and "frame" in frames:
         # A merged table is in common-time order and the subframes of one A-MPDU share
         # that time: restore their capture order (the last-subframe flag ends a PPDU).
