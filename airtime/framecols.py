@@ -31,6 +31,22 @@ def _np_rows(frames: pd.DataFrame, name: str, fill, rows, dtype=np.int64) -> np.
     return pd.Series(col.take(rows)).to_numpy(dtype=dtype, na_value=fill)
 
 
+def _median_by(values, key) -> pd.Series:
+    """``pd.Series(values).groupby(key).median()`` (float64 medians, sorted keys) with less
+    memory: each group's values cast to float64 as pandas does, then partitioned in place
+    (float64 ``values`` are reordered: the caller gives them up)."""
+    keys = np.unique(key)
+    vals = values.astype(np.float64, copy=False)      # (partitioned in place: the caller's)
+    meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
+    return pd.Series(np.asarray(meds, np.float64), index=keys)
+
+
+def _keep_only(frames, names) -> None:
+    """Delete from ``frames`` (in place) every column not in ``names``."""
+    for name in [c for c in frames.columns if c not in names]:
+        del frames[name]
+
+
 def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
     """Text column as a Categorical (no per-row string objects; null/missing -> ``fill``)."""
     if name not in frames:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
-from airtime.framecols import _cat, _cat_in, _np, _np_rows, mpdu_bytes
+from airtime.framecols import _cat, _cat_in, _keep_only, _median_by, _np, _np_rows, mpdu_bytes
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
@@ -120,15 +120,6 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     fallback = row_ns(g.first)[1]
     return np.where(best > np.iinfo(np.int64).min, best, fallback)
 
-
-def _median_by(values, key) -> pd.Series:
-    """``pd.Series(values).groupby(key).median()`` (float64 medians, sorted keys) with less
-    memory: each group's values cast to float64 as pandas does, then partitioned in place
-    (float64 ``values`` are reordered: the caller gives them up)."""
-    keys = np.unique(key)
-    vals = values.astype(np.float64, copy=False)      # (partitioned in place: the caller's)
-    meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
-    return pd.Series(np.asarray(meds, np.float64), index=keys)
 
 
 def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
@@ -274,11 +265,6 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     ppdus["extent_src"] = ext.source
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
 
-
-def _keep_only(frames, names) -> None:
-    """Delete from ``frames`` (in place) every column not in ``names``."""
-    for name in [c for c in frames.columns if c not in names]:
-        del frames[name]
 
 
 class _Groups(NamedTuple):
