@@ -20,7 +20,7 @@ def _malloc_trim():
     if not _TRIM:
         try:
             _TRIM.append(getattr(ctypes.CDLL(None), "malloc_trim"))
-        except (OSError, AttributeError):
+        except (OSError, AttributeError, TypeError):      # not glibc, or no C library by name
             _TRIM.append(None)
     return _TRIM[0]
 
