@@ -19,12 +19,18 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
-from viz.analysis import _f, _fs, _thin, analysis_data, failed_bin_ns
+from viz.analysis import _f, _thin, analysis_data, failed_bin_ns
+from viz.jsonable import plain
 from airtime.summary import histogram
 
 __all__ = ["AnalysisIndex"]
 
 _FAR = (1 << 62) // 2
+
+
+def _r3(values) -> np.ndarray:
+    """``viz.analysis._fs`` as an array: rounded to 3 decimals, NaN where it writes None."""
+    return np.round(np.asarray(values, np.float64), 3)
 
 
 def _by_time(df: pd.DataFrame, col: str) -> pd.DataFrame:
@@ -118,6 +124,7 @@ class AnalysisIndex:
     """``index(t0, t1)`` -> the dict :func:`viz.analysis.analysis_data` gives for ``run``."""
 
     takes_filters = True
+    takes_arrays = True
 
     def __init__(self, run):
         p = _by_time(run.ppdus, "start_ns")
@@ -182,10 +189,11 @@ class AnalysisIndex:
         self.failed_t = self.ev_start[self.ev_kind == self._ev_code("mpdu_failed")]
 
     def __call__(self, t0: int | None = None, t1: int | None = None, stations=None, kinds=None,
-                 flows=None) -> dict:
+                 flows=None, arrays: bool = False) -> dict:
         """The views' data for [t0, t1) (run-relative ns, None = open), optionally only for the
         PPDUs and events of ``stations`` (TA as colon-hex), PPDUs of ``kinds`` and the flows at
-        positions ``flows`` of the whole run's flow table."""
+        positions ``flows`` of the whole run's flow table. ``arrays``: the time series as numpy
+        arrays (rounded; NaN for null), for the server's encoder (:mod:`viz.jsonable`)."""
         filtered = stations is not None or kinds is not None or flows is not None
         if t0 is None and t1 is None and not filtered:
             return self.whole
@@ -214,7 +222,7 @@ class AnalysisIndex:
                 out[k] = self.whole[k]
         if flows is not None and "flows" in self.whole:
             out["flows"] = [f for i, f in enumerate(self.whole["flows"]) if i in set(flows)]
-        return out
+        return out if arrays else plain(out)
 
     def _filter(self, sl: slice, es: slice, stations, kinds):
         """Index arrays (in time order) of the PPDUs / events in the slices that pass the filters.
@@ -324,17 +332,17 @@ class AnalysisIndex:
                 rows = np.flatnonzero(m & (w.group == g))
                 y = np.full(len(t_ns), np.nan)
                 y[np.searchsorted(t_ns, w.t[rows])] = bps[rows]
-                series.append({"label": w.labels[g], "mbps": _fs(y)})
-            out["goodput"] = {"t_ns": (t_ns - self.base).tolist(), "series": series}
+                series.append({"label": w.labels[g], "mbps": _r3(y)})
+            out["goodput"] = {"t_ns": t_ns - self.base, "series": series}
         if self.jain is not None and keep is not None:
             out["jain"] = self._jain_of(lo, hi, keep)
             out["cdf"] = []
         elif self.jain is not None:
             m = np.flatnonzero((self.jain_t >= lo) & (self.jain_t < hi))
             c = self.jain_cols
-            out["jain"] = {"t_ns": (self.jain_t[m] - self.base).tolist(),
-                           "goodput": _fs(c["goodput"][m]),
-                           "airtime": _fs(c["airtime"][m]) if c["airtime"] is not None else [],
+            out["jain"] = {"t_ns": self.jain_t[m] - self.base,
+                           "goodput": _r3(c["goodput"][m]),
+                           "airtime": _r3(c["airtime"][m]) if c["airtime"] is not None else [],
                            "why": [c["why"][i] for i in m.tolist()]}
             out["cdf"] = self.whole["cdf"]
         r = self.rtt
@@ -348,9 +356,9 @@ class AnalysisIndex:
                 if not len(rows):
                     continue
                 k = rows[_thin(np.arange(len(rows)))]
-                series.append({"label": r.labels[g], "t_ns": (r.t[k] - self.base).tolist(),
-                               "rtt_ms": _fs(rtt_ns[k] / 1e6),
-                               "qdelay_ms": _fs(q_ns[k] / 1e6)})
+                series.append({"label": r.labels[g], "t_ns": r.t[k] - self.base,
+                               "rtt_ms": _r3(rtt_ns[k] / 1e6),
+                               "qdelay_ms": _r3(q_ns[k] / 1e6)})
             out["rtt"] = {"series": series}
         return out
 
@@ -368,7 +376,7 @@ class AnalysisIndex:
         n = np.bincount(inv, minlength=len(ts))
         with np.errstate(invalid="ignore", divide="ignore"):
             j = np.where(s2 > 0, s1 * s1 / (n * s2), np.nan)
-        return {"t_ns": (ts - self.base).tolist(), "goodput": _fs(j), "airtime": [],
+        return {"t_ns": ts - self.base, "goodput": _r3(j), "airtime": [],
                 "why": [""] * len(ts)}
 
 
