@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
-from viz.analysis import _f, _thin, analysis_data, failed_bin_ns
-from viz.jsonable import plain
+from viz.analysis import MAX_POINTS, _f, _thin, analysis_data, failed_bin_ns
+from viz.jsonable import Raw, Texts, dumpb, plain
 from airtime.summary import histogram
 
 __all__ = ["AnalysisIndex"]
@@ -108,13 +108,34 @@ class _Series:
         self.rows = [order[cut[g]:cut[g + 1]] for g in range(len(keys))]
         self.sorted = all(np.all(np.diff(self.t[r]) >= 0) for r in self.rows)
 
+        self.tg = [self.t[r] for r in self.rows]
+        self.off = np.concatenate([[0], np.cumsum([len(r) for r in self.rows])]).astype(np.int64)
+
+    def pos_in(self, g: int, lo, hi):
+        """Positions (a slice when times are sorted) among group ``g``'s rows of the rows with
+        time in [lo, hi)."""
+        t = self.tg[g]
+        if self.sorted:
+            return slice(int(np.searchsorted(t, lo)), int(np.searchsorted(t, hi)))
+        return np.flatnonzero((t >= lo) & (t < hi))
+
     def rows_in(self, g: int, lo, hi) -> np.ndarray:
         """Rows of group ``g`` with time in [lo, hi), in table order."""
-        r = self.rows[g]
-        if self.sorted:
-            t = self.t[r]
-            return r[np.searchsorted(t, lo):np.searchsorted(t, hi)]
-        return r[(self.t[r] >= lo) & (self.t[r] < hi)]
+        return self.rows[g][self.pos_in(g, lo, hi)]
+
+    def texts(self, values: np.ndarray) -> Texts:
+        """``values`` (one per row) encoded once, group after group (:meth:`select` positions)."""
+        return Texts(values[np.concatenate(self.rows)] if self.rows else values[:0])
+
+    def select(self, g: int, pos):
+        """Group ``g``'s positions ``pos`` (as :meth:`pos_in` gives) thinned to MAX_POINTS, as
+        positions into :meth:`texts` (a slice when they are consecutive)."""
+        if isinstance(pos, slice):
+            n = pos.stop - pos.start
+            if n <= MAX_POINTS:
+                return slice(self.off[g] + pos.start, self.off[g] + pos.stop)
+            return self.off[g] + pos.start + _thin(np.arange(n))
+        return self.off[g] + pos[_thin(np.arange(len(pos)))]
 
     def mask(self, lo, hi) -> np.ndarray:
         return (self.t >= lo) & (self.t < hi)
@@ -167,10 +188,17 @@ class AnalysisIndex:
                                   "airtime": j["jain_airtime"].to_numpy(float) if "jain_airtime" in j else None,
                                   "why": [v if isinstance(v, str) else "" for v in j["why"]] if "why" in j
                                   else [""] * len(j)}
+                c = self.jain_cols            # ... and the numbers' JSON text, encoded once
+                c["t_ns"] = Texts(self.jain_t - self.base)
+                c["goodput_text"] = Texts(np.round(c["goodput"], 3))
+                c["airtime_text"] = Texts(np.round(c["airtime"], 3)) if c["airtime"] is not None else None
+                self.cdf = Raw(dumpb(self.whole["cdf"]))
             self.rtt = _Series(fair.rtt, "ts_ns", labels) if len(fair.rtt) else None
             if self.rtt is not None:
-                self.rtt.rtt_ns = fair.rtt["rtt_ns"].to_numpy(float)
-                self.rtt.q_ns = fair.rtt["qdelay_ns"].to_numpy(float)
+                r = self.rtt                # the series' JSON text, encoded once
+                r.text = {"t_ns": r.texts(r.t - self.base),
+                          "rtt_ms": r.texts(np.round(fair.rtt["rtt_ns"].to_numpy(float) / 1e6, 3)),
+                          "qdelay_ms": r.texts(np.round(fair.rtt["qdelay_ns"].to_numpy(float) / 1e6, 3))}
 
     def _build_counts(self):
         """The prefix structures of an unfiltered range (see the module's docstring)."""
@@ -340,25 +368,22 @@ class AnalysisIndex:
         elif self.jain is not None:
             m = np.flatnonzero((self.jain_t >= lo) & (self.jain_t < hi))
             c = self.jain_cols
-            out["jain"] = {"t_ns": self.jain_t[m] - self.base,
-                           "goodput": _r3(c["goodput"][m]),
-                           "airtime": _r3(c["airtime"][m]) if c["airtime"] is not None else [],
-                           "why": [c["why"][i] for i in m.tolist()]}
-            out["cdf"] = self.whole["cdf"]
+            k = slice(int(m[0]), int(m[-1]) + 1) if len(m) and m[-1] - m[0] + 1 == len(m) else m
+            out["jain"] = {"t_ns": c["t_ns"].select(k), "goodput": c["goodput_text"].select(k),
+                           "airtime": c["airtime_text"].select(k) if c["airtime"] is not None else [],
+                           "why": c["why"][k] if isinstance(k, slice) else [c["why"][i] for i in m.tolist()]}
+            out["cdf"] = self.cdf
         r = self.rtt
         if r is not None:
-            rtt_ns, q_ns = r.rtt_ns, r.q_ns
             series = []
             for g in range(len(r.labels)):
                 if keep is not None and r.labels[g] not in keep:
                     continue
-                rows = r.rows_in(g, lo, hi)
-                if not len(rows):
+                pos = r.pos_in(g, lo, hi)
+                if (pos.stop <= pos.start) if isinstance(pos, slice) else not len(pos):
                     continue
-                k = rows[_thin(np.arange(len(rows)))]
-                series.append({"label": r.labels[g], "t_ns": r.t[k] - self.base,
-                               "rtt_ms": _r3(rtt_ns[k] / 1e6),
-                               "qdelay_ms": _r3(q_ns[k] / 1e6)})
+                k = r.select(g, pos)
+                series.append({"label": r.labels[g], **{c: t.select(k) for c, t in r.text.items()}})
             out["rtt"] = {"series": series}
         return out
 

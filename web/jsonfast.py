@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
-
-import numpy as np
 from flask.json.provider import DefaultJSONProvider
+
+from viz.jsonable import dumpb, numpy_default
 
 # optional (a third-party accelerator, not ours): the standard library does the same, slower
 orjson = importlib.import_module("orjson") if importlib.util.find_spec("orjson") else None
@@ -25,30 +24,23 @@ __all__ = ["FastJSONProvider"]
 _COMPACT = {"separators": (",", ":")}
 
 
-def _numpy_default(o):
-    """The standard library's fallback for numpy values: as orjson writes them (NaN as null)."""
-    if isinstance(o, np.ndarray):
-        from viz.jsonable import plain
-        return plain(o)
-    if isinstance(o, np.generic):
-        return _numpy_default(np.asarray(o)) if isinstance(o, np.floating) and not np.isfinite(o) else o.item()
-    return DefaultJSONProvider.default(o)
+def _default(o):
+    """Numpy values (viz.jsonable), then what Flask's encoder takes (dates, dataclasses, ...)."""
+    try:
+        return numpy_default(o)
+    except TypeError:
+        return DefaultJSONProvider.default(o)
 
 
 class FastJSONProvider(DefaultJSONProvider):
     """Also writes numpy arrays and scalars (the views' columns), with or without orjson."""
 
-    default = staticmethod(_numpy_default)
+    default = staticmethod(_default)
 
     def dumpb(self, obj) -> bytes:
-        """Compact JSON bytes with sorted keys (what :func:`flask.jsonify` sends), no str round trip."""
-        if orjson is not None:
-            try:
-                return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
-            except TypeError:           # a type or value only json handles
-                pass
-        return json.dumps(obj, default=self.default, sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=self.ensure_ascii).encode()
+        """Compact JSON bytes with sorted keys (what :func:`flask.jsonify` sends), no str round
+        trip; pre-encoded parts (:class:`viz.jsonable.Raw`) spliced in."""
+        return dumpb(obj, self.default, self.ensure_ascii)
 
     def dumps(self, obj, **kwargs) -> str:
         if orjson is not None and (not kwargs or kwargs == _COMPACT):
