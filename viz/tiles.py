@@ -123,15 +123,18 @@ def _kind_checkpoints(kind: np.ndarray, air: np.ndarray) -> np.ndarray:
 
 
 def _kind_air_before(idx: TimelineIndex, pos: np.ndarray) -> np.ndarray:
-    """(len(pos), len(KINDS)): airtime per kind of items [0, pos) — the checkpoint row at or
-    before each position plus the fewer than CHECK items after it."""
+    """(len(pos), len(KINDS)): airtime per kind of items [0, pos) — the checkpoint row nearest
+    each position, plus the items between it and the position (or minus those after it): at
+    most CHECK / 2 items each."""
     nk = len(KINDS)
-    j = pos // CHECK
-    r = pos - j * CHECK                   # items between the checkpoint and the position
-    row = np.repeat(np.arange(len(pos)), r)
-    q = np.repeat(j * CHECK - (np.cumsum(r) - r), r) + np.arange(len(row))
-    extra = np.bincount(row * nk + idx.kind[q], weights=idx.end[q] - idx.start[q], minlength=len(pos) * nk)
-    return idx.kcheck[j] + extra.reshape(len(pos), nk).astype(np.int64)
+    j = np.minimum((pos + CHECK // 2) // CHECK, len(idx.kcheck) - 1)
+    c = np.minimum(j * CHECK, len(idx.kind))             # the checkpoint's position (the last one: n)
+    lo, hi = np.minimum(c, pos), np.maximum(c, pos)
+    row = np.repeat(np.arange(len(pos)), hi - lo)
+    q = ranges(lo, hi)
+    w = (idx.end[q] - idx.start[q]) * np.where(c < pos, 1, -1)[row]
+    extra = np.bincount(row * nk + idx.kind[q], weights=w, minlength=len(pos) * nk)
+    return idx.kcheck[j] + extra.reshape(len(pos), nk).astype(np.int64)    # exact: sums < 2^53 ns
 
 
 def _seg_cumsum(x, bounds):
