@@ -47,7 +47,7 @@ class TimelineIndex(NamedTuple):
     ppdu: np.ndarray           # PPDU id
     bounds: np.ndarray         # lane l's items are [bounds[l], bounds[l+1])
     cum_start: np.ndarray      # per lane prefix sums (concatenated, aligned with start)
-    end_sorted: np.ndarray     # per lane ends sorted (aligned segments)
+    end_sorted: np.ndarray     # per lane ends sorted (aligned segments); None when keyed (see ends())
     cum_end: np.ndarray
     longest: int               # longest airtime: how far before t0 an overlapping item can start
     ev_pos: np.ndarray         # positions (into start/end/...) of items with severity > 0
@@ -107,7 +107,7 @@ def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
     else:
         skey, ekey = lane_of * stride + s + 1, lane_of * stride + end_sorted + 1
     return TimelineIndex(t0, t1, labels, lane_of, s, e, k, sev[rows], ids[rows], bounds,
-                         _seg_cumsum(s, bounds), end_sorted, _seg_cumsum(end_sorted, bounds),
+                         _seg_cumsum(s, bounds), None if stride else end_sorted, _seg_cumsum(end_sorted, bounds),
                          longest, np.flatnonzero(sev[rows] > 0), _kind_checkpoints(k, e - s),
                          stride, skey, ekey)
 
@@ -144,13 +144,21 @@ def _seg_cumsum(x, bounds):
     return c - np.repeat(base, np.diff(bounds))
 
 
+def ends(idx: TimelineIndex, lane: int) -> np.ndarray:
+    """``lane``'s sorted ends (kept only as keys when the index is keyed: 8 bytes an item less)."""
+    lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
+    if idx.end_sorted is not None:
+        return idx.end_sorted[lo:hi]
+    return idx.end_key[lo:hi] - (lane * idx.stride + 1)
+
+
 def busy_between(idx: TimelineIndex, lane: int, edges: np.ndarray, ks=None) -> np.ndarray:
     """Busy ns of ``lane`` in each interval ``[edges[i], edges[i+1])`` (edges relative to t0).
     ``ks``: the edges' positions among the lane's starts when the caller has them (an item
     starting exactly at an edge adds 0 either side, so left or right positions both do)."""
     lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
     s, cs = idx.start[lo:hi], idx.cum_start[lo:hi]
-    e, ce = idx.end_sorted[lo:hi], idx.cum_end[lo:hi]
+    e, ce = ends(idx, lane), idx.cum_end[lo:hi]
 
     t = np.asarray(edges, np.int64)       # integral: sum over items of clip(t - start, 0, airtime)
     ks = np.searchsorted(s, t, side="right") if ks is None else ks

@@ -169,6 +169,10 @@ class TrackIndex:
         # per series as _Series.mean, so the same floats
         self._csum = np.concatenate([s.csum if s.v is not None else np.zeros(len(s.t) + 1) for _, s in ser]
                                     or [np.zeros(0)])
+        for j, (_, s) in enumerate(ser):     # the series read the packed arrays: no second copy
+            if s.v is not None:
+                o, n = int(self._off[j]), len(s.t)
+                s.v, s.csum = self._v[o:o + n], self._csum[o + j:o + j + n + 1]
 
     def _keyed(self, q) -> np.ndarray:
         """Times ``q`` as (series, len(q)) keys: series j's band of the packed keys."""

@@ -16,7 +16,7 @@ import pytest
 import viz.jsonable as jsonable
 import viz.keyed as keyed
 from viz.jsonable import Raw, Texts, dumpb, plain
-from viz.tiles import build_index, tile
+from viz.tiles import build_index, ends, tile
 from viz.tracks import TrackIndex
 from web import create_app
 
@@ -46,7 +46,8 @@ def test_tiles_one_search_equal_per_lane_search(small, monkeypatch, lanes, copy)
     if copy:
         monkeypatch.setattr(keyed, "SMALL", 0)         # always search a copy of the window
     idx = build_index(small.ppdus, small.events, lanes=lanes, n_sniffers=3, names="ABC")
-    per_lane = idx._replace(stride=0, start_key=None, end_key=None)
+    per_lane = idx._replace(stride=0, start_key=None, end_key=None,
+                            end_sorted=np.concatenate([ends(idx, k) for k in range(len(idx.lanes))]))
     span = idx.t1_ns - idx.t0_ns
     modes = set()
     for t0, t1, px in _ranges(span, 40, 1):
