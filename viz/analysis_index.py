@@ -158,8 +158,8 @@ class AnalysisIndex:
         self.ta_text = [mac_text(int(v)) for v in self.ta_values]
         self.ta = _codes(p["ta"], self.ta_values)
         kind = p["kind"].astype(str).to_numpy()
+        self.kind_names, self.kind_code = np.unique(kind, return_inverse=True)
         self.is_data, self.is_rts = kind == "data", kind == "rts"
-        self.kind = kind
         self.n_mpdus = p["n_mpdus"].to_numpy(np.int64)
         self.mcs_na = p["mcs"].isna().to_numpy()
         self.mcs = p["mcs"].to_numpy(dtype=np.float64, na_value=0).astype(np.int64)
@@ -255,15 +255,18 @@ class AnalysisIndex:
     def _filter(self, sl: slice, es: slice, stations, kinds):
         """Index arrays (in time order) of the PPDUs / events in the slices that pass the filters.
         An event follows its station (TA); a kind filter keeps the events of the kept PPDUs' kinds
-        only through the station test (events have no PPDU kind)."""
-        idx, eidx = np.arange(sl.start, sl.stop), np.arange(es.start, es.stop)
+        only through the station test (events have no PPDU kind). Each test is a lookup table
+        indexed by code (code -1, no TA, reads the table's last entry: False)."""
+        keep = np.ones(_n(sl), bool)
+        ekeep = np.ones(_n(es), bool)
         if stations is not None:
-            codes = np.array([self.ta_text.index(m) for m in stations if m in self.ta_text], np.int64)
-            idx = idx[np.isin(self.ta[idx], codes)]
-            eidx = eidx[np.isin(self.ev_ta[eidx], codes)]
+            lut = np.zeros(len(self.ta_values) + 1, bool)
+            lut[[self.ta_text.index(m) for m in stations if m in self.ta_text]] = True
+            keep &= lut[self.ta[sl]]
+            ekeep &= lut[self.ev_ta[es]]
         if kinds is not None:
-            idx = idx[np.isin(self.kind[idx], list(kinds))]
-        return idx, eidx
+            keep &= np.isin(self.kind_names, list(kinds))[self.kind_code[sl]]
+        return sl.start + np.flatnonzero(keep), es.start + np.flatnonzero(ekeep)
 
     def _airtime_share(self, sl) -> list:
         if isinstance(sl, slice):
