@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
-from viz.analysis import MAX_POINTS, _f, _thin, analysis_data, failed_bin_ns
+from viz.analysis import _f, analysis_data, failed_bin_ns
 from viz.jsonable import Raw, Texts, dumpb, plain
+from viz.rangeseries import RangeSeries
 from airtime.summary import histogram
 
 __all__ = ["AnalysisIndex"]
@@ -91,56 +92,6 @@ def _int_histogram(uniq: np.ndarray, counts: np.ndarray) -> dict:
     return {"x": list(range(lo, hi + 1)), "y": y.tolist()}
 
 
-class _Series:
-    """One fairness table, rows in their own order (the reference keeps it), with the
-    (run, fd) group code per row; a range is a mask over the time column."""
-
-    def __init__(self, df: pd.DataFrame, time_col: str, labels: dict):
-        self.t = df[time_col].to_numpy(np.int64)
-        keys = sorted(set(zip(df["run"], df["fd"])))
-        self.labels = [labels.get(k, f"flow {k[1]}") for k in keys]
-        pos = {k: i for i, k in enumerate(keys)}
-        self.group = np.array([pos[k] for k in zip(df["run"], df["fd"])], np.int64)
-        self.df = df
-        # per group, its rows in table order; when their times are sorted a range is a searchsorted
-        order = np.argsort(self.group, kind="stable")
-        cut = np.searchsorted(self.group[order], np.arange(len(keys) + 1))
-        self.rows = [order[cut[g]:cut[g + 1]] for g in range(len(keys))]
-        self.sorted = all(np.all(np.diff(self.t[r]) >= 0) for r in self.rows)
-
-        self.tg = [self.t[r] for r in self.rows]
-        self.off = np.concatenate([[0], np.cumsum([len(r) for r in self.rows])]).astype(np.int64)
-
-    def pos_in(self, g: int, lo, hi):
-        """Positions (a slice when times are sorted) among group ``g``'s rows of the rows with
-        time in [lo, hi)."""
-        t = self.tg[g]
-        if self.sorted:
-            return slice(int(np.searchsorted(t, lo)), int(np.searchsorted(t, hi)))
-        return np.flatnonzero((t >= lo) & (t < hi))
-
-    def rows_in(self, g: int, lo, hi) -> np.ndarray:
-        """Rows of group ``g`` with time in [lo, hi), in table order."""
-        return self.rows[g][self.pos_in(g, lo, hi)]
-
-    def texts(self, values: np.ndarray) -> Texts:
-        """``values`` (one per row) encoded once, group after group (:meth:`select` positions)."""
-        return Texts(values[np.concatenate(self.rows)] if self.rows else values[:0])
-
-    def select(self, g: int, pos):
-        """Group ``g``'s positions ``pos`` (as :meth:`pos_in` gives) thinned to MAX_POINTS, as
-        positions into :meth:`texts` (a slice when they are consecutive)."""
-        if isinstance(pos, slice):
-            n = pos.stop - pos.start
-            if n <= MAX_POINTS:
-                return slice(self.off[g] + pos.start, self.off[g] + pos.stop)
-            return self.off[g] + pos.start + _thin(np.arange(n))
-        return self.off[g] + pos[_thin(np.arange(len(pos)))]
-
-    def mask(self, lo, hi) -> np.ndarray:
-        return (self.t >= lo) & (self.t < hi)
-
-
 class AnalysisIndex:
     """``index(t0, t1)`` -> the dict :func:`viz.analysis.analysis_data` gives for ``run``."""
 
@@ -179,7 +130,7 @@ class AnalysisIndex:
             flows = fair.flows
             labels = {(f.run, f.fd): lab["label"] for f, lab in
                       zip(flows.itertuples(index=False), self.whole.get("flows", []))} if len(flows) else {}
-            self.windows = _Series(fair.windows, "start_ns", labels) if len(fair.windows) else None
+            self.windows = RangeSeries(fair.windows, "start_ns", labels) if len(fair.windows) else None
             self.jain = fair.jain if len(fair.jain) else None
             self.jain_t = self.jain["start_ns"].to_numpy(np.int64) if self.jain is not None else None
             if self.jain is not None:      # the columns a range reads, as arrays and lists once
@@ -193,7 +144,7 @@ class AnalysisIndex:
                 c["goodput_text"] = Texts(np.round(c["goodput"], 3))
                 c["airtime_text"] = Texts(np.round(c["airtime"], 3)) if c["airtime"] is not None else None
                 self.cdf = Raw(dumpb(self.whole["cdf"]))
-            self.rtt = _Series(fair.rtt, "ts_ns", labels) if len(fair.rtt) else None
+            self.rtt = RangeSeries(fair.rtt, "ts_ns", labels) if len(fair.rtt) else None
             if self.rtt is not None:
                 r = self.rtt                # the series' JSON text, encoded once
                 r.text = {"t_ns": r.texts(r.t - self.base),
