@@ -109,7 +109,8 @@ class AnalysisIndex:
         self.ta_text = [mac_text(int(v)) for v in self.ta_values]
         self.ta = _codes(p["ta"], self.ta_values)
         kind = p["kind"].astype(str).to_numpy()
-        self.kind_names, self.kind_code = np.unique(kind, return_inverse=True)
+        self.kind_code, self.kind_names = pd.factorize(kind)      # hashing: np.unique sorts strings
+        self.kind_names = np.asarray(self.kind_names, object)
         self.is_data, self.is_rts = kind == "data", kind == "rts"
         self.n_mpdus = p["n_mpdus"].to_numpy(np.int64)
         self.mcs_na = p["mcs"].isna().to_numpy()
