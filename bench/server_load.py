@@ -22,6 +22,7 @@ import argparse
 import http.client
 import json
 import multiprocessing as mp
+import os
 import sys
 import threading
 import time
@@ -146,6 +147,15 @@ def _serve(captures, conn, synthetic=0):
     srv.serve_forever()
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process ``pid`` used so far (0 where /proc is absent)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def endpoint(path: str) -> str:
     p = path.split("?")[0]
     if p == "/api/analysis":
@@ -176,9 +186,9 @@ def main(argv=None) -> int:
         meta = json.loads(body)
         get(base, "/")                                     # a first page load, untimed
         paths = session_paths(meta, a.requests, a.seed)
-        t = time.perf_counter()
+        cpu0, t = cpu_s(proc.pid), time.perf_counter()
         res = hammer(base, paths, a.clients, timeout=600)
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, cpu_s(proc.pid) - cpu0
     finally:
         proc.terminate()
         proc.join(10)
@@ -187,9 +197,12 @@ def main(argv=None) -> int:
     for path, status, _, body, s in res:
         rows.setdefault(endpoint(path), []).append(s * 1000)
     out = {"clients": a.clients, "requests": len(res), "wall_s": round(wall, 2), "errors": len(bad),
-           "n_ppdus": meta["n_ppdus"], "build_s": round(build_s, 2), "endpoints": {}}
+           "n_ppdus": meta["n_ppdus"], "build_s": round(build_s, 2), "server_cpu_s": round(cpu, 2),
+           "load": os.getloadavg()[0], "cores": os.cpu_count(), "endpoints": {}}
     print(f"{meta['n_ppdus']} PPDUs (view built in {build_s:.1f} s); {len(res)} requests from {a.clients} clients in {wall:.2f} s; "
           f"{len(bad)} not 200")
+    print(f"server CPU {cpu:.2f} s ({1e3 * cpu / max(len(res), 1):.2f} ms a request); {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}")
     print(f"{'endpoint':22} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for name, ms in sorted(rows.items()):
         ms = np.array(ms)

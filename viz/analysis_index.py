@@ -19,12 +19,19 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
-from viz.analysis import _f, _fs, _thin, analysis_data, failed_bin_ns
+from viz.analysis import _f, analysis_data, failed_bin_ns
+from viz.jsonable import Raw, Texts, dumpb, plain
+from viz.rangeseries import RangeSeries
 from airtime.summary import histogram
 
 __all__ = ["AnalysisIndex"]
 
 _FAR = (1 << 62) // 2
+
+
+def _r3(values) -> np.ndarray:
+    """``viz.analysis._fs`` as an array: rounded to 3 decimals, NaN where it writes None."""
+    return np.round(np.asarray(values, np.float64), 3)
 
 
 def _by_time(df: pd.DataFrame, col: str) -> pd.DataFrame:
@@ -85,39 +92,11 @@ def _int_histogram(uniq: np.ndarray, counts: np.ndarray) -> dict:
     return {"x": list(range(lo, hi + 1)), "y": y.tolist()}
 
 
-class _Series:
-    """One fairness table, rows in their own order (the reference keeps it), with the
-    (run, fd) group code per row; a range is a mask over the time column."""
-
-    def __init__(self, df: pd.DataFrame, time_col: str, labels: dict):
-        self.t = df[time_col].to_numpy(np.int64)
-        keys = sorted(set(zip(df["run"], df["fd"])))
-        self.labels = [labels.get(k, f"flow {k[1]}") for k in keys]
-        pos = {k: i for i, k in enumerate(keys)}
-        self.group = np.array([pos[k] for k in zip(df["run"], df["fd"])], np.int64)
-        self.df = df
-        # per group, its rows in table order; when their times are sorted a range is a searchsorted
-        order = np.argsort(self.group, kind="stable")
-        cut = np.searchsorted(self.group[order], np.arange(len(keys) + 1))
-        self.rows = [order[cut[g]:cut[g + 1]] for g in range(len(keys))]
-        self.sorted = all(np.all(np.diff(self.t[r]) >= 0) for r in self.rows)
-
-    def rows_in(self, g: int, lo, hi) -> np.ndarray:
-        """Rows of group ``g`` with time in [lo, hi), in table order."""
-        r = self.rows[g]
-        if self.sorted:
-            t = self.t[r]
-            return r[np.searchsorted(t, lo):np.searchsorted(t, hi)]
-        return r[(self.t[r] >= lo) & (self.t[r] < hi)]
-
-    def mask(self, lo, hi) -> np.ndarray:
-        return (self.t >= lo) & (self.t < hi)
-
-
 class AnalysisIndex:
     """``index(t0, t1)`` -> the dict :func:`viz.analysis.analysis_data` gives for ``run``."""
 
     takes_filters = True
+    takes_arrays = True
 
     def __init__(self, run):
         p = _by_time(run.ppdus, "start_ns")
@@ -130,8 +109,9 @@ class AnalysisIndex:
         self.ta_text = [mac_text(int(v)) for v in self.ta_values]
         self.ta = _codes(p["ta"], self.ta_values)
         kind = p["kind"].astype(str).to_numpy()
+        self.kind_code, self.kind_names = pd.factorize(kind)      # hashing: np.unique sorts strings
+        self.kind_names = np.asarray(self.kind_names, object)
         self.is_data, self.is_rts = kind == "data", kind == "rts"
-        self.kind = kind
         self.n_mpdus = p["n_mpdus"].to_numpy(np.int64)
         self.mcs_na = p["mcs"].isna().to_numpy()
         self.mcs = p["mcs"].to_numpy(dtype=np.float64, na_value=0).astype(np.int64)
@@ -151,7 +131,7 @@ class AnalysisIndex:
             flows = fair.flows
             labels = {(f.run, f.fd): lab["label"] for f, lab in
                       zip(flows.itertuples(index=False), self.whole.get("flows", []))} if len(flows) else {}
-            self.windows = _Series(fair.windows, "start_ns", labels) if len(fair.windows) else None
+            self.windows = RangeSeries(fair.windows, "start_ns", labels) if len(fair.windows) else None
             self.jain = fair.jain if len(fair.jain) else None
             self.jain_t = self.jain["start_ns"].to_numpy(np.int64) if self.jain is not None else None
             if self.jain is not None:      # the columns a range reads, as arrays and lists once
@@ -160,10 +140,17 @@ class AnalysisIndex:
                                   "airtime": j["jain_airtime"].to_numpy(float) if "jain_airtime" in j else None,
                                   "why": [v if isinstance(v, str) else "" for v in j["why"]] if "why" in j
                                   else [""] * len(j)}
-            self.rtt = _Series(fair.rtt, "ts_ns", labels) if len(fair.rtt) else None
+                c = self.jain_cols            # ... and the numbers' JSON text, encoded once
+                c["t_ns"] = Texts(self.jain_t - self.base)
+                c["goodput_text"] = Texts(np.round(c["goodput"], 3))
+                c["airtime_text"] = Texts(np.round(c["airtime"], 3)) if c["airtime"] is not None else None
+                self.cdf = Raw(dumpb(self.whole["cdf"]))
+            self.rtt = RangeSeries(fair.rtt, "ts_ns", labels) if len(fair.rtt) else None
             if self.rtt is not None:
-                self.rtt.rtt_ns = fair.rtt["rtt_ns"].to_numpy(float)
-                self.rtt.q_ns = fair.rtt["qdelay_ns"].to_numpy(float)
+                r = self.rtt                # the series' JSON text, encoded once
+                r.text = {"t_ns": r.texts(r.t - self.base),
+                          "rtt_ms": r.texts(np.round(fair.rtt["rtt_ns"].to_numpy(float) / 1e6, 3)),
+                          "qdelay_ms": r.texts(np.round(fair.rtt["qdelay_ns"].to_numpy(float) / 1e6, 3))}
 
     def _build_counts(self):
         """The prefix structures of an unfiltered range (see the module's docstring)."""
@@ -182,10 +169,11 @@ class AnalysisIndex:
         self.failed_t = self.ev_start[self.ev_kind == self._ev_code("mpdu_failed")]
 
     def __call__(self, t0: int | None = None, t1: int | None = None, stations=None, kinds=None,
-                 flows=None) -> dict:
+                 flows=None, arrays: bool = False) -> dict:
         """The views' data for [t0, t1) (run-relative ns, None = open), optionally only for the
         PPDUs and events of ``stations`` (TA as colon-hex), PPDUs of ``kinds`` and the flows at
-        positions ``flows`` of the whole run's flow table."""
+        positions ``flows`` of the whole run's flow table. ``arrays``: the time series as numpy
+        arrays (rounded; NaN for null), for the server's encoder (:mod:`viz.jsonable`)."""
         filtered = stations is not None or kinds is not None or flows is not None
         if t0 is None and t1 is None and not filtered:
             return self.whole
@@ -214,20 +202,23 @@ class AnalysisIndex:
                 out[k] = self.whole[k]
         if flows is not None and "flows" in self.whole:
             out["flows"] = [f for i, f in enumerate(self.whole["flows"]) if i in set(flows)]
-        return out
+        return out if arrays else plain(out)
 
     def _filter(self, sl: slice, es: slice, stations, kinds):
         """Index arrays (in time order) of the PPDUs / events in the slices that pass the filters.
         An event follows its station (TA); a kind filter keeps the events of the kept PPDUs' kinds
-        only through the station test (events have no PPDU kind)."""
-        idx, eidx = np.arange(sl.start, sl.stop), np.arange(es.start, es.stop)
+        only through the station test (events have no PPDU kind). Each test is a lookup table
+        indexed by code (code -1, no TA, reads the table's last entry: False)."""
+        keep = np.ones(_n(sl), bool)
+        ekeep = np.ones(_n(es), bool)
         if stations is not None:
-            codes = np.array([self.ta_text.index(m) for m in stations if m in self.ta_text], np.int64)
-            idx = idx[np.isin(self.ta[idx], codes)]
-            eidx = eidx[np.isin(self.ev_ta[eidx], codes)]
+            lut = np.zeros(len(self.ta_values) + 1, bool)
+            lut[[self.ta_text.index(m) for m in stations if m in self.ta_text]] = True
+            keep &= lut[self.ta[sl]]
+            ekeep &= lut[self.ev_ta[es]]
         if kinds is not None:
-            idx = idx[np.isin(self.kind[idx], list(kinds))]
-        return idx, eidx
+            keep &= np.isin(self.kind_names, list(kinds))[self.kind_code[sl]]
+        return sl.start + np.flatnonzero(keep), es.start + np.flatnonzero(ekeep)
 
     def _airtime_share(self, sl) -> list:
         if isinstance(sl, slice):
@@ -324,33 +315,30 @@ class AnalysisIndex:
                 rows = np.flatnonzero(m & (w.group == g))
                 y = np.full(len(t_ns), np.nan)
                 y[np.searchsorted(t_ns, w.t[rows])] = bps[rows]
-                series.append({"label": w.labels[g], "mbps": _fs(y)})
-            out["goodput"] = {"t_ns": (t_ns - self.base).tolist(), "series": series}
+                series.append({"label": w.labels[g], "mbps": _r3(y)})
+            out["goodput"] = {"t_ns": t_ns - self.base, "series": series}
         if self.jain is not None and keep is not None:
             out["jain"] = self._jain_of(lo, hi, keep)
             out["cdf"] = []
         elif self.jain is not None:
             m = np.flatnonzero((self.jain_t >= lo) & (self.jain_t < hi))
             c = self.jain_cols
-            out["jain"] = {"t_ns": (self.jain_t[m] - self.base).tolist(),
-                           "goodput": _fs(c["goodput"][m]),
-                           "airtime": _fs(c["airtime"][m]) if c["airtime"] is not None else [],
-                           "why": [c["why"][i] for i in m.tolist()]}
-            out["cdf"] = self.whole["cdf"]
+            k = slice(int(m[0]), int(m[-1]) + 1) if len(m) and m[-1] - m[0] + 1 == len(m) else m
+            out["jain"] = {"t_ns": c["t_ns"].select(k), "goodput": c["goodput_text"].select(k),
+                           "airtime": c["airtime_text"].select(k) if c["airtime"] is not None else [],
+                           "why": c["why"][k] if isinstance(k, slice) else [c["why"][i] for i in m.tolist()]}
+            out["cdf"] = self.cdf
         r = self.rtt
         if r is not None:
-            rtt_ns, q_ns = r.rtt_ns, r.q_ns
             series = []
             for g in range(len(r.labels)):
                 if keep is not None and r.labels[g] not in keep:
                     continue
-                rows = r.rows_in(g, lo, hi)
-                if not len(rows):
+                pos = r.pos_in(g, lo, hi)
+                if (pos.stop <= pos.start) if isinstance(pos, slice) else not len(pos):
                     continue
-                k = rows[_thin(np.arange(len(rows)))]
-                series.append({"label": r.labels[g], "t_ns": (r.t[k] - self.base).tolist(),
-                               "rtt_ms": _fs(rtt_ns[k] / 1e6),
-                               "qdelay_ms": _fs(q_ns[k] / 1e6)})
+                k = r.select(g, pos)
+                series.append({"label": r.labels[g], **{c: t.select(k) for c, t in r.text.items()}})
             out["rtt"] = {"series": series}
         return out
 
@@ -368,7 +356,7 @@ class AnalysisIndex:
         n = np.bincount(inv, minlength=len(ts))
         with np.errstate(invalid="ignore", divide="ignore"):
             j = np.where(s2 > 0, s1 * s1 / (n * s2), np.nan)
-        return {"t_ns": (ts - self.base).tolist(), "goodput": _fs(j), "airtime": [],
+        return {"t_ns": ts - self.base, "goodput": _r3(j), "airtime": [],
                 "why": [""] * len(ts)}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
-from viz.tiles import KINDS, build_index, tile as make_tile
+from viz.tiles import KINDS, build_index, tile as make_tile, tile_arrays
 
 __all__ = ["RunView", "with_legacy_rates", "flow_senders", "FIND"]
 
@@ -113,8 +113,9 @@ class RunView:
     def meta(self) -> dict:
         return self._meta
 
-    def tile(self, t0_ns: int, t1_ns: int, px: int, lanes: str = "station") -> dict:
-        return make_tile(self._index[lanes], t0_ns, t1_ns, px)
+    def tile(self, t0_ns: int, t1_ns: int, px: int, lanes: str = "station", arrays: bool = False) -> dict:
+        """``arrays``: columns as numpy arrays, for the server's encoder (viz.jsonable)."""
+        return (tile_arrays if arrays else make_tile)(self._index[lanes], t0_ns, t1_ns, px)
 
     def ppdu_detail(self, ppdu_id: int) -> dict | None:
         i = int(np.searchsorted(self._ids, ppdu_id))
@@ -186,8 +187,10 @@ class RunView:
         return {"ppdu": {"ppdu": int(self._ids[i]), "start_ns": int(self._cols["start_ns"][i]) - t0,
                          "end_ns": int(self._cols["end_ns"][i]) - t0}}
 
-    def tracks(self, t0_ns: int, t1_ns: int, n: int) -> dict:
-        return self._tracks.tracks(t0_ns, t1_ns, n) if self._tracks is not None else {"tracks": []}
+    def tracks(self, t0_ns: int, t1_ns: int, n: int, arrays: bool = False) -> dict:
+        if self._tracks is None:
+            return {"tracks": []}
+        return (self._tracks.tracks_arrays if arrays else self._tracks.tracks)(t0_ns, t1_ns, n)
 
     def analysis(self, t0_ns: int | None = None, t1_ns: int | None = None, **filters) -> dict:
         """The views' data for a range; ``filters`` (stations, kinds, flows) need an analysis

@@ -19,8 +19,10 @@ import pandas as pd
 
 from airtime.ppdu import KIND_NAMES
 from sniffsync.decode.macs import mac_text
+from viz.jsonable import plain
+from viz.keyed import ranges, search_within
 
-__all__ = ["KINDS", "SEVERITY", "TimelineIndex", "build_index", "tile", "busy_between"]
+__all__ = ["KINDS", "SEVERITY", "TimelineIndex", "build_index", "tile", "tile_arrays", "busy_between"]
 
 # Drawing order of the PPDU kinds: a tile's kind is a code into it, the page colours by that
 # code and names it from the list it is served (meta "kinds"). Data first, the control kinds
@@ -45,11 +47,14 @@ class TimelineIndex(NamedTuple):
     ppdu: np.ndarray           # PPDU id
     bounds: np.ndarray         # lane l's items are [bounds[l], bounds[l+1])
     cum_start: np.ndarray      # per lane prefix sums (concatenated, aligned with start)
-    end_sorted: np.ndarray     # per lane ends sorted (aligned segments)
+    end_sorted: np.ndarray     # per lane ends sorted (aligned segments); None when keyed (see ends())
     cum_end: np.ndarray
     longest: int               # longest airtime: how far before t0 an overlapping item can start
     ev_pos: np.ndarray         # positions (into start/end/...) of items with severity > 0
     kcheck: np.ndarray         # (n // CHECK + 1, len(KINDS)): airtime per kind of items [0, j*CHECK)
+    stride: int                # lane l's times t are keyed l * stride + t + 1 (0: no keys, loop)
+    start_key: np.ndarray      # start keyed by lane: one searchsorted finds every lane's positions
+    end_key: np.ndarray        # end_sorted keyed the same way
 
 
 def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
@@ -96,9 +101,15 @@ def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
                                 or [np.zeros(0, np.int64)])
     k = kind[rows]
     longest = int((e - s).max()) if len(s) else 0
+    stride = int(e.max()) + 3 if len(e) else 3
+    if len(labels) * stride >= 1 << 62:       # keys would overflow int64: per-lane searches instead
+        stride, skey, ekey = 0, None, None
+    else:
+        skey, ekey = lane_of * stride + s + 1, lane_of * stride + end_sorted + 1
     return TimelineIndex(t0, t1, labels, lane_of, s, e, k, sev[rows], ids[rows], bounds,
-                         _seg_cumsum(s, bounds), end_sorted, _seg_cumsum(end_sorted, bounds),
-                         longest, np.flatnonzero(sev[rows] > 0), _kind_checkpoints(k, e - s))
+                         _seg_cumsum(s, bounds), None if stride else end_sorted, _seg_cumsum(end_sorted, bounds),
+                         longest, np.flatnonzero(sev[rows] > 0), _kind_checkpoints(k, e - s),
+                         stride, skey, ekey)
 
 
 def _kind_checkpoints(kind: np.ndarray, air: np.ndarray) -> np.ndarray:
@@ -112,15 +123,18 @@ def _kind_checkpoints(kind: np.ndarray, air: np.ndarray) -> np.ndarray:
 
 
 def _kind_air_before(idx: TimelineIndex, pos: np.ndarray) -> np.ndarray:
-    """(len(pos), len(KINDS)): airtime per kind of items [0, pos) — the checkpoint row at or
-    before each position plus the fewer than CHECK items after it."""
+    """(len(pos), len(KINDS)): airtime per kind of items [0, pos) — the checkpoint row nearest
+    each position, plus the items between it and the position (or minus those after it): at
+    most CHECK / 2 items each."""
     nk = len(KINDS)
-    j = pos // CHECK
-    r = pos - j * CHECK                   # items between the checkpoint and the position
-    row = np.repeat(np.arange(len(pos)), r)
-    q = np.repeat(j * CHECK - (np.cumsum(r) - r), r) + np.arange(len(row))
-    extra = np.bincount(row * nk + idx.kind[q], weights=idx.end[q] - idx.start[q], minlength=len(pos) * nk)
-    return idx.kcheck[j] + extra.reshape(len(pos), nk).astype(np.int64)
+    j = np.minimum((pos + CHECK // 2) // CHECK, len(idx.kcheck) - 1)
+    c = np.minimum(j * CHECK, len(idx.kind))             # the checkpoint's position (the last one: n)
+    lo, hi = np.minimum(c, pos), np.maximum(c, pos)
+    row = np.repeat(np.arange(len(pos)), hi - lo)
+    q = ranges(lo, hi)
+    w = (idx.end[q] - idx.start[q]) * np.where(c < pos, 1, -1)[row]
+    extra = np.bincount(row * nk + idx.kind[q], weights=w, minlength=len(pos) * nk)
+    return idx.kcheck[j] + extra.reshape(len(pos), nk).astype(np.int64)    # exact: sums < 2^53 ns
 
 
 def _seg_cumsum(x, bounds):
@@ -130,13 +144,21 @@ def _seg_cumsum(x, bounds):
     return c - np.repeat(base, np.diff(bounds))
 
 
+def ends(idx: TimelineIndex, lane: int) -> np.ndarray:
+    """``lane``'s sorted ends (kept only as keys when the index is keyed: 8 bytes an item less)."""
+    lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
+    if idx.end_sorted is not None:
+        return idx.end_sorted[lo:hi]
+    return idx.end_key[lo:hi] - (lane * idx.stride + 1)
+
+
 def busy_between(idx: TimelineIndex, lane: int, edges: np.ndarray, ks=None) -> np.ndarray:
     """Busy ns of ``lane`` in each interval ``[edges[i], edges[i+1])`` (edges relative to t0).
     ``ks``: the edges' positions among the lane's starts when the caller has them (an item
     starting exactly at an edge adds 0 either side, so left or right positions both do)."""
     lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
     s, cs = idx.start[lo:hi], idx.cum_start[lo:hi]
-    e, ce = idx.end_sorted[lo:hi], idx.cum_end[lo:hi]
+    e, ce = ends(idx, lane), idx.cum_end[lo:hi]
 
     t = np.asarray(edges, np.int64)       # integral: sum over items of clip(t - start, 0, airtime)
     ks = np.searchsorted(s, t, side="right") if ks is None else ks
@@ -146,71 +168,96 @@ def busy_between(idx: TimelineIndex, lane: int, edges: np.ndarray, ks=None) -> n
     return np.diff((ks * t - ps) - (ke * t - pe))
 
 
+def _search(idx: TimelineIndex, which: str, q, within=None) -> np.ndarray:
+    """(lanes, m) global positions of times ``q`` (the same m times for every lane) among each
+    lane's starts (``which="start"``) or sorted ends, searchsorted left; ``within``: (k0, k1)
+    per lane that bound the answers. One search of keyed times over all lanes: a time clipped
+    to [-1, stride - 2] finds the same position (every time of the index is in [0, stride - 3])."""
+    nl = len(idx.lanes)
+    q = np.asarray(q, np.int64)
+    if idx.stride:
+        keys = idx.start_key if which == "start" else idx.end_key
+        qk = np.arange(nl, dtype=np.int64)[:, None] * idx.stride + (np.clip(q, -1, idx.stride - 2) + 1)
+        return np.searchsorted(keys, qk) if within is None else search_within(keys, *within, qk)
+    vals = idx.start if which == "start" else idx.end_sorted
+    b = idx.bounds
+    return np.array([b[l] + np.searchsorted(vals[b[l]:b[l + 1]], q) for l in range(nl)],
+                    np.int64).reshape(nl, len(q))
+
+
 def tile(idx: TimelineIndex, t0_ns: int, t1_ns: int, px: int, max_items: int | None = None) -> dict:
-    """JSON-able tile for ``[t0_ns, t1_ns)`` (relative to the run start) at ``px`` pixels.
+    """:func:`tile_arrays` with plain lists (what the JSON answer reads as)."""
+    return plain(tile_arrays(idx, t0_ns, t1_ns, px, max_items))
+
+
+def tile_arrays(idx: TimelineIndex, t0_ns: int, t1_ns: int, px: int, max_items: int | None = None) -> dict:
+    """JSON-able tile for ``[t0_ns, t1_ns)`` (relative to the run start) at ``px`` pixels,
+    columns as numpy arrays (:mod:`viz.jsonable`).
 
     Returns ``{"mode": "items", "items": {...columns...}}`` when at most ``max_items``
     (default ``4 * px``) PPDUs overlap the range, else ``{"mode": "buckets", ...}`` with
-    per-lane arrays ``busy_ns``, ``count``, ``kind`` (dominant by busy time) and ``severity``.
+    per-lane rows ``busy_ns``, ``count``, ``kind`` (dominant by busy time) and ``severity``.
+    Every lane at once: a few numpy calls whatever the number of lanes.
     """
     t0_ns, t1_ns, px = int(t0_ns), int(t1_ns), int(px)
     max_items = 4 * px if max_items is None else max_items
+    nl = len(idx.lanes)
     # items overlapping the range: per lane, starts < t1 and ends > t0 (ends grow with starts
     # within a lane unless PPDUs nest, so the first candidate comes from the longest airtime)
-    longest = idx.longest
-    sel = []
-    for lane in range(len(idx.lanes)):
-        lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
-        a = lo + np.searchsorted(idx.start[lo:hi], t0_ns - longest, side="left")
-        b = lo + np.searchsorted(idx.start[lo:hi], t1_ns, side="left")
-        sel.append((a, b))
-    total = sum(b - a for a, b in sel)
+    a, b = _search(idx, "start", [t0_ns - idx.longest, t1_ns]).T
     out = {"t0_ns": t0_ns, "t1_ns": t1_ns, "px": px, "lanes": idx.lanes}
-    if total <= max_items:
-        rows = np.concatenate([np.arange(a, b) for a, b in sel]) if sel else np.zeros(0, np.int64)
+    if int((b - a).sum()) <= max_items:
+        rows = ranges(a, b)
         rows = rows[idx.end[rows] > t0_ns]
         out["mode"] = "items"
-        out["items"] = {"lane": idx.lane_of[rows].tolist(), "start_ns": idx.start[rows].tolist(),
-                        "end_ns": idx.end[rows].tolist(), "kind": idx.kind[rows].tolist(),
-                        "severity": idx.severity[rows].tolist(), "ppdu": idx.ppdu[rows].tolist()}
+        out["items"] = {"lane": idx.lane_of[rows], "start_ns": idx.start[rows], "end_ns": idx.end[rows],
+                        "kind": idx.kind[rows], "severity": idx.severity[rows], "ppdu": idx.ppdu[rows]}
         return out
     edges = np.linspace(t0_ns, t1_ns, px + 1).round().astype(np.int64)
-    busy, count, kind, sev = [], [], [], []
     # per lane, the edges' positions among its starts: counts, busy time and kinds all read them
-    pos = [idx.bounds[lane] + np.searchsorted(idx.start[idx.bounds[lane]:idx.bounds[lane + 1]], edges)
-           for lane in range(len(idx.lanes))]
-    kair = _kind_air_before(idx, np.concatenate(pos)).reshape(len(pos), px + 1, len(KINDS)) if pos else None
-    for lane, (a, b) in enumerate(sel):
-        lo = idx.bounds[lane]
-        busy.append(busy_between(idx, lane, edges, pos[lane] - lo).tolist())
-        # items are counted in the bucket where they start; those that started before t0 and
-        # still run count in bucket 0 (few: they start within `longest` of t0)
-        c = np.diff(pos[lane])
-        early = np.arange(a, pos[lane][0])
-        early = early[idx.end[early] > t0_ns]
-        c[0] += len(early)
-        count.append(c.tolist())
-        sev.append(_severity(idx, a, b, t0_ns, edges, px).tolist())
-        # dominant kind: airtime of the items starting in each bucket, per kind
-        w = np.diff(kair[lane], axis=0).T
-        np.add.at(w, (idx.kind[early], 0), idx.end[early] - idx.start[early])
-        kind.append(np.where(w.sum(0) > 0, w.argmax(0), -1).tolist())
-    out.update(mode="buckets", edges_ns=edges.tolist(), busy_ns=busy, count=count, kind=kind,
-               severity=sev)
+    pos = _search(idx, "start", edges, (a, b))
+    lo = idx.bounds[:-1, None]
+    # items started before t0 and still running count in bucket 0 (few: within `longest` of t0)
+    early = ranges(a, pos[:, 0])
+    early = early[idx.end[early] > t0_ns]
+    e_lane = idx.lane_of[early]
+    count = np.diff(pos, axis=1)
+    count[:, 0] += np.bincount(e_lane, minlength=nl)[:nl]
+    # dominant kind: airtime of the items starting in each bucket, per kind
+    nk = len(KINDS)
+    w = np.diff(_kind_air_before(idx, pos.ravel()).reshape(nl, px + 1, nk), axis=1)
+    w[:, 0, :] += np.bincount(e_lane * nk + idx.kind[early], weights=idx.end[early] - idx.start[early],
+                              minlength=nl * nk).astype(np.int64).reshape(nl, nk)
+    kind = np.where(w.sum(2) > 0, w.argmax(2), -1)
+    out.update(mode="buckets", edges_ns=edges, busy_ns=_busy(idx, edges, pos, lo), count=count,
+               kind=kind, severity=_severity(idx, a, b, t0_ns, edges, px))
     return out
 
 
-def _severity(idx: TimelineIndex, a: int, b: int, t0_ns: int, edges: np.ndarray, px: int) -> np.ndarray:
-    """Worst event per bucket of the flagged items among positions [a, b): every bucket an
-    item touches is marked, so a short failure never vanishes at coarse zoom."""
-    ev = idx.ev_pos[np.searchsorted(idx.ev_pos, a):np.searchsorted(idx.ev_pos, b)]
+def _busy(idx: TimelineIndex, edges: np.ndarray, pos: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """(lanes, px) busy ns per bucket, as :func:`busy_between` for every lane at once."""
+    ke = _search(idx, "end", edges, _search(idx, "end", [edges[0], edges[-1] + 1]).T)
+    ps = np.where(pos > lo, idx.cum_start[np.maximum(pos - 1, 0)], 0) if len(idx.start) else 0 * pos
+    pe = np.where(ke > lo, idx.cum_end[np.maximum(ke - 1, 0)], 0) if len(idx.start) else 0 * ke
+    return np.diff(((pos - lo) * edges - ps) - ((ke - lo) * edges - pe), axis=1)
+
+
+def _severity(idx: TimelineIndex, a: np.ndarray, b: np.ndarray, t0_ns: int, edges: np.ndarray,
+              px: int) -> np.ndarray:
+    """(lanes, px) worst event per bucket of the flagged items among each lane's positions
+    [a, b): every bucket an item touches is marked, so a short failure never vanishes at
+    coarse zoom."""
+    nl = len(idx.lanes)
+    ev = idx.ev_pos[ranges(np.searchsorted(idx.ev_pos, a), np.searchsorted(idx.ev_pos, b))]
     ev = ev[idx.end[ev] > t0_ns]
     first = np.clip(np.searchsorted(edges, idx.start[ev], side="right") - 1, 0, px - 1)
     last = np.clip(np.searchsorted(edges, idx.end[ev] - 1, side="right") - 1, 0, px - 1)
+    row = idx.lane_of[ev] * (px + 1)
     v = idx.severity[ev]
-    out = np.zeros(px, np.int8)
+    out = np.zeros((nl, px), np.int8)
     for level in np.unique(v):            # a handful of levels, ascending: cover [first, last] per level
         m = v == level
-        d = np.bincount(first[m], minlength=px + 1)[:px + 1] - np.bincount(last[m] + 1, minlength=px + 1)[:px + 1]
-        out[np.cumsum(d[:px]) > 0] = level
+        d = (np.bincount(row[m] + first[m], minlength=nl * (px + 1))
+             - np.bincount(row[m] + last[m] + 1, minlength=nl * (px + 1))).reshape(nl, px + 1)
+        out[np.cumsum(d[:, :px], axis=1) > 0] = level
     return out

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode.macs import mac_text
+from viz.jsonable import plain
+from viz.keyed import search_within
 
 __all__ = ["TrackIndex", "MAX_BUCKETS", "MAX_STATIONS"]
 
@@ -58,6 +60,12 @@ class _Series:
         return np.where(np.isnan(out), held, out)
 
 
+def _sorted_search(a: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(a, t)`` for ascending ``t``, searching only a[first:last answer]."""
+    lo, hi = np.searchsorted(a, [t[0], t[-1]])
+    return np.searchsorted(a[lo:hi], t) + lo
+
+
 class _Busy:
     """Airtime covered up to time T: sum over PPDUs of clip(T - start, 0, airtime), from
     sorted starts and ends and their cumulative sums."""
@@ -68,20 +76,13 @@ class _Busy:
         self.ce = np.concatenate([[0], np.cumsum(self.e)]).astype(np.float64)
 
     def covered(self, t: np.ndarray) -> np.ndarray:
-        ns, ne = np.searchsorted(self.s, t), np.searchsorted(self.e, t)
+        """For sorted ``t``: each search runs in the slice between the first and last answer."""
+        ns, ne = _sorted_search(self.s, t), _sorted_search(self.e, t)
         tf = t.astype(np.float64)
         return (ns * tf - self.cs[ns]) - (ne * tf - self.ce[ne])
 
     def fraction(self, edges) -> np.ndarray:
         return np.clip(np.diff(self.covered(edges)) / np.diff(edges).astype(np.float64), 0, 1)
-
-
-def _round(a: np.ndarray, nd: int) -> list:
-    """Rounded values as a JSON list, NaN as null (vectorised: a track has ~1000 buckets x series)."""
-    a = np.round(np.asarray(a, np.float64), nd)
-    o = a.astype(object)
-    o[~np.isfinite(a)] = None
-    return o.tolist()
 
 
 class TrackIndex:
@@ -141,20 +142,84 @@ class TrackIndex:
                 _Series("failed MPDUs", t[(kinds == "mpdu_failed").to_numpy()]),
                 _Series("RTS/CTS collisions", t[(kinds == "rts_cts_collision").to_numpy()]),
                 _Series("overlaps", t[(kinds == "overlap").to_numpy()])])
+        self._pack()
 
     def _add(self, tid, title, unit, how, series):
         self.defs.append({"id": tid, "title": title, "unit": unit, "how": how, "series": series})
 
+    def _pack(self):
+        """Every series' samples in one array keyed by series (``j * stride + t + 1``, t shifted
+        to start at 0) with per-series cumulative sums side by side, so a request is one
+        ``searchsorted`` for all series (two with the step tracks) instead of one per series."""
+        ser = [(d["how"], s) for d in self.defs if d["how"] != "busy" for s in d["series"]]
+        self._how = np.array([h for h, _ in ser], object)
+        ts = [s.t for _, s in ser]
+        vs = [s.v if s.v is not None else np.zeros(len(s.t)) for _, s in ser]
+        allt = np.concatenate(ts) if ts else np.zeros(0, np.int64)
+        self._tmin = int(allt.min()) if len(allt) else 0
+        self._stride = (int(allt.max()) - self._tmin + 3) if len(allt) else 3
+        if len(ser) * self._stride >= 1 << 62:           # would overflow int64: no packing
+            self._keys = None
+            return
+        j = np.repeat(np.arange(len(ser), dtype=np.int64), [len(t) for t in ts])
+        self._keys = j * self._stride + (allt - self._tmin) + 1
+        self._off = np.concatenate([[0], np.cumsum([len(t) for t in ts])])[:-1].astype(np.int64)
+        self._v = np.concatenate(vs) if vs else np.zeros(0)
+        # series j's cumulative sums (a leading 0 each) start at _off[j] + j: the same additions
+        # per series as _Series.mean, so the same floats
+        self._csum = np.concatenate([s.csum if s.v is not None else np.zeros(len(s.t) + 1) for _, s in ser]
+                                    or [np.zeros(0)])
+        for j, (_, s) in enumerate(ser):     # the series read the packed arrays: no second copy
+            if s.v is not None:
+                o, n = int(self._off[j]), len(s.t)
+                s.v, s.csum = self._v[o:o + n], self._csum[o + j:o + j + n + 1]
+
+    def _keyed(self, q) -> np.ndarray:
+        """Times ``q`` as (series, len(q)) keys: series j's band of the packed keys."""
+        q = np.clip(np.asarray(q, np.int64) - self._tmin, -1, self._stride - 2) + 1
+        return np.arange(len(self._how), dtype=np.int64)[:, None] * self._stride + q
+
+    def _values(self, edges: np.ndarray) -> np.ndarray:
+        """(series, buckets) values of every packed series, before rounding."""
+        ends = self._keyed([edges[0], edges[-1]])
+        k0 = np.searchsorted(self._keys, ends[:, 0])
+        k1 = np.searchsorted(self._keys, ends[:, 1], "right")
+        k = search_within(self._keys, k0, k1, self._keyed(edges))
+        n = np.diff(k, axis=1)
+        rows = np.arange(len(self._how))[:, None]
+        s = np.diff(self._csum[k + rows], axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+        step = np.flatnonzero(self._how == "step")
+        if len(step):               # a bucket without a window start holds the window in force
+            kr = search_within(self._keys, k0[step], k1[step], self._keyed(edges[:-1])[step], "right") - 1
+            v = self._v[np.clip(kr, 0, len(self._v) - 1)] if len(self._v) else np.nan
+            held = np.where(kr >= self._off[step, None], v, np.nan)
+            y[step] = np.where(np.isnan(y[step]), held, y[step])
+        cnt = np.flatnonzero(self._how == "count")
+        y[cnt] = n[cnt]
+        return y
+
     def tracks(self, t0: int, t1: int, n: int) -> dict:
+        """:meth:`tracks_arrays` with plain lists (NaN as None)."""
+        return plain(self.tracks_arrays(t0, t1, n))
+
+    def tracks_arrays(self, t0: int, t1: int, n: int) -> dict:
+        """The tracks in ``n`` buckets over [t0, t1), values as numpy rows rounded to 3 decimals
+        (NaN: no value; :mod:`viz.jsonable`)."""
         n = int(max(1, min(n, MAX_BUCKETS)))
         edges = np.linspace(t0, t1, n + 1).round().astype(np.int64)
-        out = []
+        if self._keys is not None and len(self._how):
+            y = np.round(self._values(edges), 3)
+        else:                                           # per series (nothing packed)
+            fn = {"mean": _Series.mean, "step": _Series.step, "count": lambda s, e: s.counts(e)[1].astype(float)}
+            y = [np.round(fn[d["how"]](s, edges), 3) for d in self.defs if d["how"] != "busy" for s in d["series"]]
+        out, i = [], 0
         for d in self.defs:
             if d["how"] == "busy":
-                series = [{"label": "busy", "y": _round(self._busy.fraction(edges), 3)}]
+                series = [{"label": "busy", "y": np.round(self._busy.fraction(edges), 3)}]
             else:
-                fn = {"mean": _Series.mean, "step": _Series.step,
-                      "count": lambda s, e: s.counts(e)[1].astype(float)}[d["how"]]
-                series = [{"label": s.label, "y": _round(fn(s, edges), 3)} for s in d["series"]]
+                series = [{"label": s.label, "y": y[i + j]} for j, s in enumerate(d["series"])]
+                i += len(d["series"])
             out.append({"id": d["id"], "title": d["title"], "unit": d["unit"], "how": d["how"], "series": series})
         return {"t0_ns": int(t0), "t1_ns": int(t1), "n": n, "tracks": out}

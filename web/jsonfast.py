@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-
 from flask.json.provider import DefaultJSONProvider
+
+from viz.jsonable import dumpb, numpy_default
 
 # optional (a third-party accelerator, not ours): the standard library does the same, slower
 orjson = importlib.import_module("orjson") if importlib.util.find_spec("orjson") else None
@@ -23,7 +24,24 @@ __all__ = ["FastJSONProvider"]
 _COMPACT = {"separators": (",", ":")}
 
 
+def _default(o):
+    """Numpy values (viz.jsonable), then what Flask's encoder takes (dates, dataclasses, ...)."""
+    try:
+        return numpy_default(o)
+    except TypeError:
+        return DefaultJSONProvider.default(o)
+
+
 class FastJSONProvider(DefaultJSONProvider):
+    """Also writes numpy arrays and scalars (the views' columns), with or without orjson."""
+
+    default = staticmethod(_default)
+
+    def dumpb(self, obj) -> bytes:
+        """Compact JSON bytes with sorted keys (what :func:`flask.jsonify` sends), no str round
+        trip; pre-encoded parts (:class:`viz.jsonable.Raw`) spliced in."""
+        return dumpb(obj, self.default, self.ensure_ascii)
+
     def dumps(self, obj, **kwargs) -> str:
         if orjson is not None and (not kwargs or kwargs == _COMPACT):
             try:

@@ -40,11 +40,13 @@ def analysis():
     t0, t1, stations, kinds = selection_args(r.meta())
     flows = _list("flows", lambda v: re.fullmatch(r"[0-9]{1,6}", v) is not None, "a flow number")
     flows = tuple(sorted(parse_int("flows", v, 0, 999_999) for v in flows)) if flows is not None else None
+    # an analysis index answers with numpy columns, which the encoder writes without a list
+    fast = {"arrays": True} if getattr(r._analysis, "takes_arrays", False) else {}
     if stations is None and kinds is None and flows is None:
         if t0 is None:
             return cached_json(("analysis",), r.analysis)
-        return cached_json(("analysis", t0, t1), lambda: r.analysis(t0, t1))
+        return cached_json(("analysis", t0, t1), lambda: r.analysis(t0, t1, **fast))
     if not getattr(r._analysis, "takes_filters", False):
         abort(400, description="this server's analysis takes no 'sta', 'kinds' or 'flows' filters")
     return cached_json(("analysis", t0, t1, stations, kinds, flows),
-                       lambda: r.analysis(t0, t1, stations=stations, kinds=kinds, flows=flows))
+                       lambda: r.analysis(t0, t1, stations=stations, kinds=kinds, flows=flows, **fast))

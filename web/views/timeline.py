@@ -19,7 +19,7 @@ def tile():
     lanes = request.args.get("lanes", "station")
     if lanes not in ("station", "sniffer"):
         abort(400, description="parameter 'lanes' must be 'station' or 'sniffer'")
-    return cached_json(("tile", t0, t1, px, lanes), lambda: r.tile(t0, t1, px, lanes))
+    return cached_json(("tile", t0, t1, px, lanes), lambda: r.tile(t0, t1, px, lanes, arrays=True))
 
 
 @bp.get("/ppdu/<uint:ppdu_id>")
@@ -36,7 +36,7 @@ def tracks():
     r = run()
     t0, t1 = range_args(r.meta()["span_ns"])
     n = int_arg("n", 500, lo=1, hi=2000)
-    return cached_json(("tracks", t0, t1, n), lambda: r.tracks(t0, t1, n))
+    return cached_json(("tracks", t0, t1, n), lambda: r.tracks(t0, t1, n, arrays=True))
 
 
 @bp.get("/find")
