@@ -170,4 +170,5 @@ export async function start(source) {
 }
 
 const embedded = document.getElementById("sniffsync-data");
-start(embedded ? localSource(JSON.parse(embedded.textContent)) : serverSource(""));
+// served alone at "/", or as a campaign's run under "/run/<i>/": the API lives beside the page
+start(embedded ? localSource(JSON.parse(embedded.textContent)) : serverSource(location.pathname.replace(/\/+$/, "")));
