@@ -6,7 +6,7 @@ import {timeUnit, formatNs, rows, phyText} from "./format.js";
 
 const MARGIN = {left: 150, right: 14, top: 10, bottom: 30};
 const LANE_H = 26;
-const SETTLE_MS = 40;     // a view resting this long gets its tile
+const TILE_SETTLE_MS = 40;     // a view resting this long gets its tile
 
 export async function timeline(root, source, {onBrush = () => {}, onPick = () => {}, onSettle = () => {}} = {}) {
   const meta = await source.meta();
@@ -76,7 +76,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   // the axis, the lanes' transform, the tooltip and the viewers (counter tracks, graphs) are
   // updated once per animation frame, not once per event
   let frame = 0;
-  const paint = () => { frame = 0; drawAxis(); draw(); placeTip(); tellView(); };
+  const paint = () => { frame = 0; drawAxis(); draw(); tellView(); };
   function requestPaint() { if (!frame) frame = requestAnimationFrame(paint); }
 
   // A tile is drawn once, when it arrives, into the canvas at the scale of that moment (tileX);
@@ -137,15 +137,15 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     } else {
       const e = tile.edges_ns;
       tile.busy_ns.forEach((busy, l) => {
-        const y = laneY(l), kind = tile.kind[l], sev = tile.severity[l];
+        const y = laneY(l), kind = tile.kind[l], sev = tile.severity[l], sm = tile.sta_mask ? tile.sta_mask[l] : null;
         for (let k = 0; k < busy.length; k++) {
           const a = x(e[k]), b = x(e[k + 1]);
           if (b < lo || a > hi) continue;
-          const dk = dim && dim(l, kind[k], laneMode) ? DIM : 0;
+          const dk = dim && dim(l, kind[k], laneMode, undefined, sm ? sm[k] : undefined) ? DIM : 0;
           if (busy[k] > 0) {
             const h = Math.max(1, Math.min(1, busy[k] / (e[k + 1] - e[k])) * (LANE_H - 10));
             put(rects, Math.max(0, kind[k]) + dk, a, y + LANE_H - 4 - h, Math.max(1, b - a), h);
-            drawn++;
+            drawn++; dimmed += dk > 0;
           }
           if (sev[k] > 0) { put(marks, sev[k], a, Math.max(3, b - a), y); markers++; }
         }
@@ -193,7 +193,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     }).finally(() => { inflight = null; });
     return inflight;
   }
-  // the tile of a moving view is asked for once it rests SETTLE_MS; callers of settled() (keys)
+  // the tile of a moving view is asked for once it rests TILE_SETTLE_MS; callers of settled() (keys)
   // are answered when that tile is drawn
   let waiting = [];
   function fetchNow() {
@@ -203,14 +203,14 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     p.catch(() => {}).then(() => w.forEach((ok) => ok()));
     return p;
   }
-  function schedule() { clearTimeout(timer); timer = setTimeout(fetchNow, SETTLE_MS); }
+  function schedule() { clearTimeout(timer); timer = setTimeout(fetchNow, TILE_SETTLE_MS); }
   const settled = () => new Promise((ok) => waiting.push(ok));
 
   const zoom = d3.zoom().scaleExtent([1, Math.max(1, span / 20000)])   // 20 µs across at most zoom
     .filter((ev) => !ev.shiftKey && !ev.button)
     .on("zoom", (ev) => {
       x = ev.transform.rescaleX(x0); hook.domain = x.domain(); requestPaint(); schedule();
-      if (pinned == null && ev.sourceEvent) hideTip();   // the hovered item moved away
+      if (pinned == null && ev.sourceEvent) hideTip(); else placeTip();   // the hovered item moved away
     });
   const brush = d3.brushX().filter((ev) => ev.shiftKey)
     .on("end", (ev) => onBrush(ev.selection ? ev.selection.map((p) => x.invert(p)) : null));

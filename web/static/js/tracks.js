@@ -4,6 +4,7 @@
 // A track is drawn when its data arrive (or the selection, a fold, the width change); a frame of
 // a pan or zoom only moves and stretches the drawn canvases with a CSS transform, as the lanes.
 const TRACK_H = 54, PX_PER_BUCKET = 2;
+const TRACKS_SETTLE_MS = 120;   // tracks are refetched (and redrawn) once the view rests this long: not between key presses
 const color = d3.scaleOrdinal(d3.schemeTableau10);
 const FLOW_TRACKS = ["goodput", "rtt", "qdelay", "inflight"];     // per-flow series: follow the flow selection
 
@@ -143,7 +144,7 @@ export function tracks(root, source, tl) {
   tl.onView((v) => {    // every frame of a zoom/pan: move what is drawn; a resize redraws; refetch when it settles
     view = v;
     if (v.width !== drawnW) draw(); else move();
-    clearTimeout(timer); timer = setTimeout(fetchData, 40);
+    clearTimeout(timer); timer = setTimeout(fetchData, TRACKS_SETTLE_MS);
   });
   return {
     refresh: fetchData,

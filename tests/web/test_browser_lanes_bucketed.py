@@ -1,0 +1,83 @@
+"""Zoomed-out sniffer lanes dimmed by station (viz/tilestations.py + lanefilter.js), in chromium.
+
+A synthetic 20,000-PPDU run (bench_tiles.synth_run: 12 stations, 3 sniffers) drawn whole in
+sniffer lanes is bucketed. With one station selected, a bucket is dimmed exactly when none of the
+PPDUs its sniffer heard overlapping it is that station's (TA, else RA): counted here with pandas
+over the PPDU table, and read back from the canvas pixels (faded vs full colour).
+"""
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from browser_util import ARTIFACTS, browser_page, serve
+
+pytestmark = pytest.mark.browser
+
+spec = importlib.util.spec_from_file_location("bench_tiles",
+                                              Path(__file__).resolve().parents[2] / "bench" / "bench_tiles.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+KEEP = "02:00:00:00:00:03"
+
+
+def _runs(flags: np.ndarray, n: int = 3) -> list:
+    """Start indices of runs of ``n`` consecutive True."""
+    w = np.convolve(flags.astype(int), np.ones(n, int), "valid")
+    return np.flatnonzero(w == n).tolist()
+
+
+def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station():
+    from sniffsync.decode.macs import mac_text
+    from web import create_app
+    run = bench.synth_run(20_000, span_s=60)
+    view = bench.synth_view(run)
+    p, meta = view.ppdus, view.meta()
+    who = p["ta"].astype("UInt64").fillna(p["ra"].astype("UInt64")).map(lambda m: mac_text(int(m))).to_numpy()
+    s, e = p["start_ns"].to_numpy() - meta["t0_abs_ns"], p["end_ns"].to_numpy() - meta["t0_abs_ns"]
+    heard = p["heard_mask"].to_numpy()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with serve(create_app(view)) as url, browser_page() as (page, errors):
+        page.goto(f"{url}/#t0=0&t1={meta['span_ns']}&lanes=sniffer&sta={KEEP}")
+        page.wait_for_selector('#app[data-ready="1"]', timeout=30_000)
+        page.wait_for_function("() => window.__sniffsync.timeline.mode === 'buckets' && window.__sniffsync.timeline.dimmed > 0",
+                               timeout=30_000)
+        # the tile the page drew (same URL: the server's cached answer) gives the bucket edges
+        t = page.evaluate("""async () => { const r = performance.getEntriesByType('resource').map((x) => x.name)
+          .filter((n) => n.includes('/api/tile?') && n.includes('lanes=sniffer')).pop(); return (await fetch(r)).json(); }""")
+        edges, busy = np.array(t["edges_ns"]), t["busy_ns"]
+        want, dim_lanes = 0, []
+        for lane in range(len(busy)):
+            on = (heard >> lane & 1).astype(bool)
+            # per bucket: does a PPDU of KEEP heard by this sniffer overlap it?
+            k = on & (who == KEEP)
+            a = np.searchsorted(np.sort(s[k]), edges[1:], side="left")        # started before the bucket's end
+            b = np.searchsorted(np.sort(e[k]), edges[:-1], side="right")      # ended at or before its start
+            drawn = np.array(busy[lane]) > 0
+            dimmed = drawn & (a - b == 0)
+            want += int(dimmed.sum())
+            dim_lanes.append((dimmed, drawn & ~dimmed))
+        assert page.evaluate("() => window.__sniffsync.timeline.dimmed") == want > 0
+        # pixels: the middle of three dimmed buckets is faded, of three kept ones full colour
+        box = page.evaluate("""() => { const c = document.querySelector('#timeline canvas'), r = c.getBoundingClientRect();
+          return {w: r.width, d: window.devicePixelRatio || 1}; }""")
+        d0, d1 = page.evaluate("() => window.__sniffsync.timeline.domain")
+        left, right = 150, box["w"] - 14
+        px = lambda tt: left + (tt - d0) / (d1 - d0) * (right - left)   # noqa: E731
+
+        def pixel(lane, k):
+            x = (px(edges[k]) + px(edges[k + 1])) / 2
+            y = 10 + lane * 26 + 26 - 5
+            return page.evaluate("""([x, y]) => Array.from(document.querySelector('#timeline canvas').getContext('2d')
+              .getImageData(Math.floor(x), Math.floor(y), 1, 1).data)""", [x * box["d"], y * box["d"]])
+        checked = 0
+        for lane, (dimmed, kept) in enumerate(dim_lanes):
+            rd, rk = _runs(dimmed), _runs(kept)
+            if rd and rk:
+                assert min(pixel(lane, rd[0] + 1)[:3]) > 200       # faded
+                assert min(pixel(lane, rk[0] + 1)[:3]) < 200       # full colour
+                checked += 1
+        assert checked >= 1
+        page.screenshot(path=str(ARTIFACTS / "lanes-bucketed-sniffer-dim.png"), full_page=False)
+        assert errors == []
