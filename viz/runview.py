@@ -120,7 +120,7 @@ class RunView:
     def tile(self, t0_ns: int, t1_ns: int, px: int, lanes: str = "station") -> dict:
         out = make_tile(self._index[lanes], t0_ns, t1_ns, px)
         if lanes == "sniffer" and out["mode"] == "buckets":
-            out["sta_mask"] = bucket_masks(self._sta_bits, out["edges_ns"])
+            out["sta_mask"] = bucket_masks(self._sta_bits, self._index["sniffer"], out["edges_ns"])
         return out
 
     def ppdu_detail(self, ppdu_id: int) -> dict | None:

@@ -8,10 +8,12 @@ that this sniffer heard overlaps the bucket. The 30 busiest stations own a bit e
 are more than 31, the others share bit 30 (``bits[30] = -1``). 31 bits: the page tests them with
 JavaScript's 32-bit ``&``.
 
-Per (sniffer lane, bit) group the items' starts and ends are kept sorted under one key
-``group * width + t``; a tile's masks are then two ``searchsorted`` of all groups' bucket edges
-at once (items starting before the bucket's end minus items ended at its start), whatever the
-run's size.
+A bucket's stations are those of the items starting in it -- differences of per-bit running
+counts at the bucket edges' positions among the lane's starts (a checkpoint row every
+:data:`CHECK` items plus the few items after it, as the tile's per-kind airtime) -- and of the
+items started before it, within the longest airtime, still running at its start. Cost per tile:
+a ``searchsorted`` of the edges per lane and reads of a few items per edge, whatever the run's
+size; memory: one byte per item and ``31 x 4`` bytes per :data:`CHECK` items.
 """
 from __future__ import annotations
 
@@ -19,17 +21,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["NBITS", "StationBits", "build_station_bits", "bucket_masks"]
+__all__ = ["NBITS", "CHECK", "StationBits", "build_station_bits", "bucket_masks"]
 
 NBITS = 31
+CHECK = 32                 # items between two rows of per-bit running counts
 
 
 class StationBits(NamedTuple):
     bits: list              # station lane of each bit; -1: the stations sharing the last bit
-    n_lanes: int            # sniffer lanes
-    width: int              # time keys are group * width + t (t relative to the run start)
-    start_keys: np.ndarray  # sorted
-    end_keys: np.ndarray    # sorted
+    code: np.ndarray        # per item of the sniffer-lane index (its order): its station's bit
+    check: np.ndarray       # (n // CHECK + 1, len(bits)) int32: items of each bit among [0, j*CHECK)
 
 
 def _bit_of_lane(station_lane: np.ndarray, n_stations: int) -> tuple[np.ndarray, list]:
@@ -45,26 +46,51 @@ def _bit_of_lane(station_lane: np.ndarray, n_stations: int) -> tuple[np.ndarray,
 def build_station_bits(sniffer_idx, station_idx) -> StationBits:
     """From the two :class:`viz.tiles.TimelineIndex` of a run (sniffer lanes, station lanes)."""
     order = np.argsort(station_idx.ppdu, kind="stable")
-    pos = np.searchsorted(station_idx.ppdu[order], sniffer_idx.ppdu)
-    pos = np.minimum(pos, max(len(order) - 1, 0))
+    pos = np.minimum(np.searchsorted(station_idx.ppdu[order], sniffer_idx.ppdu), max(len(order) - 1, 0))
     lane = station_idx.lane_of[order[pos]] if len(order) else np.zeros(0, np.int64)
     bit_of, bits = _bit_of_lane(station_idx.lane_of, len(station_idx.lanes))
-    group = np.asarray(sniffer_idx.lane_of, np.int64) * len(bits) + bit_of[lane]
-    width = int(sniffer_idx.end.max()) + 2 if len(sniffer_idx.end) else 2
-    return StationBits(bits, len(sniffer_idx.lanes), width,
-                       np.sort(group * width + sniffer_idx.start), np.sort(group * width + sniffer_idx.end))
+    code = bit_of[lane].astype(np.int8)
+    nb, n = max(len(bits), 1), len(code)
+    nc = -(-n // CHECK)
+    per = np.bincount(np.arange(n) // CHECK * nb + code, minlength=nc * nb).reshape(nc, nb)
+    check = np.zeros((nc + 1, nb), np.int32)
+    np.cumsum(per, axis=0, out=check[1:])
+    return StationBits(bits, code, check)
 
 
-def bucket_masks(sb: StationBits, edges_ns) -> list:
-    """Per sniffer lane, per bucket ``[edges[k], edges[k+1])``: the bitmask of the stations
-    with a PPDU overlapping the bucket (0: none)."""
-    e = np.clip(np.asarray(edges_ns, np.int64), 0, sb.width - 1)
-    nb = len(sb.bits)
-    g = np.arange(sb.n_lanes * nb, dtype=np.int64)[:, None] * sb.width
-    began = np.searchsorted(sb.start_keys, (g + e[None, 1:]).ravel(), side="left")     # start < bucket end
-    ended = np.searchsorted(sb.end_keys, (g + e[None, :-1]).ravel(), side="right")     # end <= bucket start
-    base_s = np.searchsorted(sb.start_keys, g[:, 0])
-    base_e = np.searchsorted(sb.end_keys, g[:, 0])
-    live = (began.reshape(len(g), -1) - base_s[:, None]) - (ended.reshape(len(g), -1) - base_e[:, None]) > 0
-    weights = (np.int64(1) << np.arange(nb, dtype=np.int64))
-    return (live.reshape(sb.n_lanes, nb, -1) * weights[None, :, None]).sum(1).tolist()
+def _expand(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, position) of every position in the ranges ``[a[i], b[i])``."""
+    r = np.maximum(b - a, 0)
+    row = np.repeat(np.arange(len(a)), r)
+    return row, np.repeat(a - (np.cumsum(r) - r), r) + np.arange(len(row))
+
+
+def _counts_before(sb: StationBits, pos: np.ndarray) -> np.ndarray:
+    """(len(pos), bits): items of each bit among positions [0, pos)."""
+    nb = sb.check.shape[1]
+    j = pos // CHECK
+    row, q = _expand(j * CHECK, pos)
+    extra = np.bincount(row * nb + sb.code[q], minlength=len(pos) * nb).reshape(len(pos), nb)
+    return sb.check[j] + extra
+
+
+def bucket_masks(sb: StationBits, idx, edges_ns) -> list:
+    """Per lane of ``idx`` (the sniffer-lane index), per bucket ``[edges[k], edges[k+1])``: the
+    bitmask of the stations with a PPDU overlapping the bucket (0: none)."""
+    e = np.asarray(edges_ns, np.int64)
+    nb, px = sb.check.shape[1], len(e) - 1
+    weights = np.int64(1) << np.arange(nb, dtype=np.int64)
+    out = []
+    for lane in range(len(idx.lanes)):
+        lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
+        st = idx.start[lo:hi]
+        pos = lo + np.searchsorted(st, e)
+        c = _counts_before(sb, pos)
+        on = np.diff(c, axis=0) > 0                           # items starting in the bucket
+        # items started before the bucket (within the longest airtime) still running at its start
+        a = lo + np.searchsorted(st, e[:-1] - idx.longest)
+        row, q = _expand(a, pos[:-1])
+        live = idx.end[q] > e[:-1][row]
+        on.ravel()[row[live] * nb + sb.code[q[live]]] = True
+        out.append((on * weights).sum(1).tolist())
+    return out
