@@ -91,3 +91,11 @@ def test_campaign_page_links_into_each_runs_timeline(site):
                                " && Math.abs(window.__sniffsync.timeline.domain[1] - b) < 1000", arg=[t0, t1])
         assert page.evaluate("() => window.__sniffsync.meta.title").startswith("b-cut")
         assert errors == []
+
+
+def test_serve_of_a_folder_without_runs_is_one_error_line(tmp_path, capsys):
+    from sniffsync.cli.main import main
+    (tmp_path / "empty-run").mkdir()
+    assert main(["serve", str(tmp_path), "--no-cache", "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no captures" in err[0]
