@@ -75,6 +75,7 @@ def test_campaign_page_links_into_each_runs_timeline(site):
         assert page.url == url + "/run/0/" or page.url.startswith(url + "/run/0/#")
         assert page.evaluate("() => window.__sniffsync.timeline.drawn") == len(pd.read_csv(SACK_TSV, sep="\t")) == 29
         page.screenshot(path=str(ARTIFACTS / "campaign-run-a.png"), full_page=False)
+        assert page.get_attribute("a.campaign-link", "href") == "../../"
         page.goto(url + "/")                 # (back would first walk the timeline's own URL states)
         page.wait_for_selector('body[data-ready="1"]', timeout=15_000)
         # a click on run b's goodput line opens run b's timeline around the clicked time

@@ -135,6 +135,11 @@ export async function start(source) {
   window.__sniffsync.meta = meta;
   window.__sniffsync.tl = tl;
   document.getElementById("title").textContent = meta.title || "sniffsync";
+  if (/^\/run\/\d+\/$/.test(location.pathname)) {    // a campaign's run (serve CAMPAIGN): the way back
+    const back = document.createElement("a");
+    back.href = "../../"; back.textContent = "← campaign"; back.className = "campaign-link";
+    document.getElementById("title").before(back);
+  }
   if (location.hash.length > 1) await applyHash();
   ready = true;
   whole = await source.analysis();
