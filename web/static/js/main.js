@@ -43,7 +43,8 @@ export async function start(source) {
   let dimSeq = 0;
   async function dimLanes() {     // the filters on the lanes; sniffer lanes need each PPDU's station
     const mine = ++dimSeq, [a, b] = tl.domain();
-    const need = tl.laneMode() === "sniffer" && (filt.sta || filt.flows);
+    // zoomed in, sniffer lanes need each PPDU's station; bucketed, the tile's station masks do
+    const need = tl.laneMode() === "sniffer" && (filt.sta || filt.flows) && window.__sniffsync.timeline.mode !== "buckets";
     const of = need ? await stationLanes(source, Math.max(0, a), Math.min(meta.span_ns, b)) : null;
     if (mine === dimSeq) tl.setDim(laneDim(meta, filt, of));
   }
