@@ -1,6 +1,6 @@
 """Zoomed-out sniffer lanes dimmed by station (viz/tilestations.py + lanefilter.js), in chromium.
 
-A synthetic 20,000-PPDU run (bench_tiles.synth_run: 12 stations, 3 sniffers) drawn whole in
+A synthetic 8,000-PPDU run (bench_tiles.synth_run: 12 stations, 3 sniffers) drawn whole in
 sniffer lanes is bucketed. With one station selected, a bucket is dimmed exactly when none of the
 PPDUs its sniffer heard overlapping it is that station's (TA, else RA): counted here with pandas
 over the PPDU table, and read back from the canvas pixels (faded vs full colour).
@@ -32,7 +32,7 @@ def _runs(flags: np.ndarray, n: int = 3) -> list:
 def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station():
     from sniffsync.decode.macs import mac_text
     from web import create_app
-    run = bench.synth_run(20_000, span_s=60)
+    run = bench.synth_run(8_000, span_s=30)
     view = bench.synth_view(run)
     p, meta = view.ppdus, view.meta()
     who = p["ta"].astype("UInt64").fillna(p["ra"].astype("UInt64")).map(lambda m: mac_text(int(m))).to_numpy()
