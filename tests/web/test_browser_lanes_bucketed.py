@@ -1,7 +1,7 @@
 """Zoomed-out sniffer lanes dimmed by station (viz/tilestations.py + lanefilter.js), in chromium.
 
-A synthetic 8,000-PPDU run (bench_tiles.synth_run: 12 stations, 3 sniffers) drawn whole in
-sniffer lanes is bucketed. With one station selected, a bucket is dimmed exactly when none of the
+A synthetic 8,000-PPDU run over 2 s (bench_tiles.synth_run: 12 stations, 3 sniffers) drawn whole
+in sniffer lanes is bucketed, served and in the offline report (whose window is the whole run). With one station selected, a bucket is dimmed exactly when none of the
 PPDUs its sniffer heard overlapping it is that station's (TA, else RA): counted here with pandas
 over the PPDU table, and read back from the canvas pixels (faded vs full colour).
 """
@@ -29,10 +29,10 @@ def _runs(flags: np.ndarray, n: int = 3) -> list:
     return np.flatnonzero(w == n).tolist()
 
 
-def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station():
+def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station(tmp_path):
     from sniffsync.decode.macs import mac_text
     from web import create_app
-    run = bench.synth_run(8_000, span_s=30)
+    run = bench.synth_run(8_000, span_s=2)
     view = bench.synth_view(run)
     p, meta = view.ppdus, view.meta()
     who = p["ta"].astype("UInt64").fillna(p["ra"].astype("UInt64")).map(lambda m: mac_text(int(m))).to_numpy()
@@ -60,6 +60,7 @@ def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station():
             want += int(dimmed.sum())
             dim_lanes.append((dimmed, drawn & ~dimmed))
         assert page.evaluate("() => window.__sniffsync.timeline.dimmed") == want > 0
+        assert want == _expected(edges, s, e, heard, who)
         # pixels: the middle of three dimmed buckets is faded, of three kept ones full colour
         box = page.evaluate("""() => { const c = document.querySelector('#timeline canvas'), r = c.getBoundingClientRect();
           return {w: r.width, d: window.devicePixelRatio || 1}; }""")
@@ -82,3 +83,32 @@ def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station():
         assert checked >= 1
         page.locator("#timeline").screenshot(path=str(DOCS_IMG / "lanes-bucketed-sniffer-dim.png"))
         assert errors == []
+        # the offline report: its own buckets (api.js localSource) carry the masks too
+        from viz.report import build_report
+        path = tmp_path / "report.html"
+        path.write_text(build_report(view, run))
+        page.goto(f"{path.as_uri()}#lanes=sniffer&sta={KEEP}")
+        page.wait_for_selector('#app[data-ready="1"]', timeout=30_000)
+        page.wait_for_function("() => window.__sniffsync.timeline.mode === 'buckets' && window.__sniffsync.timeline.dimmed > 0",
+                               timeout=30_000)
+        m = page.evaluate("() => window.__sniffsync.meta")
+        w0 = m["t0_abs_ns"]
+        d0, d1 = page.evaluate("() => window.__sniffsync.timeline.domain")
+        npx = round(max(page.evaluate("() => document.getElementById('timeline').clientWidth"), 600) - 14 - 150)
+        lo, hi = max(0, d0), min(max(m["span_ns"], 1000), d1)
+        redges = lo + np.arange(npx + 1) * ((hi - lo) / npx)
+        rs, re_ = p["start_ns"].to_numpy() - w0, p["end_ns"].to_numpy() - w0
+        assert page.evaluate("() => window.__sniffsync.timeline.dimmed") == _expected(redges, rs, re_, heard, who) > 0
+        assert errors == []
+
+
+def _expected(edges, s, e, heard, who) -> int:
+    """Buckets drawn (a PPDU the sniffer heard overlaps them) holding no PPDU of KEEP, all lanes."""
+    n = 0
+    for lane in range(3):
+        on = (heard >> lane & 1).astype(bool)
+        drawn = np.array([bool((on & (s < b) & (e > a)).any()) for a, b in zip(edges[:-1], edges[1:])])
+        k = on & (who == KEEP)
+        keep = np.array([bool((k & (s < b) & (e > a)).any()) for a, b in zip(edges[:-1], edges[1:])])
+        n += int((drawn & ~keep).sum())
+    return n
