@@ -44,6 +44,7 @@ def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station(tmp_pat
         page.wait_for_selector('#app[data-ready="1"]', timeout=30_000)
         page.wait_for_function("() => window.__sniffsync.timeline.mode === 'buckets' && window.__sniffsync.timeline.dimmed > 0",
                                timeout=30_000)
+        _quiet(page)
         # the tile the page drew (same URL: the server's cached answer) gives the bucket edges
         t = page.evaluate("""async () => { const r = performance.getEntriesByType('resource').map((x) => x.name)
           .filter((n) => n.includes('/api/tile?') && n.includes('lanes=sniffer')).pop(); return (await fetch(r)).json(); }""")
@@ -91,6 +92,7 @@ def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station(tmp_pat
         page.wait_for_selector('#app[data-ready="1"]', timeout=30_000)
         page.wait_for_function("() => window.__sniffsync.timeline.mode === 'buckets' && window.__sniffsync.timeline.dimmed > 0",
                                timeout=30_000)
+        _quiet(page)
         m = page.evaluate("() => window.__sniffsync.meta")
         w0 = m["t0_abs_ns"]
         d0, d1 = page.evaluate("() => window.__sniffsync.timeline.domain")
@@ -100,6 +102,17 @@ def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station(tmp_pat
         rs, re_ = p["start_ns"].to_numpy() - w0, p["end_ns"].to_numpy() - w0
         assert page.evaluate("() => window.__sniffsync.timeline.dimmed") == _expected(redges, rs, re_, heard, who) > 0
         assert errors == []
+
+
+def _quiet(page):
+    """Wait until no new tile was drawn for 0.6 s (a late resize, e.g. a scrollbar, asks for one)."""
+    last = -1
+    for _ in range(20):
+        n = page.evaluate("() => window.__sniffsync.timeline.tiles")
+        if n == last:
+            return
+        last = n
+        page.wait_for_timeout(600)
 
 
 def _expected(edges, s, e, heard, who) -> int:
