@@ -105,14 +105,14 @@ def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station(tmp_pat
 
 
 def _quiet(page):
-    """Wait until no new tile was drawn for 0.6 s (a late resize, e.g. a scrollbar, asks for one)."""
+    """Wait until no new tile was drawn for 0.4 s (a late resize, e.g. a scrollbar, asks for one)."""
     last = -1
     for _ in range(20):
         n = page.evaluate("() => window.__sniffsync.timeline.tiles")
         if n == last:
             return
         last = n
-        page.wait_for_timeout(600)
+        page.wait_for_timeout(400)
 
 
 def _expected(edges, s, e, heard, who) -> int:
