@@ -164,7 +164,7 @@ def measure(url: str, seconds: float, seed: int = 1, width: int = 1400, height: 
             if profile:
                 cdp.send("Profiler.enable")
                 cdp.send("Profiler.start")
-            b.start_tracing(page=page, categories=["devtools.timeline", "toplevel"])
+            b.start_tracing(page=page, categories=os.environ.get("BENCH_UI_CATEGORIES", "devtools.timeline,toplevel").split(","))
             paints0 = page.evaluate("() => window.__sniffsync.timeline.paints || 0")
             t = time.perf_counter()
             drive(page, seconds, seed=seed)

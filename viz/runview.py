@@ -12,6 +12,7 @@ import pandas as pd
 
 from sniffsync.decode.macs import mac_text
 from viz.tiles import KINDS, build_index, tile as make_tile, tile_arrays
+from viz.tilestations import bucket_masks, build_station_bits
 
 __all__ = ["RunView", "with_legacy_rates", "flow_senders", "FIND"]
 
@@ -94,6 +95,8 @@ class RunView:
         self._index = {"station": build_index(self.ppdus, self.events)}
         self._index["sniffer"] = build_index(self.ppdus, self.events, lanes="sniffer",
                                              n_sniffers=len(self.sniffers), names=self.sniffers)
+        # zoomed-out sniffer lanes: which stations each bucket holds (the page's station filter)
+        self._sta_bits = build_station_bits(self._index["sniffer"], self._index["station"])
         # "find next": per class, the event PPDUs' starts in time order
         starts = self.ppdus["start_ns"].to_numpy(np.int64)
         self._find = {}
@@ -108,14 +111,18 @@ class RunView:
         self._meta = {"title": title, "t0_abs_ns": idx.t0_ns, "span_ns": int(idx.t1_ns - idx.t0_ns),
                       "lanes": {k: v.lanes for k, v in self._index.items()}, "kinds": KINDS,
                       "sniffers": self.sniffers, "n_ppdus": int(len(self.ppdus)),
-                      "n_events": int(len(self.events)), "tracks": tracks is not None}
+                      "n_events": int(len(self.events)), "tracks": tracks is not None,
+                      "sta_bits": self._sta_bits.bits}
 
     def meta(self) -> dict:
         return self._meta
 
     def tile(self, t0_ns: int, t1_ns: int, px: int, lanes: str = "station", arrays: bool = False) -> dict:
         """``arrays``: columns as numpy arrays, for the server's encoder (viz.jsonable)."""
-        return (tile_arrays if arrays else make_tile)(self._index[lanes], t0_ns, t1_ns, px)
+        out = (tile_arrays if arrays else make_tile)(self._index[lanes], t0_ns, t1_ns, px)
+        if lanes == "sniffer" and out["mode"] == "buckets":
+            out["sta_mask"] = bucket_masks(self._sta_bits, self._index["sniffer"], out["edges_ns"])
+        return out
 
     def ppdu_detail(self, ppdu_id: int) -> dict | None:
         i = int(np.searchsorted(self._ids, ppdu_id))

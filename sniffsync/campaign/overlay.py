@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["OVERLAY_METRICS", "MAX_POINTS", "overlay_series"]
+__all__ = ["OVERLAY_METRICS", "MAX_POINTS", "overlay_series", "overlay_of_runs"]
 
 MAX_POINTS = 2000
 # id -> (title, unit, table, time column, value column, scale, aggregate over rows of one time)
@@ -45,20 +45,46 @@ def _series(df: pd.DataFrame, t_col: str, v_col: str, scale: float, how: str, t0
             "y": [None if not np.isfinite(x) else float(x) for x in y]}
 
 
-def overlay_series(specs) -> dict:
-    """``{"runs": [{name, labels}], "metrics": [{id, title, unit, series: [{run, t_s, y}]}]}``."""
-    from sniffsync.campaign.store import load_table
+def _overlay(items) -> dict:
+    """``items``: (name, labels, t0 ns, table name -> DataFrame loader) per run."""
     runs, metrics = [], {m: [] for m in OVERLAY_METRICS}
-    for spec in specs:
-        t0 = _origin(spec)
+    for name, labels, t0, load in items:
         if t0 is None:
             continue
-        runs.append({"name": spec.name, "labels": {k: str(v) for k, v in spec.labels.items()}})
+        runs.append({"name": name, "labels": {k: str(v) for k, v in labels.items()}})
         tables = {}
         for mid, (_, _, table, t_col, v_col, scale, how) in OVERLAY_METRICS.items():
             if table not in tables:
-                tables[table] = load_table(spec.cache, table)
-            metrics[mid].append({"run": spec.name, **_series(tables[table], t_col, v_col, scale, how, t0)})
+                tables[table] = load(table)
+            metrics[mid].append({"run": name, **_series(tables[table], t_col, v_col, scale, how, t0)})
     return {"runs": runs, "metrics": [
         {"id": mid, "title": d[0], "unit": d[1], "series": metrics[mid]} for mid, d in OVERLAY_METRICS.items()
         if any(s["t_s"] for s in metrics[mid])]}
+
+
+def overlay_series(specs) -> dict:
+    """``{"runs": [{name, labels}], "metrics": [{id, title, unit, series: [{run, t_s, y}]}]}``
+    from each run's campaign cache (:mod:`sniffsync.campaign.store`)."""
+    from sniffsync.campaign.store import load_table
+    return _overlay((s.name, s.labels, _origin(s), lambda t, s=s: load_table(s.cache, t)) for s in specs)
+
+
+def _run_tables(run, step_ns: int) -> dict:
+    """The overlay's tables of an analysed :class:`~sniffsync.pipeline.run.Run` (as the store holds them)."""
+    from sniffsync.campaign.quantities import airtime_tables
+    fair = run.fairness
+    empty = pd.DataFrame()
+    return {"windows": lambda: fair.windows if fair is not None else empty,
+            "jain": lambda: fair.jain if fair is not None else empty,
+            "utilisation": lambda: airtime_tables(run.ppdus, run.events, step_ns)["utilisation"]}
+
+
+def overlay_of_runs(named_runs, step_ns: int = 200_000_000) -> dict:
+    """:func:`overlay_series` of runs analysed in memory (``serve CAMPAIGN``): ``named_runs`` is
+    (name, labels, Run) per run; ``step_ns`` the utilisation windows (the store's ``step_ns``)."""
+    def item(name, labels, run):
+        p = run.ppdus
+        t0 = int(p["start_ns"].min()) if p is not None and len(p) else None
+        tables = _run_tables(run, step_ns)
+        return name, labels, t0, lambda t: tables[t]()
+    return _overlay(item(*r) for r in named_runs)

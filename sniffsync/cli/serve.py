@@ -1,6 +1,6 @@
 """``sniffsync serve``: the local web UI (timeline + analysis views) for captures."""
 
-HELP = "serve the interactive timeline and analysis views on localhost"
+HELP = "serve the interactive timeline and analysis views on localhost (folders: a campaign's runs side by side)"
 
 
 def add_arguments(p):
@@ -56,24 +56,25 @@ def build_view(args):
     return run, make_view(run, title, options), cached
 
 
-def start_server(view, host, port, allow_hosts=()):
-    """(server bound but not serving, URL to print, token or None) for ``view`` on ``host:port``."""
+def start_server(view, host, port, allow_hosts=(), factory=None):
+    """(server bound but not serving, URL to print, token or None) for ``view`` on ``host:port``
+    (``factory``: the app builder, default :func:`web.create_app`)."""
     from web import create_app
     from web.server import access, make_server, url_host
 
     hosts, token = access(host, tuple(allow_hosts))
-    app = create_app(view, {"ALLOWED_HOSTS": sorted(hosts), "TOKEN": token,
+    app = (factory or create_app)(view, {"ALLOWED_HOSTS": sorted(hosts), "TOKEN": token,
                             "TOKEN_COOKIE": f"sniffsync_token_{port}"})
     srv = make_server(app, host, port)
     url = f"http://{url_host(host)}:{srv.server_port}/" + (f"?token={token}" if token else "")
     return srv, url, token
 
 
-def serve_view(view, host, port, allow_hosts=()):
+def serve_view(view, host, port, allow_hosts=(), factory=None):
     """Serve ``view`` until Ctrl-C: Host names checked, a token when beyond loopback, no banner."""
     import sys
 
-    srv, url, token = start_server(view, host, port, allow_hosts)
+    srv, url, token = start_server(view, host, port, allow_hosts, factory)
     if token:
         print(f"sniffsync: warning: serving on {host}: anyone who can reach it and has the URL below "
               "sees the run", file=sys.stderr)
@@ -88,6 +89,10 @@ def serve_view(view, host, port, allow_hosts=()):
 
 def run(args) -> int:
     from sniffsync.cli.common import require_air
+    from sniffsync.cli.serve_campaign import is_campaign
+    if is_campaign(args.captures):                # a campaign (or run folders): runs side by side
+        from sniffsync.cli.serve_campaign import run as run_campaign
+        return run_campaign(args)
     run_, view, cached = build_view(args)
     require_air(run_.ppdus, run_.frames, args.captures)
     if not args.quiet:

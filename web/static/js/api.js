@@ -38,7 +38,8 @@ export function serverSource(base = "") {
 const DETAIL = ["ta", "ra", "phy", "mcs", "nss", "bw_mhz", "rate_mbps", "n_mpdus", "airtime_us", "failed_seqs", "heard_by"];
 
 export function localSource(data) {
-  const it = data.timeline.items;
+  const it = data.timeline.items, nsta = data.timeline.meta.lanes.station.length;
+  data.timeline.meta.sta_bits ||= nsta <= 31 ? [...Array(nsta).keys()] : [...Array(30).keys(), -1];
   const n = it.start_ns.length;
   const byId = new Map(it.ppdu.map((id, i) => [id, i]));
   return {
@@ -79,6 +80,9 @@ export function localSource(data) {
       const busy = names.map(() => new Float64Array(px)), sev = names.map(() => new Int8Array(px));
       const count = names.map(() => new Int32Array(px));
       const kw = names.map(() => new Float64Array(px * K));
+      // sniffer lanes: per bucket the bitmask of the stations heard in it (as viz/tilestations.py;
+      // the first 30 station lanes own a bit, the others share bit 30: meta.sta_bits says so)
+      const sm = lanes === "sniffer" ? names.map(() => new Int32Array(px)) : null;
       for (const i of sel) for (const l of lanesOf(i)) {
         const a = Math.max(it.start_ns[i], t0), b = Math.min(it.end_ns[i], t1);
         const fa = Math.max(0, Math.floor((a - t0) / w)), fb = Math.min(px - 1, Math.floor((b - 1 - t0) / w));
@@ -88,6 +92,7 @@ export function localSource(data) {
           busy[l][k] += Math.max(0, hi - lo);
           kw[l][k * K + it.kind[i]] += Math.max(0, hi - lo);
           sev[l][k] = Math.max(sev[l][k], it.severity[i]);
+          if (sm) sm[l][k] |= 1 << Math.min(it.lane[i], 30);
         }
       }
       const kind = names.map((_, l) => Array.from({length: px}, (_, k) => {
@@ -98,7 +103,7 @@ export function localSource(data) {
       const edges = Array.from({length: px + 1}, (_, k) => t0 + k * w);
       return {mode: "buckets", t0_ns: t0, t1_ns: t1, px, lanes: names, edges_ns: edges,
               busy_ns: busy.map((a) => Array.from(a)), count: count.map((a) => Array.from(a)), kind,
-              severity: sev.map((a) => Array.from(a))};
+              severity: sev.map((a) => Array.from(a)), ...(sm ? {sta_mask: sm.map((a) => Array.from(a))} : {})};
     },
   };
 }

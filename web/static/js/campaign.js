@@ -1,7 +1,8 @@
 // The campaign page's overlaid view: per metric one chart with a line per run (time since the
 // run's first PPDU), and a run picker; unticking a run removes its line from every chart. Runs are
 // told apart by colour and dash pattern (readable in greyscale). A classic script (no modules): the
-// page is one offline file.
+// page is one offline file. Served (`serve CAMPAIGN`), data.links names each run's timeline: the
+// picker links to it and a click on a run's line opens it around the clicked time.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("campaign-data").textContent);
@@ -9,7 +10,8 @@
   const color = d3.scaleOrdinal(d3.schemeTableau10).domain(data.runs.map((r) => r.name));
   const DASH = ["", "6 3", "2 2", "8 3 2 3", "1 3", "10 2"];
   const dash = (run) => DASH[data.runs.findIndex((r) => r.name === run) % DASH.length];
-  const picked = new Set(data.runs.map((r) => r.name));
+  const picked = new Set(data.runs.map((r) => r.name)), links = data.links || {};
+  const HALF_NS = 250e6;    // a click opens the run's timeline this far either side of the clicked time
   const hook = window.__campaign = {picked: [...picked], drawn: {}};
   for (const r of data.runs) {
     const l = document.createElement("label"), c = document.createElement("input");
@@ -20,6 +22,11 @@
     const labels = Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(", ");
     l.append(c, " ", sw, ` ${r.name}${labels ? ` (${labels})` : ""}`);
     picker.append(l);
+    if (links[r.name]) {
+      const a = document.createElement("a");
+      a.href = links[r.name]; a.textContent = "timeline"; a.className = "run-timeline";
+      picker.append(a, " ");
+    }
   }
   function chart(el, m) {
     el.replaceChildren();
@@ -39,7 +46,17 @@
       .attr("data-run", (s) => s.run).attr("fill", "none").attr("stroke-width", 1.6)
       .attr("stroke", (s) => color(s.run)).attr("stroke-dasharray", (s) => dash(s.run))
       .attr("d", (s) => line(s.t_s.map((t, i) => [t, s.y[i]])))
-      .append("title").text((s) => s.run);
+      .style("cursor", (s) => (links[s.run] ? "pointer" : null))
+      .on("click", (ev, s) => {
+        if (!links[s.run]) return;
+        const t = Math.max(0, x.invert(d3.pointer(ev, svg.node())[0]) * 1e9);
+        location.href = `${links[s.run]}#t0=${Math.round(Math.max(0, t - HALF_NS))}&t1=${Math.round(t + HALF_NS)}`;
+      })
+      .append("title").text((s) => s.run + (links[s.run] ? ": click to open its timeline here" : ""));
+    const lone = series.filter((s) => s.y.filter((v) => v != null).length === 1);   // a line of one point is invisible
+    svg.append("g").selectAll("circle").data(lone).join("circle").attr("class", "run-point")
+      .attr("r", 3).attr("fill", (s) => color(s.run))
+      .attr("cx", (s) => x(s.t_s[s.y.findIndex((v) => v != null)])).attr("cy", (s) => y(s.y.find((v) => v != null)));
     if (!series.length) svg.append("text").attr("x", w / 2).attr("y", h / 2).attr("text-anchor", "middle").text("no run picked");
     hook.drawn[m.id] = series.length;
   }

@@ -28,6 +28,10 @@ export async function exportPng(filename = "sniffsync-view.png") {
     ctx.fillText(t.querySelector(".track-title").textContent, 6 * dpr, y + 12 * dpr);
     y += headH;
     ctx.drawImage(parts[i], 0, y);
+    ctx.fillStyle = "#555"; ctx.font = `${10 * dpr}px sans-serif`;    // the y labels are text beside the canvas
+    ctx.fillText(t.querySelector(".track-max")?.textContent || "", 6 * dpr, y + 12 * dpr);
+    ctx.fillText("0", 6 * dpr, y + parts[i].height - 4 * dpr);
+    ctx.font = `${11 * dpr}px sans-serif`;
     y += parts[i].height;
   });
   const blob = await new Promise((ok) => out.toBlob(ok, "image/png"));

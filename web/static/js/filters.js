@@ -54,7 +54,7 @@ export function describe(range, f, fmt) {
   const any = range || f.sta || f.kinds || f.flows;
   const lanes = [f.kinds && "PPDUs of other kinds", f.sta && "the lanes of other stations",
     f.flows && "the lanes of stations sending none of the flows' data"].filter(Boolean);
-  const how = [(f.sta || f.flows) && "in sniffer lanes by the station that sent each PPDU, zoomed in",
+  const how = [(f.sta || f.flows) && "in sniffer lanes by the station that sent each PPDU; zoomed out, a sniffer's bucket when it holds none of the selected stations",
     f.kinds && "zoomed out, a bucket is dimmed by its main kind"].filter(Boolean).join("; ");
   const tl = lanes.length ? ` The timeline dims ${lanes.join(", ")} (${how}).` : " The timeline shows everything.";
   const trk = f.sta || f.flows ? " The tracks show the selected stations' and flows' series (utilisation, Jain and"

@@ -15,6 +15,7 @@ import {laneDim, stationLanes} from "./lanefilter.js";
 
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 const FILTER_KEYS = ["sta", "kinds", "flows"];
+const SAVE_MS = 250;
 // the hash's filters: a key per filtered group, its values comma-separated ("" = none selected)
 const hashFilters = (h) => Object.fromEntries(FILTER_KEYS.filter((k) => k in h).map((k) => [k, h[k].split(",")]));
 
@@ -42,11 +43,22 @@ export async function start(source) {
   let dimSeq = 0;
   async function dimLanes() {     // the filters on the lanes; sniffer lanes need each PPDU's station
     const mine = ++dimSeq, [a, b] = tl.domain();
-    const need = tl.laneMode() === "sniffer" && (filt.sta || filt.flows);
+    // zoomed in, sniffer lanes need each PPDU's station; bucketed, the tile's station masks do
+    const need = tl.laneMode() === "sniffer" && (filt.sta || filt.flows) && window.__sniffsync.timeline.mode !== "buckets";
     const of = need ? await stationLanes(source, Math.max(0, a), Math.min(meta.span_ns, b)) : null;
     if (mine === dimSeq) tl.setDim(laneDim(meta, filt, of));
   }
-  const onSettle = () => { saveView(); if (tl && tl.laneMode() === "sniffer" && (filt.sta || filt.flows)) dimLanes(); };
+  // a settled tile: the URL and the sniffer lanes' dimming follow once the gesture has rested
+  // SAVE_MS (a history entry per key press or wheel step cost a same-document navigation each)
+  let saveTimer = 0;
+  const onSettle = () => {
+    if (applying) return;                // the URL's own view (back/forward, a link)
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(() => {
+      saveView();
+      if (tl && tl.laneMode() === "sniffer" && (filt.sta || filt.flows)) dimLanes();
+    }, SAVE_MS);
+  };
   const saveView = () => {      // a settled view that differs from the URL's becomes a history entry
     if (!ready || applying) return;
     const [a, b] = tl.domain(), st = {t0: Math.round(a), t1: Math.round(b), lanes: tl.laneMode()};
@@ -124,6 +136,11 @@ export async function start(source) {
   window.__sniffsync.meta = meta;
   window.__sniffsync.tl = tl;
   document.getElementById("title").textContent = meta.title || "sniffsync";
+  if (/^\/run\/\d+\/$/.test(location.pathname)) {    // a campaign's run (serve CAMPAIGN): the way back
+    const back = document.createElement("a");
+    back.href = "../../"; back.textContent = "← campaign"; back.className = "campaign-link";
+    document.getElementById("title").before(back);
+  }
   if (location.hash.length > 1) await applyHash();
   ready = true;
   whole = await source.analysis();
@@ -159,4 +176,5 @@ export async function start(source) {
 }
 
 const embedded = document.getElementById("sniffsync-data");
-start(embedded ? localSource(JSON.parse(embedded.textContent)) : serverSource(""));
+// served alone at "/", or as a campaign's run under "/run/<i>/": the API lives beside the page
+start(embedded ? localSource(JSON.parse(embedded.textContent)) : serverSource(location.pathname.replace(/\/+$/, "")));

@@ -6,6 +6,7 @@ import {timeUnit, formatNs, rows, phyText} from "./format.js";
 
 const MARGIN = {left: 150, right: 14, top: 10, bottom: 30};
 const LANE_H = 26;
+const TILE_SETTLE_MS = 40;     // a view resting this long gets its tile
 
 export async function timeline(root, source, {onBrush = () => {}, onPick = () => {}, onSettle = () => {}} = {}) {
   const meta = await source.meta();
@@ -13,7 +14,12 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
   let laneMode = "station";
   root.replaceChildren();
   const wrap = d3.select(root).classed("timeline", true).style("position", "relative");
-  const canvas = wrap.append("canvas").style("position", "absolute").style("left", 0).style("top", 0).node();
+  // the lanes' canvas sits in a clip box over the plot: a frame of a pan or zoom moves and stretches
+  // it with a CSS transform (the compositor's job: no canvas redraw, no raster, no upload) until the
+  // next tile is drawn into it; the box's striped background shows where the bitmap does not reach
+  const clip = wrap.append("div").attr("class", "lanes-clip").style("position", "absolute").style("overflow", "hidden");
+  const canvas = clip.append("canvas").style("position", "absolute").style("transform-origin", "0 0")
+    .style("will-change", "transform").node();
   const svg = wrap.append("svg").style("position", "relative").style("display", "block");
   const gLabels = svg.append("g"), gAxis = svg.append("g").attr("class", "axis");
   const gBrush = svg.append("g").attr("class", "brush");
@@ -39,6 +45,9 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     const dpr = window.devicePixelRatio || 1;
     canvas.width = width * dpr; canvas.height = height * dpr;
     canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
+    canvas.style.left = `${-left()}px`; canvas.style.top = `${-MARGIN.top}px`;   // page geometry as a full-width canvas
+    clip.style("left", `${left()}px`).style("top", `${MARGIN.top}px`)
+      .style("width", `${right() - left()}px`).style("height", `${lanes().length * LANE_H}px`);
     canvas.getContext("2d").setTransform(dpr, 0, 0, dpr, 0, 0);
     svg.attr("width", width).attr("height", height);
     x0.range([left(), right()]);
@@ -50,7 +59,7 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     brush.extent([[left(), MARGIN.top], [right(), height - MARGIN.bottom]]);
     gBrush.call(brush);
     x = d3.zoomTransform(svg.node()).rescaleX(x0);
-    if (tile) renderTile();          // the bitmap follows the new size
+    renderTile();                    // the bitmap follows the new size
     drawAxis(); tellView();
   }
 
@@ -63,45 +72,45 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     hook.domain = [d0, d1];
   }
 
-  // a user's wheel or drag can fire several zoom events per frame: the lanes and the viewers
-  // (counter tracks, graphs) are redrawn once per animation frame, not once per event
+  // a user's wheel or drag can fire several zoom events per frame, keys come faster than frames:
+  // the axis, the lanes' transform, the tooltip and the viewers (counter tracks, graphs) are
+  // updated once per animation frame, not once per event
   let frame = 0;
-  const paint = () => { frame = 0; draw(); tellView(); };
+  const paint = () => { frame = 0; drawAxis(); draw(); tellView(); };
   function requestPaint() { if (!frame) frame = requestAnimationFrame(paint); }
-  function flushPaint() { if (frame) cancelAnimationFrame(frame); paint(); }
 
-  // A tile is drawn once, at its own scale, into an offscreen bitmap; a frame of a pan or zoom
-  // is that bitmap stretched onto the canvas (one drawImage), until the next tile replaces it:
-  // rasterising ~15k rectangles every frame cost 40-80 ms of CPU per frame in software Chromium.
-  const off = document.createElement("canvas");
-  let tileX = null;       // the x scale the bitmap was drawn at (its plot spans left()..right())
-  function renderTile() {
-    const dpr = window.devicePixelRatio || 1;
-    if (off.width !== width * dpr || off.height !== height * dpr) {
-      off.width = width * dpr; off.height = height * dpr;
-    }
-    const c = off.getContext("2d");
-    c.setTransform(dpr, 0, 0, dpr, 0, 0);
-    c.clearRect(0, 0, width, height);
-    tileX = x.copy();
-    if (tile) shapes(c, tileX);
-  }
-
-  function draw(ctx = canvas.getContext("2d")) {   // ctx: the canvas, or an SVG recorder (export.js)
-    ctx.clearRect(0, 0, width, height);
+  // A tile is drawn once, when it arrives, into the canvas at the scale of that moment (tileX);
+  // a frame of a pan or zoom only sets the canvas's CSS transform from tileX to x. Redrawing the
+  // canvas per frame (even one drawImage of a cached bitmap) cost a canvas flush and a copy to
+  // the compositor per frame: 40-50 % of the renderer's CPU in software Chromium.
+  let tileX = null;
+  function stripes(ctx) {
     lanes().forEach((_, l) => {
       ctx.fillStyle = l % 2 ? "#f7f7f7" : "#ffffff";
       ctx.fillRect(left(), laneY(l), right() - left(), LANE_H);
     });
-    if (!tile) return;
-    if (ctx.canvas !== canvas) { shapes(ctx, x); return; }        // vector export: the shapes themselves
+  }
+  function renderTile() {
+    const c = canvas.getContext("2d");
+    c.clearRect(0, 0, width, height);
+    stripes(c);
+    tileX = x.copy();
+    if (tile) shapes(c, tileX);
+    canvas.style.transform = "none";
+  }
+
+  function draw(ctx = null) {   // ctx: an SVG recorder (export.js); none: this frame's transform
+    if (ctx) {                  // vector export: the shapes themselves at the current scale
+      ctx.clearRect(0, 0, width, height);
+      stripes(ctx);
+      if (tile) shapes(ctx, x);
+      return;
+    }
     hook.paints = (hook.paints || 0) + 1;
     if (!tileX) return;
-    const [a, b] = tileX.domain(), dpr = window.devicePixelRatio || 1;
-    ctx.save();
-    ctx.beginPath(); ctx.rect(left(), 0, right() - left(), height); ctx.clip();
-    ctx.drawImage(off, left() * dpr, 0, (right() - left()) * dpr, height * dpr, x(a), 0, x(b) - x(a), height);
-    ctx.restore();
+    const [a, b] = tileX.domain(), k = (x(b) - x(a)) / (tileX(b) - tileX(a));
+    const c = x(a) - k * tileX(a);
+    canvas.style.transform = Math.abs(k - 1) < 1e-9 && Math.abs(c) < 1e-6 ? "none" : `matrix(${k},0,0,1,${c},0)`;
   }
 
   function shapes(ctx, x) {   // the tile's rectangles and event markers at scale x
@@ -128,15 +137,15 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     } else {
       const e = tile.edges_ns;
       tile.busy_ns.forEach((busy, l) => {
-        const y = laneY(l), kind = tile.kind[l], sev = tile.severity[l];
+        const y = laneY(l), kind = tile.kind[l], sev = tile.severity[l], sm = tile.sta_mask ? tile.sta_mask[l] : null;
         for (let k = 0; k < busy.length; k++) {
           const a = x(e[k]), b = x(e[k + 1]);
           if (b < lo || a > hi) continue;
-          const dk = dim && dim(l, kind[k], laneMode) ? DIM : 0;
+          const dk = dim && dim(l, kind[k], laneMode, undefined, sm ? sm[k] : undefined) ? DIM : 0;
           if (busy[k] > 0) {
             const h = Math.max(1, Math.min(1, busy[k] / (e[k + 1] - e[k])) * (LANE_H - 10));
             put(rects, Math.max(0, kind[k]) + dk, a, y + LANE_H - 4 - h, Math.max(1, b - a), h);
-            drawn++;
+            drawn++; dimmed += dk > 0;
           }
           if (sev[k] > 0) { put(marks, sev[k], a, Math.max(3, b - a), y); markers++; }
         }
@@ -179,26 +188,36 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     const px = Math.max(1, Math.round(right() - left()));
     inflight = source.tile(Math.max(0, d0), Math.min(span, d1), px, mode).then((t) => {
       if (mine !== seq || mode !== laneMode) return;
-      tile = t; hook.tiles++; renderTile(); draw(); onSettle();
+      tile = t; hook.tiles++; renderTile(); onSettle();
       hook.firstTileMs ??= performance.now();   // first lanes drawn, ms after navigation start (bench_ui.py)
     }).finally(() => { inflight = null; });
     return inflight;
   }
-  function schedule() { clearTimeout(timer); timer = setTimeout(fetchTile, 40); }
+  // the tile of a moving view is asked for once it rests TILE_SETTLE_MS; callers of settled() (keys)
+  // are answered when that tile is drawn
+  let waiting = [];
+  function fetchNow() {
+    clearTimeout(timer);
+    const w = waiting, p = fetchTile();
+    waiting = [];
+    p.catch(() => {}).then(() => w.forEach((ok) => ok()));
+    return p;
+  }
+  function schedule() { clearTimeout(timer); timer = setTimeout(fetchNow, TILE_SETTLE_MS); }
+  const settled = () => new Promise((ok) => waiting.push(ok));
 
   const zoom = d3.zoom().scaleExtent([1, Math.max(1, span / 20000)])   // 20 µs across at most zoom
     .filter((ev) => !ev.shiftKey && !ev.button)
     .on("zoom", (ev) => {
-      x = ev.transform.rescaleX(x0); drawAxis(); requestPaint(); schedule();
+      x = ev.transform.rescaleX(x0); hook.domain = x.domain(); requestPaint(); schedule();
       if (pinned == null && ev.sourceEvent) hideTip(); else placeTip();   // the hovered item moved away
     });
   const brush = d3.brushX().filter((ev) => ev.shiftKey)
     .on("end", (ev) => onBrush(ev.selection ? ev.selection.map((p) => x.invert(p)) : null));
 
-  function setDomain(t0, t1) {   // programmatic (keys, links, resize): drawn at once
+  function setDomain(t0, t1) {   // programmatic (keys, links, resize): drawn in the next frame
     const k = (right() - left()) / (x0(t1) - x0(t0));
     svg.call(zoom.transform, d3.zoomIdentity.translate(left() - k * x0(t0), 0).scale(k));
-    flushPaint();
   }
 
   function itemAt(mx, my) {
@@ -265,18 +284,17 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     if (root.clientWidth === lastW) return;
     lastW = root.clientWidth;
     const [d0, d1] = x.domain();
-    layout(); setDomain(d0, d1); schedule();
+    layout(); setDomain(d0, d1); renderTile(); schedule();
   }).observe(root);
 
   return {
     drawTo(ctx) { draw(ctx); return {width, height}; },   // the lanes onto another 2-D context (SVG export)
     zoomTo(t0, t1) {   // programmatic zoom (also a test hook)
       setDomain(t0, t1);
-      clearTimeout(timer);
-      return fetchTile();
+      return fetchNow();
     },
-    setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); draw(); return fetchTile(); },
-    setDim(f) { dim = f; gLabels.selectAll("text").classed("dimmed", (_, l) => !!(dim && dim(l, -1, laneMode))); if (tile) renderTile(); draw(); },
+    setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); return fetchTile(); },
+    setDim(f) { dim = f; gLabels.selectAll("text").classed("dimmed", (_, l) => !!(dim && dim(l, -1, laneMode))); renderTile(); },
     domain: () => x.domain(),
     laneMode: () => laneMode,
     clearBrush() { gBrush.call(brush.move, null); },
@@ -298,8 +316,8 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       if (b - a > span) { a = 0; b = span; }
       if (a < 0) { b -= a; a = 0; }
       if (b > span) { a -= b - span; b = span; }
-      setDomain(a, b); clearTimeout(timer);
-      return fetchTile();
+      setDomain(a, b);            // the zoom event scheduled the tile: keys in a row ask for one
+      return settled();
     },
     onView(f) { viewers.push(f); f({x, left: left(), right: right(), width, span}); },
     itemScreenPos(ppdu) {   // test hook: where a drawn PPDU sits on screen

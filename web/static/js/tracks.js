@@ -1,7 +1,10 @@
 // Counter tracks under the timeline (Perfetto-style): one canvas per metric on the timeline's
 // own x scale, so zooming or panning the timeline moves every track. Data come in buckets
 // (about one per 2 px) for the visible range, like the lanes' tiles; a fold hides a track.
+// A track is drawn when its data arrive (or the selection, a fold, the width change); a frame of
+// a pan or zoom only moves and stretches the drawn canvases with a CSS transform, as the lanes.
 const TRACK_H = 54, PX_PER_BUCKET = 2;
+const TRACKS_SETTLE_MS = 120;   // tracks are refetched (and redrawn) once the view rests this long: not between key presses
 const color = d3.scaleOrdinal(d3.schemeTableau10);
 const FLOW_TRACKS = ["goodput", "rtt", "qdelay", "inflight"];     // per-flow series: follow the flow selection
 
@@ -9,6 +12,7 @@ export function tracks(root, source, tl) {
   const hook = (window.__sniffsync ||= {}).tracks = {fetches: 0, domain: null, drawn: {}, folded: []};
   const folded = new Set();
   let data = null, view = null, timer = null, seq = 0, rows = new Map();
+  let drawnX = null, drawnW = 0;      // the x scale and width the canvases were drawn at
   let only = null;      // {sta: Set|null, flows: Set|null}: the selection's stations and flows (per-station/flow series)
   const shown = (t, s) => {
     if (!only) return true;
@@ -29,8 +33,11 @@ export function tracks(root, source, tl) {
       if (t.series.length > 1) {
         lg.selectAll("span").data(t.series).join("span").style("--c", (_, i) => color(i)).text((s) => s.label);
       }
-      const canvas = row.append("canvas").node();
-      rows.set(t.id, {row, canvas, head});
+      const plot = row.append("div").attr("class", "track-plot").style("height", `${TRACK_H}px`);
+      const clip = plot.append("div").attr("class", "track-clip");
+      const canvas = clip.append("canvas").style("transform-origin", "0 0").style("will-change", "transform").node();
+      const max = plot.append("span").attr("class", "track-max"), zero = plot.append("span").attr("class", "track-zero").text("0");
+      rows.set(t.id, {row, canvas, head, clip, max, zero});
     }
   }
 
@@ -43,9 +50,17 @@ export function tracks(root, source, tl) {
     draw();
   }
 
+  function move() {      // this frame's view: each drawn canvas moved and stretched from drawnX to x
+    if (!drawnX || !view) return;
+    const [a, b] = drawnX.domain(), x = view.x, k = (x(b) - x(a)) / (drawnX(b) - drawnX(a)), c = x(a) - k * drawnX(a);
+    const tr = Math.abs(k - 1) < 1e-9 && Math.abs(c) < 1e-6 ? "none" : `matrix(${k},0,0,1,${c},0)`;
+    for (const r of rows.values()) if (r.canvas.style.transform !== tr) r.canvas.style.transform = tr;
+  }
+
   function draw() {
     if (!data || !view) return;
     const {x, left, right, width} = view, dpr = window.devicePixelRatio || 1;
+    drawnX = x.copy(); drawnW = width;
     const n = data.n, w = (data.t1_ns - data.t0_ns) / n;
     for (const t of data.tracks) {
       const r = rows.get(t.id);
@@ -56,7 +71,10 @@ export function tracks(root, source, tl) {
       if (c.width !== width * dpr || c.height !== TRACK_H * dpr) {   // a resize reallocates: only when it changed
         c.width = width * dpr; c.height = TRACK_H * dpr;
         c.style.width = `${width}px`; c.style.height = `${TRACK_H}px`;
+        c.style.left = `${-left}px`;            // the clip box spans the plot; the canvas the whole width
+        r.clip.style("left", `${left}px`).style("width", `${right - left}px`);
       }
+      c.style.transform = "none";
       const ctx = c.getContext("2d");
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, width, TRACK_H);
@@ -107,8 +125,7 @@ export function tracks(root, source, tl) {
       ctx.restore();
       ctx.fillStyle = "#555"; ctx.font = "10px sans-serif";
       if (!drawn) { ctx.textAlign = "center"; ctx.fillText("no samples in view", (left + right) / 2, TRACK_H / 2 + 3); ctx.textAlign = "start"; }
-      ctx.fillText(`max ${+ymax.toFixed(3)}`, 6, 14);
-      ctx.fillText("0", 6, TRACK_H - 4);
+      r.max.text(`max ${+ymax.toFixed(3)}`);
       hook.drawn[t.id] = drawn;
     }
   }
@@ -124,9 +141,10 @@ export function tracks(root, source, tl) {
     draw();
   }
 
-  tl.onView((v) => {    // every zoom/pan/resize: redraw now with what we have, refetch when it settles
-    view = v; draw();
-    clearTimeout(timer); timer = setTimeout(fetchData, 40);
+  tl.onView((v) => {    // every frame of a zoom/pan: move what is drawn; a resize redraws; refetch when it settles
+    view = v;
+    if (v.width !== drawnW) draw(); else move();
+    clearTimeout(timer); timer = setTimeout(fetchData, TRACKS_SETTLE_MS);
   });
   return {
     refresh: fetchData,

@@ -1,0 +1,96 @@
+"""Which stations each bucket of a zoomed-out sniffer-lane tile holds, so the page's station and
+flow filters can dim it (``lanefilter.js``).
+
+A bucketed tile carries per lane and bucket only the dominant kind; in sniffer lanes the station
+filter had nothing to go by. Here each bucket gets a bitmask: bit ``b`` set when a PPDU of the
+station of bit ``b`` (its station lane: TA, else RA, as :func:`viz.tiles.build_index` places it)
+that this sniffer heard overlaps the bucket. The 30 busiest stations own a bit each; when there
+are more than 31, the others share bit 30 (``bits[30] = -1``). 31 bits: the page tests them with
+JavaScript's 32-bit ``&``.
+
+A bucket's stations are those of the items starting in it -- differences of per-bit running
+counts at the bucket edges' positions among the lane's starts (a checkpoint row every
+:data:`CHECK` items plus the few items after it, as the tile's per-kind airtime) -- and of the
+items started before it, within the longest airtime, still running at its start. Cost per tile:
+a ``searchsorted`` of the edges per lane and reads of a few items per edge, whatever the run's
+size; memory: one byte per item and ``31 x 4`` bytes per :data:`CHECK` items.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["NBITS", "CHECK", "StationBits", "build_station_bits", "bucket_masks"]
+
+NBITS = 31
+CHECK = 32                 # items between two rows of per-bit running counts
+
+
+class StationBits(NamedTuple):
+    bits: list              # station lane of each bit; -1: the stations sharing the last bit
+    code: np.ndarray        # per item of the sniffer-lane index (its order): its station's bit
+    check: np.ndarray       # (n // CHECK + 1, len(bits)) int32: items of each bit among [0, j*CHECK)
+
+
+def _bit_of_lane(station_lane: np.ndarray, n_stations: int) -> tuple[np.ndarray, list]:
+    """(bit per station lane, station lane per bit): the busiest stations first."""
+    if n_stations <= NBITS:
+        return np.arange(n_stations), list(range(n_stations))
+    rank = np.argsort(-np.bincount(station_lane, minlength=n_stations), kind="stable")
+    bit = np.full(n_stations, NBITS - 1)
+    bit[rank[:NBITS - 1]] = np.arange(NBITS - 1)
+    return bit, [int(r) for r in rank[:NBITS - 1]] + [-1]
+
+
+def build_station_bits(sniffer_idx, station_idx) -> StationBits:
+    """From the two :class:`viz.tiles.TimelineIndex` of a run (sniffer lanes, station lanes)."""
+    order = np.argsort(station_idx.ppdu, kind="stable")
+    pos = np.minimum(np.searchsorted(station_idx.ppdu[order], sniffer_idx.ppdu), max(len(order) - 1, 0))
+    lane = station_idx.lane_of[order[pos]] if len(order) else np.zeros(0, np.int64)
+    bit_of, bits = _bit_of_lane(station_idx.lane_of, len(station_idx.lanes))
+    code = bit_of[lane].astype(np.int8)
+    nb, n = max(len(bits), 1), len(code)
+    nc = -(-n // CHECK)
+    per = np.bincount(np.arange(n) // CHECK * nb + code, minlength=nc * nb).reshape(nc, nb)
+    check = np.zeros((nc + 1, nb), np.int32)
+    np.cumsum(per, axis=0, out=check[1:])
+    return StationBits(bits, code, check)
+
+
+def _expand(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, position) of every position in the ranges ``[a[i], b[i])``."""
+    r = np.maximum(b - a, 0)
+    row = np.repeat(np.arange(len(a)), r)
+    return row, np.repeat(a - (np.cumsum(r) - r), r) + np.arange(len(row))
+
+
+def _counts_before(sb: StationBits, pos: np.ndarray) -> np.ndarray:
+    """(len(pos), bits): items of each bit among positions [0, pos)."""
+    nb = sb.check.shape[1]
+    j = pos // CHECK
+    row, q = _expand(j * CHECK, pos)
+    extra = np.bincount(row * nb + sb.code[q], minlength=len(pos) * nb).reshape(len(pos), nb)
+    return sb.check[j] + extra
+
+
+def bucket_masks(sb: StationBits, idx, edges_ns) -> list:
+    """Per lane of ``idx`` (the sniffer-lane index), per bucket ``[edges[k], edges[k+1])``: the
+    bitmask of the stations with a PPDU overlapping the bucket (0: none)."""
+    e = np.asarray(edges_ns, np.int64)
+    nb, px = sb.check.shape[1], len(e) - 1
+    weights = np.int64(1) << np.arange(nb, dtype=np.int64)
+    out = []
+    for lane in range(len(idx.lanes)):
+        lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
+        st = idx.start[lo:hi]
+        pos = lo + np.searchsorted(st, e)
+        c = _counts_before(sb, pos)
+        on = np.diff(c, axis=0) > 0                           # items starting in the bucket
+        # items started before the bucket (within the longest airtime) still running at its start
+        a = lo + np.searchsorted(st, e[:-1] - idx.longest)
+        row, q = _expand(a, pos[:-1])
+        live = idx.end[q] > e[:-1][row]
+        on.ravel()[row[live] * nb + sb.code[q[live]]] = True
+        out.append((on * weights).sum(1).tolist())
+    return out
