@@ -140,13 +140,17 @@ def _read_all(paths, columns):
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
+    # "bad" alone would make the reader decode LLC/IP/TCP for their marks (~40 % of the
+    # read); without it, "bad" is still built from the record, radiotap and 802.11 marks,
+    # all the anchors look at (anchors.PAYLOAD_MARKS)
+    read = None if want is None else [c for c in want if c != "bad"]
 
     from sniffsync.sync.mergedfile import file_meta, read_as_input
 
     def one(s):
         if file_meta(paths[s]) is not None:     # an earlier merge's output: one input, one clock
             return (*read_as_input(paths[s], s, want), True)
-        rec, n, cols, marks = read_columns(paths[s], s, want)     # walk and decode overlap
+        rec, n, cols, marks = read_columns(paths[s], s, read)     # walk and decode overlap
         return rec, frame_table(n, cols, marks, want), False
     out = [one(s) for s in range(len(paths))]   # one after the other: bounded peak memory
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
