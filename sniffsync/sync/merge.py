@@ -21,7 +21,7 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.anchors import hash_key
-from sniffsync.sync.clock import local_clocks, reference_clock, sync
+from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
@@ -186,14 +186,16 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     """The merged table and report of the concatenated table ``df`` (emptied on the way)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
-    clocks = local_clocks(df)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
+        cand = ex.submit(sync_candidates, df, anchors)
+        clocks = local_clocks(df)
         key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
         to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
-                   allow_unsynced=allow_unsynced, names=names, clocks=clocks)
+                   allow_unsynced=allow_unsynced, names=names, clocks=clocks, candidates=cand.result())
         key, to_epoch = key.result(), to_epoch.result()
+    del cand
     del clocks, on_ref
     model = res.model
     synced = model.synced[res.clock]
@@ -220,13 +222,20 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     best = best_copy(group, df["sniffer"].to_numpy(np.int64),
                      df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
     n_out = len(df) if keep_duplicates else len(best)
-    report = merge_report(res, df, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
-    add_provenance(report, rt, df["sniffer"].to_numpy(np.int64), res)
-    del res                              # the fit's arrays: not held while the table is built
-    # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
-    rank = output_rank(df["sniffer"].to_numpy(np.int64), common_epoch, group) if keep_duplicates else None
-    out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
-                       consume=True, retimed=rt)
+    sniffer = df["sniffer"].to_numpy(np.int64)
+
+    def report_of(res, few):
+        rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+        add_provenance(rep, rt, sniffer, res)
+        return rep
+    with runtime.pool(limit=1) as ex:    # the report (reads only) beside the merged table
+        report = ex.submit(report_of, res, df[["sniffer", "signal_dbm", "ts_ns"]])
+        del res                          # the fit's arrays: freed once the report is done
+        # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
+        rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
+        out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
+                           consume=True, retimed=rt)
+        report = report.result()
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
     return out, report
