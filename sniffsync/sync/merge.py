@@ -229,7 +229,12 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
         add_provenance(rep, rt, sniffer, res)
         return rep
     with runtime.pool(limit=1) as ex:    # the report (reads only) beside the merged table
-        report = ex.submit(report_of, res, df[["sniffer", "signal_dbm", "ts_ns"]])
+        # plain arrays, not df[[...]]: a frame sharing df's blocks would make every pop of
+        # merged_table (consume) copy what is left of them
+        few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64),
+                            "signal_dbm": df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)})
+        report = ex.submit(report_of, res, few)
+        del few
         del res                          # the fit's arrays: freed once the report is done
         # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
         rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
