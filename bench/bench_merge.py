@@ -10,7 +10,8 @@ file. Each tile's beacons get their true Timestamp field (shifted like the tile)
 beacon keys stay unique as in a real capture. Then it runs, each in its own process and
 alternately, ``mergecap -w`` (time-order merge, no sync, no de-duplication) and
 ``sniffsync merge -o ... --report ...`` (sync + match + pcapng), timed by wall clock
-with peak RSS from ``wait4``, and reports medians.
+with peak RSS from ``wait4``, and reports medians, then the md5 of the merged file
+(``--expect-md5``: fail when the bytes differ from a golden run's).
 """
 from __future__ import annotations
 
@@ -132,6 +133,8 @@ def main(argv=None) -> int:
     p.add_argument("--scale", type=int, nargs="+", metavar="FRAMES",
                    help="instead: peak RSS of the one-pass and the streamed merge (--window-s, "
                         "default 10) at each of these --frames sizes")
+    p.add_argument("--expect-md5", metavar="HEX",
+                   help="golden md5 of the merged pcapng (a run that writes other bytes fails)")
     p.add_argument("--before", type=Path, metavar="TREE",
                    help="also time the one-pass merge of another source tree (PYTHONPATH=TREE, e.g. "
                         "`git worktree add` of the commit before a change) in the same loop")
@@ -178,13 +181,27 @@ def main(argv=None) -> int:
         print(f"windowed / mergecap time: {med['windowed'][0] / med['mergecap'][0]:.2f}x; "
               f"same file as the one-pass merge: {same}")
     print(f"frames in {n_in:,} = out {tot['frames_out']:,} + duplicates {tot['duplicates_removed']:,}")
+    md5 = _md5(a.out / "merged.pcapng")
+    print(f"merged.pcapng md5 {md5}" + (f" (expected {a.expect_md5}: "
+                                        f"{'same' if md5 == a.expect_md5 else 'DIFFERENT'})"
+                                        if a.expect_md5 else ""))
     for s in rep["sniffers"]:
         print(f"  {s['name']}: anchors {s['anchors']}, held-out |res| p50/p95/p99 µs "
               f"{s['heldout']['abs_residual_us_p50_p95_p99']}")
     if a.json:
         a.json.write_text(json.dumps({"inputs_mib": size_mib, "frames_in": n_in, "runs": runs,
-                                      "median": med, "ratio": ratio, "totals": tot}, indent=1))
-    return 0
+                                      "median": med, "ratio": ratio, "totals": tot, "md5": md5}, indent=1))
+    return 1 if a.expect_md5 and md5 != a.expect_md5 else 0
+
+
+def _md5(path: Path) -> str:
+    """md5 of a file, read 16 MiB at a time."""
+    import hashlib
+    h = hashlib.md5()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 24):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _merge_cmd(inputs, out, report=None, window_s=None) -> list:

@@ -15,10 +15,13 @@ import pandas as pd
 from sniffsync.errors import SyncError
 from sniffsync.sync.order import order_by, rank_bits
 
-__all__ = ["ANCHOR_KEYS", "hash_key", "key_order", "cluster", "anchor_candidates", "anchor_pairs"]
+__all__ = ["ANCHOR_KEYS", "PAYLOAD_MARKS", "hash_key", "key_order", "cluster", "anchor_candidates", "anchor_pairs"]
 
 from sniffsync.decode.table import GOLDEN64 as _M  # noqa: E402  (the one hash multiplier)
 _NULL = np.uint64(0xA5A5_5A5A_DEAD_BEEF)
+# marks of the LLC/IP/TCP stages (sniffsync/decode/payload.py): not a reason to drop an
+# anchor, and not decoded by merge(columns=[...]) (tests/sync/test_anchor_marks.py)
+PAYLOAD_MARKS = ("IP: header truncated", "TCP/UDP: header truncated")
 
 # kind -> (frame filter on type_subtype (None = any frame with a TA), key columns)
 ANCHOR_KEYS: dict[str, tuple[tuple[int, ...] | None, tuple[str, ...]]] = {
@@ -186,7 +189,11 @@ def _key_only_clusters(key, clock, by_key=None):
 def anchor_candidates(df: pd.DataFrame, kinds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows usable as anchors, their kind index (into ``kinds``) and 64-bit content key."""
     tsub = df["type_subtype"].to_numpy(np.int64, na_value=-1)
-    bad = ~df["bad"].isna().to_numpy() | df["fcs_bad"].fillna(False).to_numpy(bool)
+    bad = df["bad"]
+    # a damaged IP/TCP header leaves the 802.11 fields of the key intact; the first reason
+    # of a frame with any other mark is that one (stages mark in layer order)
+    bad = ~bad.isna().to_numpy() & ~bad.isin(PAYLOAD_MARKS).to_numpy()
+    bad |= df["fcs_bad"].fillna(False).to_numpy(bool)
     taken = np.zeros(len(df), bool)
     rows, kind, keys = [], [], []
     for k, name in enumerate(kinds):

@@ -319,10 +319,17 @@ def place_via_host(res: SyncResult, local, clock, sniffer, ts_ns, allow_unsynced
     return common
 
 
+def sync_candidates(df: pd.DataFrame, anchors) -> tuple:
+    """``(rows, kind, key, key order)`` of the anchor candidates :func:`sync` fits on
+    (:func:`sniffsync.sync.anchors.anchor_candidates`, then the one full key sort)."""
+    rows, kind, key = anchor_candidates(df, anchors)
+    return rows, kind, key, key_order(key)
+
+
 def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"),
          knot_s: float = 1.0, min_anchors: int = 8, holdout: int = 5,
          max_knots: int = 1200, allow_unsynced: bool = False, names=None,
-         clocks=None, via_host: bool = True) -> SyncResult:
+         clocks=None, via_host: bool = True, candidates=None) -> SyncResult:
     """Fit every sniffer's clock to the reference sniffer's clock, jointly.
 
     Parameters
@@ -350,6 +357,9 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
         Place clocks without anchors (a short TSF segment) through their sniffer's host
         clock (``ts_ns``) when its other clocks are fitted (:mod:`sniffsync.sync.viahost`):
         kind ``"host"``, ``sigma_ns`` the host clock's. Needs ``df["ts_ns"]``.
+    candidates : tuple, optional
+        :func:`sync_candidates` of ``df`` and ``anchors`` when already computed (e.g. on
+        a thread beside :func:`local_clocks`).
 
     Returns
     -------
@@ -359,11 +369,11 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     """
     local, clock, clocks = local_clocks(df) if clocks is None else clocks
     ref = reference_clock(clocks, reference)
-    rows, kind, key = anchor_candidates(df, anchors)
+    rows, kind, key, by_key = sync_candidates(df, anchors) if candidates is None else candidates
     prior = np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS)
-    f = _Fit(rows, kind, key, clock[rows], local[rows], key_order(key),   # the one full key sort
+    f = _Fit(rows, kind, key, clock[rows], local[rows], by_key,
              clocks, prior.copy(), prior, ref, knot_s * 1e9, max_knots, holdout, min_anchors)
-    del rows, kind, key
+    del rows, kind, key, by_key, candidates
     model, gate = _coarse(f)
     for final in (False, True):
         P = held = ok = r = None             # free the last stage's arrays before the next

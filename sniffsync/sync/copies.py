@@ -268,7 +268,7 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     np.bitwise_or.at(mask, group, np.int64(1) << sniffer)
     nh = np.bincount(group, minlength=ng)
     # the group's time: the mean of its copies of the best source (all without retimed)
-    top = np.ones(n, bool) if retimed is None else _best_source(group, retimed.src, ng)
+    top, low = (np.ones(n, bool), None) if retimed is None else _best_source(group, retimed.src, ng)
     t_mean = group_mean(group, common_ns, ng, top)
     # subframes of one A-MPDU: one time (the mean of all their copies), the air's order
     _, rank, t_cl = ppdu_clusters(sniffer, common_ns, group, ng)
@@ -302,7 +302,7 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
         have = (mask[g] >> s) & 1 == 1
         out[f"signal_dbm_s{s}"] = pd.arrays.IntegerArray(vg.astype(np.int8), ~(have & (vg > -128)))
     if retimed is not None:
-        err, src = _provenance(retimed, group, rows, top, keep_duplicates)
+        err, src = _provenance(retimed, group, rows, top, low, keep_duplicates)
         out["ts_err_ns"] = pd.arrays.IntegerArray(np.maximum(err, 0), err < 0)
         out["ts_src"] = pd.Categorical.from_codes(src, TS_SRC_NAMES)
     return out
@@ -311,28 +311,25 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
 TS_SRC_NAMES = ("tsft", "other_sniffer", "protocol", "host")     # = sniffsync.sync.retime.TS_SRC
 
 
-def _best_source(group, src, ng) -> np.ndarray:
+def _best_source(group, src, ng) -> tuple[np.ndarray, np.ndarray]:
     """Per row: whether its source is the best of its group's (lowest :data:`TS_SRC_NAMES`
-    index: every TSFT copy when there is one)."""
+    index: every TSFT copy when there is one); per group: that best source."""
     src = np.asarray(src, np.int64)
     low = np.full(ng, len(TS_SRC_NAMES))
     np.minimum.at(low, group, src)
-    return src == low[group]
+    return src == low[group], low
 
 
-def _provenance(retimed, group, rows, top, keep_duplicates):
+def _provenance(retimed, group, rows, top, g_src, keep_duplicates):
     """``(ts_err_ns, ts_src code)`` of the written ``rows``: a copy's own; a merged row's
     is its group's best-source copies' (the largest of their errors), the source seen
     from the written copy (a TSFT copy written -> ``tsft``; a TSFT time taken from
-    another copy -> ``other_sniffer``)."""
+    another copy -> ``other_sniffer``; ``g_src``: per group, its best source)."""
     err, src = retimed.err_ns, retimed.src.astype(np.int64)
     if keep_duplicates:
         return err[rows], src[rows]
-    ng = len(np.bincount(group))
-    g_err = np.full(ng, -1, np.int64)
+    g_err = np.full(len(g_src), -1, np.int64)
     np.maximum.at(g_err, group[top], err[top])
-    g_src = np.full(ng, len(TS_SRC_NAMES), np.int64)
-    np.minimum.at(g_src, group, src)
     gs = g_src[group[rows]]
     return g_err[group[rows]], np.where(src[rows] == 0, 0, np.where(gs == 0, 1, gs))
 

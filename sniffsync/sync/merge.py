@@ -21,7 +21,7 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.anchors import hash_key
-from sniffsync.sync.clock import local_clocks, reference_clock, sync
+from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
@@ -140,13 +140,17 @@ def _read_all(paths, columns):
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
+    # "bad" alone would make the reader decode LLC/IP/TCP for their marks (~40 % of the
+    # read); without it, "bad" is still built from the record, radiotap and 802.11 marks,
+    # all the anchors look at (anchors.PAYLOAD_MARKS)
+    read = None if want is None else [c for c in want if c != "bad"]
 
     from sniffsync.sync.mergedfile import file_meta, read_as_input
 
     def one(s):
         if file_meta(paths[s]) is not None:     # an earlier merge's output: one input, one clock
             return (*read_as_input(paths[s], s, want), True)
-        rec, n, cols, marks = read_columns(paths[s], s, want)     # walk and decode overlap
+        rec, n, cols, marks = read_columns(paths[s], s, read)     # walk and decode overlap
         return rec, frame_table(n, cols, marks, want), False
     out = [one(s) for s in range(len(paths))]   # one after the other: bounded peak memory
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
@@ -182,14 +186,16 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     """The merged table and report of the concatenated table ``df`` (emptied on the way)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
-    clocks = local_clocks(df)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
+        cand = ex.submit(sync_candidates, df, anchors)
+        clocks = local_clocks(df)
         key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
         to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
-                   allow_unsynced=allow_unsynced, names=names, clocks=clocks)
+                   allow_unsynced=allow_unsynced, names=names, clocks=clocks, candidates=cand.result())
         key, to_epoch = key.result(), to_epoch.result()
+    del cand
     del clocks, on_ref
     model = res.model
     synced = model.synced[res.clock]
@@ -216,13 +222,25 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     best = best_copy(group, df["sniffer"].to_numpy(np.int64),
                      df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
     n_out = len(df) if keep_duplicates else len(best)
-    report = merge_report(res, df, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
-    add_provenance(report, rt, df["sniffer"].to_numpy(np.int64), res)
-    del res                              # the fit's arrays: not held while the table is built
-    # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
-    rank = output_rank(df["sniffer"].to_numpy(np.int64), common_epoch, group) if keep_duplicates else None
-    out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
-                       consume=True, retimed=rt)
+    sniffer = df["sniffer"].to_numpy(np.int64)
+
+    def report_of(res, few):
+        rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+        add_provenance(rep, rt, sniffer, res)
+        return rep
+    with runtime.pool(limit=1) as ex:    # the report (reads only) beside the merged table
+        # plain arrays, not df[[...]]: a frame sharing df's blocks would make every pop of
+        # merged_table (consume) copy what is left of them
+        few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64),
+                            "signal_dbm": df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)})
+        report = ex.submit(report_of, res, few)
+        del few
+        del res                          # the fit's arrays: freed once the report is done
+        # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
+        rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
+        out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
+                           consume=True, retimed=rt)
+        report = report.result()
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
     return out, report

@@ -13,6 +13,7 @@ once per distinct (bitmask, signals) combination, their option bytes once per te
 from __future__ import annotations
 
 import struct
+from collections import deque
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -156,7 +157,6 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
     fixed : uint8 array, shape (n, size), optional
         One more option per row (``size`` a multiple of 4), first after the packet bytes.
     """
-    from sniffsync.io.capture import release
     blob, off, olen, inv = opt
     n = len(sn)
     if n == 0:
@@ -173,22 +173,44 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
     low = [np.minimum.accumulate(np.r_[np.where(sn == s, start, big), big][::-1])[::-1]
            for s in range(len(records))]
     from sniffsync import runtime
-    spare = [None, None]                 # two chunk buffers, reused: fresh pages cost more than the copy
-    with runtime.pool(limit=1) as ex:    # the kernel copies one chunk while the next is built
-        pending = None
-        for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
-            r = slice(a, b)
-            chunk = _blocks(records, sn[r], start[r], caplen[r], wirelen[r], ts_ns[r], blen[r],
-                            (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r], spare[j % 2])
-            if chunk.base is None:       # newly allocated (the first, or a larger one)
-                spare[j % 2] = chunk
-            for s, rec in enumerate(records):
-                if low[s][b] < big:
-                    release(rec, int(low[s][b]))
-            if pending is not None:
-                pending.result()         # in order; at most two chunks held
-            pending = ex.submit(fh.write, chunk)
-        pending.result()
+    nb = runtime.workers()               # chunks built at once (numpy copies release the GIL)
+    free = []                            # chunk buffers, reused: fresh pages cost more than the copy
+
+    def build(a, b, into):
+        r = slice(a, b)
+        return _blocks(records, sn[r], start[r], caplen[r], wirelen[r], ts_ns[r], blen[r],
+                       (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r], into)
+
+    spans = list(zip(cuts[:-1], cuts[1:]))
+    with runtime.pool(nb) as bx, runtime.pool(limit=1) as wx:   # the kernel copies one chunk
+        builds, written = deque(), deque()                       # while the next ones are built
+        for j, (a, b) in enumerate(spans):
+            builds.append((b, bx.submit(build, a, b, free.pop() if free else None)))
+            if len(builds) < nb and j + 1 < len(spans):
+                continue
+            _write_next(fh, records, low, big, builds, written, wx, free)
+        while builds:
+            _write_next(fh, records, low, big, builds, written, wx, free)
+        while written:
+            written.popleft()[1].result()
+
+
+def _write_next(fh, records, low, big, builds, written, wx, free) -> None:
+    """The oldest chunk built: release the input pages no later chunk needs, write it on
+    ``wx`` (in order), and put the buffer of the chunk written before back on ``free``."""
+    from sniffsync.io.capture import release
+    b, fut = builds.popleft()
+    chunk = fut.result()
+    for s, rec in enumerate(records):    # chunks after this one need offsets >= low[s][b]
+        if low[s][b] < big:
+            release(rec, int(low[s][b]))
+    while written:                       # at most one write queued behind the running one
+        if len(written) < 2 and not written[0][1].done():
+            break
+        buf, w = written.popleft()
+        w.result()
+        free.append(buf)
+    written.append((chunk if chunk.base is None else chunk.base, wx.submit(fh.write, chunk)))
 
 
 def write_merged(path, merged: Merged, *, chunk_bytes: int = CHUNK_BYTES) -> int:
