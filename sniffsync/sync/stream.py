@@ -44,6 +44,7 @@ from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
 from sniffsync.sync.clock import place_via_host, sync
 from sniffsync.sync.copies import MERGE_KEY, copy_gates, default_gate
 from sniffsync.sync.retime import TS_SRC, Tally, clock_errors
+from sniffsync.sync.snaplen import NO_LIMIT, drop_cut_fcs, min_snaplen
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.streamwindow import Counts, Ctx, window
 from sniffsync.sync.windows import MARGIN_NS, window_bounds
@@ -77,15 +78,16 @@ def _check_linktype(path, t, linktype):
     return int(lt[0]) if linktype is None else linktype
 
 
-def _batches(path, s, want, conv, batch_rows):
+def _batches(path, s, want, conv, batch_rows, snaplen=NO_LIMIT):
     """``(rec, table, conv)`` per batch of input ``s``, stamps moved to PPDU ends
-    (``conv``: "start", "end", "auto" (decided on the first batch) or None: as captured)."""
+    (``conv``: "start", "end", "auto" (decided on the first batch) or None: as captured;
+    ``snaplen``: the inputs' smallest, :func:`sniffsync.sync.snaplen.drop_cut_fcs`)."""
     from airtime.ppdu import align_to_ppdu_end
     from sniffsync.decode.frames import iter_columns
     from sniffsync.decode.table import frame_table
     # one batch decoded ahead: more would hold a capture's worth of rows in flight
     for rec, n, cols, marks in iter_columns(path, s, want, batch_rows=batch_rows, ahead=1):
-        t = frame_table(n, cols, marks, want)
+        t = drop_cut_fcs(frame_table(n, cols, marks, want), snaplen)
         if conv not in (None, "end") and len(t):      # "end": stamps stay (skip the grouping)
             t, got = align_to_ppdu_end(t, conv)
             conv = got.get(s, "end")
@@ -112,12 +114,12 @@ def _sample_every(paths, rec, anchor_cap: int) -> int:
     return max(1, int(np.ceil(frames / anchor_cap)))
 
 
-def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap):
+def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen):
     ins, every = [], None
     for s, path in enumerate(paths):
         say(f"pass 1: {os.path.basename(path)}")
         inp, n = _Input(max(1, sample_cap // len(paths))), 0
-        for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows):
+        for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows, snaplen):
             _release_batch(rec)
             every = _sample_every(paths, rec, anchor_cap) if every is None else every
             inp.conv = conv
@@ -172,8 +174,8 @@ class _Stream:
     """Pass 2 over one input: decoded batches with their common and output times,
     held from the first row a window may still need."""
 
-    def __init__(self, path, s, want, conv, clocks, base, model, to_epoch, batch_rows):
-        self.it = _batches(path, s, want, conv, batch_rows)
+    def __init__(self, path, s, want, conv, clocks, base, model, to_epoch, batch_rows, snaplen):
+        self.it = _batches(path, s, want, conv, batch_rows, snaplen)
         self.clocks, self.base, self.model, self.to_epoch = clocks, base, model, to_epoch
         self.parts, self.done, self.floor, self.end_t, self.buf = [], False, None, None, None
         self.recs = []                   # the Records of each held batch (pages released with it)
@@ -256,7 +258,8 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     window_ns = _window_ns(window_s)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     want = list(NEEDED_COLUMNS)
-    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap)
+    snaplen = min_snaplen(paths)         # frames some input cut: no FCS in the keys
+    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen)
     every = ins[0].every
     if pass1_hook is not None:
         pass1_hook([i.clocks.sizes() | {"anchors": sum(len(a) for a in i.anchors)} for i in ins])
@@ -286,7 +289,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     frames = model.clocks.frames.to_numpy(np.int64)
     cnt = Counts(len(paths), [i.clocks.n for i in ins], int(frames[~model.synced].sum()))
     conv, linktypes = {names[s]: i.conv for s, i in enumerate(ins)}, [i.linktype for i in ins]
-    streams = [_Stream(p, s, want, i.conv, i.clocks, int(b), model, to_epoch, batch_rows)
+    streams = [_Stream(p, s, want, i.conv, i.clocks, int(b), model, to_epoch, batch_rows, snaplen)
                for s, (p, i, b) in enumerate(zip(paths, ins, base))]
     del ins
     say("match, merge and write, window by window")
