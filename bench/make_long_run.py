@@ -16,8 +16,8 @@ frames is cut, as with ``tcpdump -s``). Radiotap: TSFT (= the PPDU's end, µs), 
 Clocks (the truth file, ``truth.json``): sniffer s's TSF reads
 ``true + offset_s + phase_s(true) + jitter`` (jitter per PPDU, Gaussian; TSFT rounded to
 µs), where ``phase_s`` integrates a drift that follows a temperature profile: ppm at
-knots every ``KNOT_S`` s (a base ppm + a few sinusoidal cycles of +/- 10-18 ppm + a small
-random walk), linear in between (:func:`local_ns` evaluates it exactly). Host stamps: the
+knots every ``KNOT_S`` s (a base ppm + a sinusoidal temperature cycle of 1.5-3 h and
++/- 10-18 ppm + a small random walk), linear in between (:func:`local_ns` evaluates it exactly). Host stamps: the
 true epoch time + an NTP-like offset + exponential latency, non-decreasing. The bench
 scores a merge against these clocks, never against our fit.
 
@@ -70,18 +70,20 @@ def mac(i):
 # ---- the truth: clocks ----------------------------------------------------------------
 
 def make_truth(hours, sniffers, seed, snaplen):
-    rng = np.random.default_rng(seed)
+    """Per sniffer its clock; a run of fewer hours gets the start of a longer one's."""
     n_knots = int(hours * 3600 / KNOT_S) + 2
     t = np.arange(n_knots) * KNOT_S
     clocks = []
     for s in range(sniffers):
-        cycles = rng.uniform(2.0, 4.0)               # temperature cycles over the run
-        amp = rng.uniform(10.0, 18.0)
-        walk = np.cumsum(rng.normal(0, 0.05, n_knots))
-        ppm = rng.uniform(-25, 25) + amp * np.sin(2 * np.pi * cycles * t / (hours * 3600) + rng.uniform(0, 6.28))
-        clocks.append({"offset_ns": int(rng.integers(1, 10_000) * 1_000_000_000 + rng.integers(0, 10**9)),
-                       "knot_s": KNOT_S, "ppm": np.round(ppm + walk, 4).tolist(),
-                       "jitter_ns": 200.0, "host_offset_ns": int(rng.normal(0, 2e6)),
+        rng = np.random.default_rng([seed, s])
+        period_s = rng.uniform(1.5, 3.0) * 3600      # a temperature cycle (HVAC, day/night)
+        amp, phi, base = rng.uniform(10.0, 18.0), rng.uniform(0, 2 * np.pi), rng.uniform(-25, 25)
+        offset = int(rng.integers(1, 10_000) * 1_000_000_000 + rng.integers(0, 10**9))
+        host_off = int(rng.normal(0, 2e6))
+        walk = np.cumsum(rng.normal(0, 0.05, n_knots))               # last: a prefix of a longer run's
+        ppm = base + amp * np.sin(2 * np.pi * t / period_s + phi) + walk
+        clocks.append({"offset_ns": offset, "knot_s": KNOT_S, "ppm": np.round(ppm, 4).tolist(),
+                       "jitter_ns": 200.0, "host_offset_ns": host_off,
                        "host_latency_ns": 30_000.0, "snaplen": snaplen[s % len(snaplen)]})
     return {"t0_epoch_ns": T0_EPOCH_NS, "hours": hours, "clocks": clocks}
 
