@@ -41,10 +41,11 @@ import pandas as pd
 
 from sniffsync.errors import CaptureError, SyncError, UsageError
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
-from sniffsync.sync.clock import place_via_host, sync
+from sniffsync.sync.clock import place_via_host
 from sniffsync.sync.copies import MERGE_KEY, copy_gates, default_gate
 from sniffsync.sync.retime import TS_SRC, Tally, clock_errors
 from sniffsync.sync.snaplen import NO_LIMIT, drop_cut_fcs, min_snaplen
+from sniffsync.sync.streamfit import TILE_NS, fit_tiled
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.streamwindow import Counts, Ctx, window
 from sniffsync.sync.windows import MARGIN_NS, window_bounds
@@ -144,7 +145,7 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
     return ins
 
 
-def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
+def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns):
     """The clock fit on the anchor rows (with the clocks of every frame, as
     :func:`local_clocks`); the epoch map and host offsets from the sample; per clock the
     range of its stamps and the first clock id of each input."""
@@ -156,8 +157,8 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
     local = np.concatenate([p.pop("local_").to_numpy(np.int64) for p in parts])
     clock = np.concatenate([i.clocks.glob(p.pop("seg_").to_numpy(np.int64), b) for p, i, b in zip(parts, ins, base)])
     at = _concat_columns(parts) if len(parts) > 1 else parts[0]
-    res = sync(at, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=True,
-               names=names, clocks=(local, clock, clocks), via_host=False)
+    res = fit_tiled(at, local, clock, clocks, reference=reference, anchors=anchors, knot_s=knot_s,
+                    names=names, tile_ns=tile_ns)       # hour by hour past 1.5 h
     del at, local, clock
     # clocks without anchors placed via their sniffer's host clock, fitted on the stamp
     # sample (every frame while it holds them all: then as the one-pass merge)
@@ -229,7 +230,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
                   keep_duplicates: bool = False, knot_s: float = 1.0, tsft_at="auto",
                   names=None, progress=None, margin_ns: int = MARGIN_NS, hook=None,
                   batch_rows: int = BATCH_ROWS, anchor_cap: int = ANCHOR_CAP,
-                  sample_cap: int = SAMPLE_CAP, pass1_hook=None) -> dict:
+                  sample_cap: int = SAMPLE_CAP, pass1_hook=None, tile_s: float = TILE_NS / 1e9) -> dict:
     """Merge capture files into ``output`` (a merged pcapng) in bounded memory.
 
     Parameters as :func:`sniffsync.sync.merge.merge`; ``window_s``: seconds of output
@@ -239,7 +240,9 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     "unique" anchors are all fitted (beyond, a sample by key: the report's
     ``anchor_sample``); ``sample_cap``: frames (all inputs) whose stamps the epoch map
     and the host offsets see, beyond a sample by row (the report's ``frame_sample``);
-    ``pass1_hook(sizes)`` gets per input the elements pass 1 keeps (tests). Returns the
+    ``pass1_hook(sizes)`` gets per input the elements pass 1 keeps (tests); ``tile_s``: past
+    1.5 tiles of common time the clocks are fitted tile by tile
+    (:mod:`sniffsync.sync.streamfit`). Returns the
     report (also in the file's section header).
     """
     from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _validate, _window_ns
@@ -264,11 +267,14 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     if pass1_hook is not None:
         pass1_hook([i.clocks.sizes() | {"anchors": sum(len(a) for a in i.anchors)} for i in ins])
     say("sync clocks")
-    res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names)
+    res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names,
+                                               int(tile_s * 1e9))
     model = res.model
     gate_ns = default_gate(res, MIN_GATE_NS)
     clock_gates, per_clock_err = copy_gates(res, gate_ns), clock_errors(res)
-    fit = {"model": model, "anchors": res.anchors, "sigma_ns": getattr(res, "sigma_ns", None)}
+    # per window, retime needs each clock's error, not the anchor pairs: they are dropped
+    fit = {"model": model, "anchors": None, "sigma_ns": getattr(res, "sigma_ns", None),
+           "clock_err_ns": per_clock_err}
     # output times of the whole capture: its windows and the base of mean copy times
     t_lo, t_hi = output_range(model, to_epoch, model.clocks, ts_lo, ts_hi)
     report = merge_report(res, pd.DataFrame({"sniffer": np.zeros(0, np.int64), "signal_dbm": np.zeros(0)}),
@@ -277,7 +283,10 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     model_clocks = model.clocks
     report["totals"]["host_placed_frames"] = int(model_clocks.frames.to_numpy(np.int64)[model.via_host >= 0].sum()) \
         if "frames" in model_clocks else 0
-    del res                              # only the clock model and anchors are needed from here
+    if getattr(res, "tiles", 1) > 1:
+        report["fit_tiles"] = f"{res.tiles} tiles of {tile_s:g} s of common time (sync.streamfit)"
+    del res                              # only the clock model is needed from here
+    _trim()                              # the fit's freed heap back to the system
     if every > 1:
         report["anchor_sample"] = f"1/{every} of the unique and Block-Ack anchors (by content key)"
     stride = max(i.clocks.stride for i in ins)
@@ -303,6 +312,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
         with os.fdopen(fd, "wb") as body:
             for lo, hi in zip(edges[:-1], edges[1:]):    # per window
                 window(ctx, int(lo), int(hi), body)
+                _trim()
                 for st in streams:
                     st.processed(int(hi), margin_ns)
                 if hook is not None:
@@ -316,6 +326,22 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     finally:
         os.unlink(scratch)
     return report
+
+
+def _trim() -> None:
+    """Give the heap's free pages back (glibc keeps the fit's and each window's freed
+    small blocks: ~1 GB of RSS through pass 2 at 5M frames without it)."""
+    try:
+        _LIBC.malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
+
+
+try:
+    import ctypes
+    _LIBC = ctypes.CDLL("libc.so.6")
+except OSError:                          # not glibc: nothing to trim
+    _LIBC = None
 
 
 def _write(output, scratch, names, linktypes, stamps, report, n_out) -> None:

@@ -78,3 +78,17 @@ def test_streamed_merge_against_the_applied_clocks(run, tmp_path):
 def test_one_pass_merge_finds_every_copy_too(run):
     d, truth, paths = run
     assert len(merge(paths, columns=[]).frames) == truth["transmissions"]
+
+
+def test_tiled_fit_against_the_applied_clocks(run, tmp_path, monkeypatch):
+    """Tiles of 8 s and a whole fit of 3000 anchor rows (sync/streamfit.py): the stitched
+    clocks stay as close to the applied ones."""
+    from sniffsync.sync import streamfit
+    d, truth, paths = run
+    monkeypatch.setattr(streamfit, "GLOBAL_ROWS", 3000)
+    rep = merge_to_file(paths, tmp_path / "t.pcapng", window_s=10, tile_s=8)
+    assert rep["fit_tiles"].startswith("4 tiles")
+    assert rep["totals"]["frames_out"] == truth["transmissions"]
+    s = score(tmp_path / "t.pcapng", truth)
+    for name in truth["names"][1:]:
+        assert s[f"model_err_us_p50_p99_{name}"][1] < 0.5
