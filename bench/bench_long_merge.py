@@ -134,6 +134,41 @@ def score(merged: Path, truth: dict, chunk: int = 1 << 20) -> dict:
     return out
 
 
+def fit_compare(paths, truth, tile_s_list=(None, 1e9)) -> dict:
+    """Pass 1 of the streamed merge once, then its clock fit per tile length (None: the
+    default, 1e9: one fit of the whole), each model scored at every second of the run
+    against the applied clocks: |fitted common time - the reference TSF's reading| at
+    each sniffer's noise-free TSF reading of that true instant (µs p50/p99/max)."""
+    from sniffsync.sync import stream
+    from sniffsync.sync.merge import NEEDED_COLUMNS
+    from sniffsync.sync.snaplen import min_snaplen
+    names = truth["names"]
+    ins = stream._pass1([str(p) for p in paths], list(NEEDED_COLUMNS), "auto", ("beacon", "ba", "unique"),
+                        lambda s: None, stream.BATCH_ROWS, stream.ANCHOR_CAP, stream.SAMPLE_CAP,
+                        min_snaplen(paths))
+    saved = [list(i.anchors) for i in ins]
+    grid = np.arange(0, truth["hours"] * 3600e9, 1e9)[1:-1]
+    ref_local = local_ns(truth["clocks"][0], grid)
+    out = {}
+    for tile_s in tile_s_list:
+        for i, a in zip(ins, saved):
+            i.anchors = list(a)
+        t = time.perf_counter()
+        res, *_ = stream._fit(ins, 0, ("beacon", "ba", "unique"), 1.0, False, names,
+                              int((tile_s or stream.TILE_NS / 1e9) * 1e9))
+        m, clocks = res.model, res.model.clocks
+        ref_map = m.apply(np.rint(ref_local).astype(np.int64), np.full(len(grid), m.reference)) - np.rint(ref_local)
+        row = {"fit_s": round(time.perf_counter() - t, 1), "tiles": getattr(res, "tiles", 1)}
+        for s in range(1, len(names)):
+            c = int(np.flatnonzero(clocks.sniffer.to_numpy() == s)[0])
+            loc = np.rint(local_ns(truth["clocks"][s], grid)).astype(np.int64)
+            err = (m.apply(loc, np.full(len(grid), c)) - (ref_local + ref_map)) / 1000
+            row[names[s]] = [round(float(q), 3) for q in np.percentile(np.abs(err), [50, 99, 100])]
+        out["one fit" if tile_s == 1e9 else f"tiles {stream.TILE_NS / 1e9 if tile_s is None else tile_s:g} s"] = row
+        print(f"model vs applied clocks, {row}", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hours", type=float, nargs="+", default=[1, 3, 6])
@@ -146,6 +181,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "out" / "long")
     ap.add_argument("--keep", action="store_true", help="keep the runs and merged files")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--fit-only", action="store_true",
+                    help="instead: pass 1 and the clock fit only, tiled and as one fit, each "
+                         "model scored at every second against the applied clocks")
     a = ap.parse_args(argv)
     print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; window {a.window_s} s", flush=True)
     rows = []
@@ -159,6 +197,12 @@ def main(argv=None) -> int:
         row = {"hours": hours, "frames_in": sum(truth["frames_in"]), "input_gb": round(size_gb, 2),
                "transmissions": truth["transmissions"], "generate_s": round(gen_s, 1),
                "load_before": os.getloadavg()[0]}
+        if a.fit_only:
+            row["fit"] = fit_compare(paths, truth)
+            rows.append(row)
+            if not a.keep:
+                shutil.rmtree(d)
+            continue
         for one in ([False, True] if hours in a.one_pass else [False]):
             tag = "one_pass" if one else "windowed"
             res = run_merge(paths, d / f"{tag}.pcapng", d / f"{tag}.json", a.window_s, one_pass=one)

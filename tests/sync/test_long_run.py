@@ -9,6 +9,8 @@ generator applied: every transmission out once, the clock model within 0.5 µs.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -73,6 +75,36 @@ def test_streamed_merge_against_the_applied_clocks(run, tmp_path):
         assert s[f"model_err_us_p50_p99_{name}"][1] < 0.5
     assert s["frame_err_us_p50_p99"][1] < 1.5           # + jitter 0.2 µs and µs rounding of copies
     assert json.loads(json.dumps(rep))["totals"]["conserved"]
+    # each merged record keeps the caplen and orig_len of the copy written
+    from sniffsync.io.bytecols import gather
+    from sniffsync.io.capture import read_records
+    from sniffsync.sync.mergedfile import epb_dtype
+    m, dt = read_records(tmp_path / "m.pcapng"), epb_dtype(3)
+    cap, wire = np.asarray(m.caplen, np.int64), np.asarray(m.wirelen, np.int64)
+    at = np.asarray(m.data_off, np.int64) + cap + (-cap % 4)
+    frame = gather(m.buf, at, dt.itemsize).reshape(-1, dt.itemsize).copy().view(dt).ravel()["frame"] - 1
+    assert (cap < wire).sum() > 1000
+    for s, p in enumerate(paths):
+        r, mine = read_records(p), np.asarray(m.iface) == s
+        assert (np.asarray(r.caplen)[frame[mine]] == cap[mine]).all()
+        assert (np.asarray(r.wirelen)[frame[mine]] == wire[mine]).all()
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_generated_bytes_as_tshark_reads_them(run):
+    """tshark (an independent dissector) reads the generated sniffer B (snaplen 96) as we do."""
+    from sniffsync import read_capture
+    d, truth, paths = run
+    out = subprocess.run(["tshark", "-r", str(paths[1]), "-T", "fields", "-e", "frame.cap_len", "-e", "frame.len",
+                          "-e", "radiotap.mactime", "-e", "wlan.fc.type_subtype", "-e", "wlan.seq"],
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    got = np.array([[int(v or "-1", 0) for v in line.split("\t")] for line in out if line])
+    t = read_capture(paths[1], columns=["caplen", "wirelen", "tsft_us", "type_subtype", "seq"])
+    assert len(got) == len(t) == truth["frames_in"][1]
+    assert (got[:, 0] == t.caplen).all() and (got[:, 1] == t.wirelen).all()
+    assert (got[:, 2] == t.tsft_us.to_numpy(np.int64)).all()
+    assert (got[:, 3] == t.type_subtype).all()
+    assert (got[:, 4] == t.seq.to_numpy(np.int64, na_value=-1)).all()
 
 
 def test_one_pass_merge_finds_every_copy_too(run):
