@@ -19,8 +19,10 @@ What is taken from the tiles: each clock's knots and values (fitted on its own a
 in that tile), its noise (the median of the tiles'), and the anchor pairs of the report
 (each tile's pairs whose first stamp lies in its own stretch: held-out residuals of the
 model used). Which clocks are synced and their coarse offsets are the whole fit's.
-Not tiled: a reference clock absent from a tile (its TSF restarted), or a capture shorter
-than 1.5 tiles.
+Tiles are also shortened (to :data:`MIN_TILE_NS` at least) so that each holds about
+:data:`GLOBAL_ROWS` anchor rows: the fit's memory is then that of ~1M rows, not of the
+capture's (at 5M frames a single fit peaked at 1.6 GB). Not tiled: a reference clock
+absent from a tile (its TSF restarted), a capture shorter than 1.5 tiles.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ __all__ = ["TILE_NS", "OVERLAP_NS", "fit_tiled"]
 TILE_NS = 3_600 * 10**9      # common time fitted at once (a knot per <= 9 s at 1 knot/s, 3 clocks)
 OVERLAP_NS = 120 * 10**9     # anchors beyond each edge: the tile's ends are not extrapolated
 GLOBAL_ROWS = 1_000_000      # anchor rows of the whole fit when tiled (it only cuts the tiles)
+MIN_TILE_NS = 600 * 10**9    # tiles shortened to hold ~GLOBAL_ROWS rows, not below this
 
 
 def _g(model, c, local):
@@ -70,14 +73,19 @@ def _tile_clocks(clocks, local, clock):
 def fit_tiled(at, local, clock, clocks, *, reference, anchors, knot_s, names,
               tile_ns: int = TILE_NS, overlap_ns: int = OVERLAP_NS, global_rows=None):
     """:func:`sync` of the anchor rows ``at`` (``local``, ``clock``: per row; ``clocks``: the
-    clocks table of every frame), tiled over common time when the capture is long (the
-    whole fit then sees ``global_rows`` anchor rows, sampled by key)."""
+    clocks table of every frame), tiled over common time when the capture is long or
+    holds more than 1.5 ``global_rows`` anchor rows (the whole fit then sees
+    ``global_rows`` of them, sampled by key); ``tile_ns`` 0: one fit."""
     kw = dict(reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=True, names=names,
               via_host=False)
     ref = reference_clock(clocks, reference)
-    if (clocks.t1_ns.iloc[ref] - clocks.t0_ns.iloc[ref]) <= 1.5 * tile_ns:
+    n_max = global_rows or GLOBAL_ROWS
+    span = float(clocks.t1_ns.iloc[ref] - clocks.t0_ns.iloc[ref])
+    if 0 < tile_ns and len(at) > 1.5 * n_max:      # shorter tiles: each fit holds ~n_max rows
+        tile_ns = min(tile_ns, max(MIN_TILE_NS, span * n_max / len(at)))
+    if tile_ns <= 0 or span <= 1.5 * tile_ns:      # 0: one fit
         return sync(at, clocks=(local, clock, clocks), **kw)
-    sub = _sample(at, anchors, global_rows or GLOBAL_ROWS)
+    sub = _sample(at, anchors, n_max)
     res = sync(at.iloc[sub], clocks=(local[sub], clock[sub], clocks), **kw)    # cuts the tiles
     model = res.model
     ends = clocks.loc[ref, ["t0_ns", "t1_ns"]].to_numpy(np.float64)
