@@ -1,6 +1,6 @@
 """Write a long multi-sniffer run (hours, tens of millions of frames) as tcpdump would.
 
-    python bench/make_long_run.py OUT --hours 6 --sniffers 3 --rate 1500 --snaplen 160 --seed 1
+    python bench/make_long_run.py OUT --hours 6 --sniffers 3 --rate 500 --snaplen 160 --seed 1
 
 One 5 GHz BSS (an AP and ``--stations`` stations) on the true clock: beacons every
 102.4 TU from the AP (a few hundred µs late when it waits for the medium), and exchanges
@@ -246,7 +246,7 @@ def frame_bytes(f, ap_tsf_us) -> np.ndarray:
     m[b, 45:55] = np.frombuffer(b"\x01\x08\x8c\x12\x98\x24\xb0\x48\x60\x6c", np.uint8)
     a = np.flatnonzero(k == BA)
     m[a, 16], m[a, 17] = 0x04, 0x00                                           # compressed, TID 0
-    m[a, 18:20] = seqc[a] * 0 + (f["ssn"][a] << 4).astype("<u2").view(np.uint8).reshape(-1, 2)
+    m[a, 18:20] = (f["ssn"][a] << 4).astype("<u2").view(np.uint8).reshape(-1, 2)
     bitmap = (np.left_shift(np.uint64(1), f["nsub"][a - 1].astype(np.uint64)) - np.uint64(1))
     m[a, 20:28] = bitmap.astype("<u8").view(np.uint8).reshape(-1, 8)
     fits = np.flatnonzero(f["len"] <= FRAME_W)
@@ -353,7 +353,7 @@ def main(argv=None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--hours", type=float, default=6.0)
     ap.add_argument("--sniffers", type=int, default=3)
-    ap.add_argument("--rate", type=float, default=1500.0, help="frames per second on the air")
+    ap.add_argument("--rate", type=float, default=500.0, help="frames per second on the air")
     ap.add_argument("--snaplen", type=int, nargs="+", default=[160], help="per sniffer (cycled)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--stations", type=int, default=6)

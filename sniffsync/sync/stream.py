@@ -32,6 +32,7 @@ to within half the margin (:class:`SyncError` otherwise).
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -284,8 +285,9 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     report["totals"]["host_placed_frames"] = int(model_clocks.frames.to_numpy(np.int64)[model.via_host >= 0].sum()) \
         if "frames" in model_clocks else 0
     if getattr(res, "tiles", 1) > 1:
-        report["fit_tiles"] = f"{res.tiles} tiles of {tile_s:g} s of common time (sync.streamfit)"
+        report["fit_tiles"] = f"{res.tiles} tiles of common time, {tile_s:g} s at most (sync.streamfit)"
     del res                              # only the clock model is needed from here
+    gc.collect()                         # the fit's tables may sit in reference cycles
     _trim()                              # the fit's freed heap back to the system
     if every > 1:
         report["anchor_sample"] = f"1/{every} of the unique and Block-Ack anchors (by content key)"
