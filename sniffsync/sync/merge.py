@@ -146,12 +146,14 @@ def _read_all(paths, columns):
     read = None if want is None else [c for c in want if c != "bad"]
 
     from sniffsync.sync.mergedfile import file_meta, read_as_input
+    from sniffsync.sync.snaplen import drop_cut_fcs, min_snaplen
+    snaplen = min_snaplen(paths)         # frames some input cut: no FCS in the keys
 
     def one(s):
         if file_meta(paths[s]) is not None:     # an earlier merge's output: one input, one clock
             return (*read_as_input(paths[s], s, want), True)
         rec, n, cols, marks = read_columns(paths[s], s, read)     # walk and decode overlap
-        return rec, frame_table(n, cols, marks, want), False
+        return rec, drop_cut_fcs(frame_table(n, cols, marks, want), snaplen), False
     out = [one(s) for s in range(len(paths))]   # one after the other: bounded peak memory
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
 

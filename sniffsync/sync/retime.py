@@ -105,7 +105,8 @@ def retime(df: pd.DataFrame, res, group: np.ndarray, synced: np.ndarray) -> Reti
     n = len(df)
     t0 = np.asarray(res.common_ns, np.int64)
     tsft_clock = (res.model.kind == "tsft")[res.clock] & synced
-    err = clock_errors(res)[res.clock]
+    own = getattr(res, "clock_err_ns", None)         # precomputed (the streamed merge's windows)
+    err = (clock_errors(res) if own is None else own)[res.clock]
     src = np.where(tsft_clock, TSFT, HOST).astype(np.int8)
     t = t0.copy()
     # other_sniffer: the mean time of the group's TSFT copies

@@ -32,6 +32,7 @@ to within half the margin (:class:`SyncError` otherwise).
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -41,9 +42,11 @@ import pandas as pd
 
 from sniffsync.errors import CaptureError, SyncError, UsageError
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
-from sniffsync.sync.clock import place_via_host, sync
+from sniffsync.sync.clock import place_via_host
 from sniffsync.sync.copies import MERGE_KEY, copy_gates, default_gate
 from sniffsync.sync.retime import TS_SRC, Tally, clock_errors
+from sniffsync.sync.snaplen import NO_LIMIT, drop_cut_fcs, min_snaplen
+from sniffsync.sync.streamfit import TILE_NS, fit_tiled
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.streamwindow import Counts, Ctx, window
 from sniffsync.sync.windows import MARGIN_NS, window_bounds
@@ -77,15 +80,16 @@ def _check_linktype(path, t, linktype):
     return int(lt[0]) if linktype is None else linktype
 
 
-def _batches(path, s, want, conv, batch_rows):
+def _batches(path, s, want, conv, batch_rows, snaplen=NO_LIMIT):
     """``(rec, table, conv)`` per batch of input ``s``, stamps moved to PPDU ends
-    (``conv``: "start", "end", "auto" (decided on the first batch) or None: as captured)."""
+    (``conv``: "start", "end", "auto" (decided on the first batch) or None: as captured;
+    ``snaplen``: the inputs' smallest, :func:`sniffsync.sync.snaplen.drop_cut_fcs`)."""
     from airtime.ppdu import align_to_ppdu_end
     from sniffsync.decode.frames import iter_columns
     from sniffsync.decode.table import frame_table
     # one batch decoded ahead: more would hold a capture's worth of rows in flight
     for rec, n, cols, marks in iter_columns(path, s, want, batch_rows=batch_rows, ahead=1):
-        t = frame_table(n, cols, marks, want)
+        t = drop_cut_fcs(frame_table(n, cols, marks, want), snaplen)
         if conv not in (None, "end") and len(t):      # "end": stamps stay (skip the grouping)
             t, got = align_to_ppdu_end(t, conv)
             conv = got.get(s, "end")
@@ -112,12 +116,12 @@ def _sample_every(paths, rec, anchor_cap: int) -> int:
     return max(1, int(np.ceil(frames / anchor_cap)))
 
 
-def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap):
+def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen):
     ins, every = [], None
     for s, path in enumerate(paths):
         say(f"pass 1: {os.path.basename(path)}")
         inp, n = _Input(max(1, sample_cap // len(paths))), 0
-        for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows):
+        for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows, snaplen):
             _release_batch(rec)
             every = _sample_every(paths, rec, anchor_cap) if every is None else every
             inp.conv = conv
@@ -142,7 +146,7 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
     return ins
 
 
-def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
+def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns):
     """The clock fit on the anchor rows (with the clocks of every frame, as
     :func:`local_clocks`); the epoch map and host offsets from the sample; per clock the
     range of its stamps and the first clock id of each input."""
@@ -154,8 +158,8 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names):
     local = np.concatenate([p.pop("local_").to_numpy(np.int64) for p in parts])
     clock = np.concatenate([i.clocks.glob(p.pop("seg_").to_numpy(np.int64), b) for p, i, b in zip(parts, ins, base)])
     at = _concat_columns(parts) if len(parts) > 1 else parts[0]
-    res = sync(at, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=True,
-               names=names, clocks=(local, clock, clocks), via_host=False)
+    res = fit_tiled(at, local, clock, clocks, reference=reference, anchors=anchors, knot_s=knot_s,
+                    names=names, tile_ns=tile_ns)       # hour by hour past 1.5 h
     del at, local, clock
     # clocks without anchors placed via their sniffer's host clock, fitted on the stamp
     # sample (every frame while it holds them all: then as the one-pass merge)
@@ -172,8 +176,8 @@ class _Stream:
     """Pass 2 over one input: decoded batches with their common and output times,
     held from the first row a window may still need."""
 
-    def __init__(self, path, s, want, conv, clocks, base, model, to_epoch, batch_rows):
-        self.it = _batches(path, s, want, conv, batch_rows)
+    def __init__(self, path, s, want, conv, clocks, base, model, to_epoch, batch_rows, snaplen):
+        self.it = _batches(path, s, want, conv, batch_rows, snaplen)
         self.clocks, self.base, self.model, self.to_epoch = clocks, base, model, to_epoch
         self.parts, self.done, self.floor, self.end_t, self.buf = [], False, None, None, None
         self.recs = []                   # the Records of each held batch (pages released with it)
@@ -227,7 +231,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
                   keep_duplicates: bool = False, knot_s: float = 1.0, tsft_at="auto",
                   names=None, progress=None, margin_ns: int = MARGIN_NS, hook=None,
                   batch_rows: int = BATCH_ROWS, anchor_cap: int = ANCHOR_CAP,
-                  sample_cap: int = SAMPLE_CAP, pass1_hook=None) -> dict:
+                  sample_cap: int = SAMPLE_CAP, pass1_hook=None, tile_s: float = TILE_NS / 1e9) -> dict:
     """Merge capture files into ``output`` (a merged pcapng) in bounded memory.
 
     Parameters as :func:`sniffsync.sync.merge.merge`; ``window_s``: seconds of output
@@ -237,7 +241,9 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     "unique" anchors are all fitted (beyond, a sample by key: the report's
     ``anchor_sample``); ``sample_cap``: frames (all inputs) whose stamps the epoch map
     and the host offsets see, beyond a sample by row (the report's ``frame_sample``);
-    ``pass1_hook(sizes)`` gets per input the elements pass 1 keeps (tests). Returns the
+    ``pass1_hook(sizes)`` gets per input the elements pass 1 keeps (tests); ``tile_s``: past
+    1.5 tiles of common time the clocks are fitted tile by tile
+    (:mod:`sniffsync.sync.streamfit`). Returns the
     report (also in the file's section header).
     """
     from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _validate, _window_ns
@@ -256,16 +262,20 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     window_ns = _window_ns(window_s)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     want = list(NEEDED_COLUMNS)
-    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap)
+    snaplen = min_snaplen(paths)         # frames some input cut: no FCS in the keys
+    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen)
     every = ins[0].every
     if pass1_hook is not None:
         pass1_hook([i.clocks.sizes() | {"anchors": sum(len(a) for a in i.anchors)} for i in ins])
     say("sync clocks")
-    res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names)
+    res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names,
+                                               int(tile_s * 1e9))
     model = res.model
     gate_ns = default_gate(res, MIN_GATE_NS)
     clock_gates, per_clock_err = copy_gates(res, gate_ns), clock_errors(res)
-    fit = {"model": model, "anchors": res.anchors, "sigma_ns": getattr(res, "sigma_ns", None)}
+    # per window, retime needs each clock's error, not the anchor pairs: they are dropped
+    fit = {"model": model, "anchors": None, "sigma_ns": getattr(res, "sigma_ns", None),
+           "clock_err_ns": per_clock_err}
     # output times of the whole capture: its windows and the base of mean copy times
     t_lo, t_hi = output_range(model, to_epoch, model.clocks, ts_lo, ts_hi)
     report = merge_report(res, pd.DataFrame({"sniffer": np.zeros(0, np.int64), "signal_dbm": np.zeros(0)}),
@@ -274,7 +284,11 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     model_clocks = model.clocks
     report["totals"]["host_placed_frames"] = int(model_clocks.frames.to_numpy(np.int64)[model.via_host >= 0].sum()) \
         if "frames" in model_clocks else 0
-    del res                              # only the clock model and anchors are needed from here
+    if getattr(res, "tiles", 1) > 1:
+        report["fit_tiles"] = f"{res.tiles} tiles of common time, {tile_s:g} s at most (sync.streamfit)"
+    del res                              # only the clock model is needed from here
+    gc.collect()                         # the fit's tables may sit in reference cycles
+    _trim()                              # the fit's freed heap back to the system
     if every > 1:
         report["anchor_sample"] = f"1/{every} of the unique and Block-Ack anchors (by content key)"
     stride = max(i.clocks.stride for i in ins)
@@ -286,7 +300,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     frames = model.clocks.frames.to_numpy(np.int64)
     cnt = Counts(len(paths), [i.clocks.n for i in ins], int(frames[~model.synced].sum()))
     conv, linktypes = {names[s]: i.conv for s, i in enumerate(ins)}, [i.linktype for i in ins]
-    streams = [_Stream(p, s, want, i.conv, i.clocks, int(b), model, to_epoch, batch_rows)
+    streams = [_Stream(p, s, want, i.conv, i.clocks, int(b), model, to_epoch, batch_rows, snaplen)
                for s, (p, i, b) in enumerate(zip(paths, ins, base))]
     del ins
     say("match, merge and write, window by window")
@@ -300,6 +314,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
         with os.fdopen(fd, "wb") as body:
             for lo, hi in zip(edges[:-1], edges[1:]):    # per window
                 window(ctx, int(lo), int(hi), body)
+                _trim()
                 for st in streams:
                     st.processed(int(hi), margin_ns)
                 if hook is not None:
@@ -313,6 +328,22 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     finally:
         os.unlink(scratch)
     return report
+
+
+def _trim() -> None:
+    """Give the heap's free pages back (glibc keeps the fit's and each window's freed
+    small blocks: ~1 GB of RSS through pass 2 at 5M frames without it)."""
+    try:
+        _LIBC.malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
+
+
+try:
+    import ctypes
+    _LIBC = ctypes.CDLL("libc.so.6")
+except OSError:                          # not glibc: nothing to trim
+    _LIBC = None
 
 
 def _write(output, scratch, names, linktypes, stamps, report, n_out) -> None:
