@@ -66,10 +66,9 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
             rows, k, s = _not_captured(group[d[sl]], base[sl], width[sl], has_ssn[sl], captured)
             yield rows + a, k, s
     code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
-    queried = np.unique(np.concatenate([np.zeros(0, np.int64)] + [np.unique(code[d[r]] * 4096 + s)
-                                                                   for r, _, s in windows()]))
-    table = _capture_table(ctx, code, queried)
-    del queried
+    pairs = np.zeros(int(code.max()) + 1 if len(code) else 1, bool)
+    pairs[code[d]] = True                  # the pairs of the data PPDUs asked about
+    table = _capture_table(ctx, code, pairs)
     last_known = np.full(len(d), -1, np.int64)
     acked = BaAnswers(frames)              # once for every chunk
     for rows, k, s in windows():           # (the answers per query: chunks change no result)
@@ -193,21 +192,22 @@ def _captured_rows(ctx, group):
         yield group[fp[ok]], sq[ok]
 
 
-def _capture_table(ctx, code, queried):
-    """What :func:`_sent_since` searches: ``(rk, times)``, the captures of the ``queried``
-    (pair code * 4096 + seq) keys as sorted int64 ``key * m + rank`` (``rank``: where the
-    capture's stamp lies in ``times``, the sorted stamps and stamps less :data:`COPY_TOL_NS`;
-    ``m = len(times) + 1``; the stamp is ``times[rank]``); frames read in chunks."""
+def _capture_table(ctx, code, pairs):
+    """What :func:`_sent_since` searches: ``(rk, times)``, the captures of the (pair code *
+    4096 + seq) keys of the pairs in ``pairs`` (bool by code) as sorted int64 ``key * m +
+    rank`` (``rank``: where the capture's stamp lies in ``times``, the sorted stamps and
+    stamps less :data:`COPY_TOL_NS`; ``m = len(times) + 1``; the stamp is ``times[rank]``);
+    frames read in chunks. (Keys never asked about only add rows no search lands on.)"""
     c = ctx.c
     times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]), kind="stable")
     m = len(times) + 1
     rk = [np.zeros(0, np.int64)]
-    for lo in range(0, len(ctx.fp) if len(queried) else 0, FRAME_CHUNK):
+    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
         fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
         rows = np.flatnonzero((fp >= 0) & (sq >= 0))
+        rows = rows[pairs[code[fp[rows]]]]
         key = code[fp[rows]] * 4096 + sq[rows]
-        hit = queried[np.minimum(np.searchsorted(queried, key), len(queried) - 1)] == key
-        rk.append(key[hit] * m + np.searchsorted(times, c.t_ns[fp[rows[hit]]]))
+        rk.append(key * m + np.searchsorted(times, c.t_ns[fp[rows]]))
     rk = np.concatenate(rk)
     rk.sort(kind="stable")
     return rk, times
