@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import SEQ_SPAN, group_starts, grouped_cummax, lex_order, restart_cumsum
+from sniffsync.tcp.columns import SEQ_SPAN, group_starts, grouped_cummax, is_sorted, lex_order, restart_cumsum
 
 __all__ = ["TAIL_MAX", "hole_table", "inferred_arrays"]
 
@@ -42,8 +42,8 @@ def hole_table(fd: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
     if not len(fd):
         z = np.zeros(0, np.int64)
         return {"fd": z, "lo": z, "hi": z, "before": z}
-    o = lex_order(fd, start)
-    if o[0] == 0 and o[-1] == len(o) - 1 and (o[1:] > o[:-1]).all():
+    o = _seq_order(fd, start)
+    if o is None:
         f, s, e = fd, start, np.maximum(end, start)          # already in order: no gathers
     else:
         f, s, e = fd[o], start[o], np.maximum(end[o], start[o])
@@ -62,6 +62,17 @@ def hole_table(fd: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
     size = hi - lo
     before = restart_cumsum(size, group_starts(hf)) - size
     return {"fd": hf, "lo": lo, "hi": hi, "before": before}
+
+
+def _seq_order(fd: np.ndarray, start: np.ndarray):
+    """Stable order by (fd, start), None when already in it. Rows come in (fd, time) order,
+    where sequence numbers mostly rise: one stable sort of the (fd, start) key (timsort:
+    it merges the rising runs) instead of a lexicographic sort."""
+    if int(fd.min()) >= 0 and int(fd.max()) < 1 << 22 and -_HALF < int(start.min()) and int(start.max()) < _HALF:
+        key = fd * SEQ_SPAN + start
+        return None if is_sorted(key) else np.argsort(key, kind="stable")
+    o = lex_order(fd, start)
+    return None if (o[1:] > o[:-1]).all() else o
 
 
 def hole_bytes_below(holes: dict, fd: np.ndarray, x: np.ndarray) -> np.ndarray:
