@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import group_starts, is_sorted
+from sniffsync.tcp.columns import group_starts, is_sorted, pair_order
 from sniffsync.tcp.segments import TH_FIN, TH_RST, TH_SYN, is_proto
 from sniffsync.tcp.sequence import KIND
 
@@ -98,7 +98,7 @@ def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
     if not len(w):
         return out
     f, t = fd[w], ta[w]
-    o = np.lexsort((t, f))
+    o = pair_order(f, t)
     f, t = f[o], t[o]
     head = np.flatnonzero(group_starts(f) | group_starts(t))
     cnt = np.diff(np.append(head, len(f)))
