@@ -106,10 +106,10 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
                kind_code, mpdu)
     est = np.full(n, -1, np.int64)              # the first source that sizes the PPDU wins
     src = np.zeros(n, np.int64)
-    for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime), start=1):
+    for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime, est), start=1):
         ok = (est < 0) & ctx.data & (cand >= air - SLACK_NS) & (cand <= MAX_PPDU_NS)
-        est = np.where(ok, cand, est)
-        src = np.where(ok, code, src)
+        est[ok] = cand[ok]                      # in place: later sources see what is sized
+        src[ok] = code
     longer = est > air + SLACK_NS // 2
     new_air = np.where(longer, est, air)
     new_start = np.where(cols.ends_here, cols.t_ns - np.maximum(new_air, 0), cols.t_ns)
@@ -131,8 +131,12 @@ def _own_evidence(frames, fp, n, mpdu):
     return agg, last_seen, mean_sub
 
 
-def _sources(ctx: _Ctx, psdu, mean_sub, txtime):
-    """Candidate airtimes (-1 none) from each source, in the order of :data:`SOURCES`[1:]."""
+def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
+    """Candidate airtimes (-1 none) from each source, in the order of :data:`SOURCES`[1:].
+
+    ``est``: the estimates so far, updated by the caller between sources; the Block-Ack
+    evidence (the costliest) is gathered only for the data PPDUs no earlier source sized
+    (a later source never overrides an earlier one)."""
     yield _from_nav(ctx)
     resp = _response(ctx)
     by_resp = np.full(len(ctx.data), -1, np.int64)
@@ -145,7 +149,7 @@ def _sources(ctx: _Ctx, psdu, mean_sub, txtime):
     if more.any():
         by_copies[more] = txtime(union)[more]
     # the Block-Ack's evidence adds to the union of the copies
-    add = _missed_subframes(ctx, resp, group)
+    add = _missed_subframes(ctx, resp, group, ctx.data & (est < 0))
     by_ba = np.full(len(ctx.data), -1, np.int64)
     more = (add > 0) & (union > 0)
     if more.any():

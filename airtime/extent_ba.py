@@ -1,19 +1,19 @@
 """Block-Ack evidence for :mod:`airtime.extent` (its source 4, ``ba_span``): the MPDUs of a
 data PPDU a sniffer missed, read from the Block-Ack that answers it (or the one before),
 less those captured in an earlier PPDU of the same pair. Per-frame temporaries are built
-:data:`FRAME_CHUNK` rows at a time and the Block-Ack queries :data:`QUERY_CHUNK` at a
-time (memory, not results).
+:data:`FRAME_CHUNK` rows at a time and the Block-Ack windows :data:`WINDOW_CHUNK` data PPDUs
+at a time (memory, not results); each window position is answered from the Block-Ack's
+records in numpy (:class:`BaAnswers`).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from airtime.blockack import acked_in_block_ack, ba_records
+from airtime.blockack import _bitmap_table, _categorical, _from_columns, ba_records
 
 COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
-QUERY_CHUNK = 1 << 17         # Block-Ack queries answered at a time (memory, not results)
 WINDOW_CHUNK = 1 << 12        # data PPDUs whose Block-Ack windows are listed at a time (the same)
 FRAME_CHUNK = 1 << 18         # frame rows whose temporaries are built at a time (the same)
 
@@ -29,17 +29,20 @@ def _col(frames, name, fill):
     return frames[name].to_numpy(np.int64, na_value=fill) if name in frames else np.full(len(frames), fill, np.int64)
 
 
-def _missed_subframes(ctx, resp, group) -> np.ndarray:
+def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     """Subframes of each data PPDU no copy captured, from Block-Ack evidence: sequence
     numbers in the window, captured by no copy, not acknowledged by the pair's previous
     Block-Ack nor captured since (an originator never resends those), and acknowledged by
     this PPDU's Block-Ack, or between two captured subframes, or before the first captured
-    one and after every one known sent before (the oldest pending MPDUs go first)."""
+    one and after every one known sent before (the oldest pending MPDUs go first).
+
+    ``need``: the data PPDUs to answer for (default all); each PPDU's answer depends only
+    on its own window and the frames, so the others are left at 0 without changing any."""
     frames, c, n = ctx.frames, ctx.c, len(ctx.data)
     add = np.zeros(n, np.int64)
     ba_now = np.where(ctx.data & (resp >= 0), c.first_frame[np.maximum(resp, 0)], -1)
     ba_prev, prev_t = _previous_ba(ctx)
-    d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)))
+    d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)) & (True if need is None else need))
     if not len(d) or "ba_ssn" not in frames:
         return add
     captured, lo, hi = _captured_bounds(ctx, group, 2 * n)
@@ -63,19 +66,18 @@ def _missed_subframes(ctx, resp, group) -> np.ndarray:
             rows, k, s = _not_captured(group[d[sl]], base[sl], width[sl], has_ssn[sl], captured)
             yield rows + a, k, s
     code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
-    queried = np.unique(np.concatenate([np.zeros(0, np.int64)] + [np.unique(code[d[r]] * 4096 + s)
-                                                                   for r, _, s in windows()]))
-    table = _capture_table(ctx, code, queried)
-    del queried
+    pairs = np.zeros(int(code.max()) + 1 if len(code) else 1, bool)
+    pairs[code[d]] = True                  # the pairs of the data PPDUs asked about
+    table = _capture_table(ctx, code, pairs)
     last_known = np.full(len(d), -1, np.int64)
-    records = ba_records(frames) if "ba_info" in frames else None      # once for every chunk
+    acked = BaAnswers(frames)              # once for every chunk
     for rows, k, s in windows():           # (the answers per query: chunks change no result)
         pid = d[rows]
         now, prev = ba_now[pid], ba_prev[pid]
         acked_now = np.zeros(len(s), bool)
-        acked_now[now >= 0] = _acked(frames, now[now >= 0], s[now >= 0], records)
+        acked_now[now >= 0] = acked(now[now >= 0], s[now >= 0])
         known = np.zeros(len(s), bool)
-        known[prev >= 0] = _acked(frames, prev[prev >= 0], s[prev >= 0], records)
+        known[prev >= 0] = acked(prev[prev >= 0], s[prev >= 0])
         known |= _sent_since(table, code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS, prev_t[pid])
         np.maximum.at(last_known, rows[known], k[known])     # (a PPDU's rows are in one chunk)
         between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
@@ -103,28 +105,59 @@ def _not_captured(group_d, base, width, has_ssn, captured):
     return tuple(np.concatenate(c) for c in zip(*out)) if out else (np.zeros(0, np.int64),) * 3
 
 
-def _acked(frames, ba_frame, seq, records=None) -> np.ndarray:
-    """:func:`acked_in_block_ack` of each distinct (Block-Ack, seq) query once, in chunks of
-    :data:`QUERY_CHUNK` (its tables hold ~150 bytes per query: a bounded peak)."""
-    key, inv = _unique_inverse(ba_frame * 4096 + seq)
-    out = np.zeros(len(key), bool)
-    if records is None and len(key) > QUERY_CHUNK:
-        records = ba_records(frames)            # once for every chunk
-    for lo in range(0, len(key), QUERY_CHUNK):
-        k = key[lo:lo + QUERY_CHUNK]
-        out[lo:lo + QUERY_CHUNK] = acked_in_block_ack(frames, k // 4096, k % 4096, records=records)
-    return out[inv.ravel()]
+class BaAnswers:
+    """``acked_in_block_ack(frames, ba_frame, seq)`` (no TID, TA or fragment given) in numpy:
+    the Block-Ack records listed once (:func:`ba_records`), each query joined to its frame's
+    records by ``searchsorted`` and its bit read from the record's bitmap -- the same rules
+    (a multi-TID frame answers by its first record, a multi-STA "all acknowledged" record
+    for everything; frames without ``ba_info`` by their ``ba_ssn`` / bitmap columns)."""
 
+    def __init__(self, frames):
+        self.frames = frames
+        info = _categorical(frames, "ba_info")
+        self.has_info = None if info is None else info.cat.codes.to_numpy(np.int64) >= 0
+        if info is None:
+            return
+        rec = ba_records(frames)                           # sorted by (frame_row, rec)
+        self.row = rec["frame_row"].to_numpy(np.int64)
+        kind = rec["ba_type"].astype(object).to_numpy()
+        self.match = (kind != "multi_tid") | (rec["rec"].to_numpy(np.int64) == 0)
+        self.all_acked = rec["all_acked"].to_numpy(bool)
+        self.bm = rec["bitmap"].cat.codes.to_numpy(np.int64) if len(rec) else np.zeros(0, np.int64)
+        self.ssn = rec["ssn"].to_numpy(np.int64, na_value=0)
+        self.per = rec["bits_per_msdu"].to_numpy(np.int64)
+        self.table, self.nbits = _bitmap_table(rec["bitmap"].cat.categories if len(rec) else [])
 
-def _unique_inverse(key):
-    """``np.unique(key, return_inverse=True)`` by a stable sort: the keys come nearly
-    sorted (PPDUs in time order), where timsort is ~3x numpy's default."""
-    o = np.argsort(key, kind="stable")
-    ks = key[o]
-    new = np.r_[True, ks[1:] != ks[:-1]] if len(ks) else np.zeros(0, bool)
-    inv = np.empty(len(key), np.int64)
-    inv[o] = np.cumsum(new) - 1
-    return ks[new], inv
+    def __call__(self, ba_frame, seq) -> np.ndarray:
+        ba_frame, seq = np.asarray(ba_frame, np.int64), np.asarray(seq, np.int64)
+        if self.has_info is None:
+            return _from_columns(self.frames, ba_frame, seq)
+        acked = np.zeros(len(ba_frame), bool)
+        has = self.has_info[ba_frame]
+        if not has.all():                   # rows built without the field (hand-made tables)
+            acked[~has] = _from_columns(self.frames, ba_frame[~has], seq[~has])
+        q = np.flatnonzero(has)
+        lo = np.searchsorted(self.row, ba_frame[q], "left")
+        cnt = np.searchsorted(self.row, ba_frame[q], "right") - lo
+        i = np.repeat(q, cnt)                              # (query, record) pairs
+        j = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(len(i))
+        hit = self.all_acked[j] | self._bit_set(j, seq[i])
+        acked[i[self.match[j] & hit]] = True
+        return acked
+
+    def _bit_set(self, j, seq) -> np.ndarray:
+        out = np.zeros(len(j), bool)
+        c = self.bm[j]
+        has = np.flatnonzero(c >= 0)
+        if not len(has):
+            return out
+        c, j = c[has], j[has]
+        per = self.per[j]
+        bit = (seq[has] - self.ssn[j]) % 4096 * per        # fragment 0: its MSDU's first bit
+        inside = (bit < self.nbits[c]) & ((per == 1) | (per > 0))
+        byte = self.table[c, np.minimum(bit // 8, self.table.shape[1] - 1)]
+        out[has] = inside & ((byte >> (bit % 8).astype(np.uint8)) & 1).astype(bool)
+        return out
 
 
 def _captured_bounds(ctx, group, n):
@@ -159,21 +192,22 @@ def _captured_rows(ctx, group):
         yield group[fp[ok]], sq[ok]
 
 
-def _capture_table(ctx, code, queried):
-    """What :func:`_sent_since` searches: ``(rk, times)``, the captures of the ``queried``
-    (pair code * 4096 + seq) keys as sorted int64 ``key * m + rank`` (``rank``: where the
-    capture's stamp lies in ``times``, the sorted stamps and stamps less :data:`COPY_TOL_NS`;
-    ``m = len(times) + 1``; the stamp is ``times[rank]``); frames read in chunks."""
+def _capture_table(ctx, code, pairs):
+    """What :func:`_sent_since` searches: ``(rk, times)``, the captures of the (pair code *
+    4096 + seq) keys of the pairs in ``pairs`` (bool by code) as sorted int64 ``key * m +
+    rank`` (``rank``: where the capture's stamp lies in ``times``, the sorted stamps and
+    stamps less :data:`COPY_TOL_NS`; ``m = len(times) + 1``; the stamp is ``times[rank]``);
+    frames read in chunks. (Keys never asked about only add rows no search lands on.)"""
     c = ctx.c
     times = np.sort(np.concatenate([c.t_ns, c.t_ns - COPY_TOL_NS]), kind="stable")
     m = len(times) + 1
     rk = [np.zeros(0, np.int64)]
-    for lo in range(0, len(ctx.fp) if len(queried) else 0, FRAME_CHUNK):
+    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
         fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
         rows = np.flatnonzero((fp >= 0) & (sq >= 0))
+        rows = rows[pairs[code[fp[rows]]]]
         key = code[fp[rows]] * 4096 + sq[rows]
-        hit = queried[np.minimum(np.searchsorted(queried, key), len(queried) - 1)] == key
-        rk.append(key[hit] * m + np.searchsorted(times, c.t_ns[fp[rows[hit]]]))
+        rk.append(key * m + np.searchsorted(times, c.t_ns[fp[rows]]))
     rk = np.concatenate(rk)
     rk.sort(kind="stable")
     return rk, times

@@ -18,7 +18,9 @@ Both sides are whole processes, timed in the same run, interleaved (ours, tshark
 tshark, ..., then the rest of ours; medians): tshark with the tcp.analysis fields the
 fairness report needs, and
 ``python -m sniffsync fairness`` (read + analyse + report). ``--phases`` adds in-process
-phase timers (minimum over the repeats) of the command's stages.
+phase timers (minimum over the repeats) of the command's stages. Each command's CPU time
+(user + sys) is printed too: under load the wall ratio follows the share of the two cores
+each process gets, the CPU ratio the work.
 """
 from __future__ import annotations
 
@@ -131,10 +133,21 @@ def build_wifi_capture(path: str, frames: int) -> int:
     return frames
 
 
-def timed(cmd, env=None) -> float:
+CPU: dict = {}                 # command label -> CPU seconds (user + sys) of each run
+
+
+def timed(cmd, env=None, label=None) -> float:
+    """Wall seconds of one run; its CPU seconds (children's user + sys) go to ``CPU[label]``:
+    on a loaded machine the wall time follows the share of the cores a process gets, the
+    CPU time what it had to do."""
+    import resource
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(label, []).append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return wall
 
 
 def _tree_env(tree: str) -> dict:
@@ -210,11 +223,11 @@ def main(argv=None) -> int:
     ours, theirs, peer = [], [], []
     for i in range(max(args.repeat, args.tshark_repeat if tshark else 0)):
         if i < args.repeat:
-            ours.append(timed(ours_cmd))
+            ours.append(timed(ours_cmd, label="ours"))
             if args.peer:
-                peer.append(timed(peer_cmd, _tree_env(args.peer)))
+                peer.append(timed(peer_cmd, _tree_env(args.peer), label="peer"))
         if tshark and i < args.tshark_repeat:
-            theirs.append(timed(tshark_cmd))
+            theirs.append(timed(tshark_cmd, label="tshark"))
     t_ours = statistics.median(ours)
     print(f"sniffsync fairness: {t_ours:.2f} s  ({n / t_ours:,.0f} packets/s, median of {len(ours)}: "
           + ", ".join(f"{t:.2f}" for t in ours) + ")")
@@ -229,6 +242,10 @@ def main(argv=None) -> int:
             same = a.read() == b.read()
         print(f"peer {args.peer}: {t_peer:.2f} s (median of {len(peer)}: " + ", ".join(f"{t:.2f}" for t in peer)
               + f"){f'; tshark / peer: {t_ts / t_peer:.1f}x' if theirs else ''}; same report bytes: {same}")
+    cpu = {k: statistics.median(v) for k, v in CPU.items()}
+    print("CPU s (user + sys, medians): " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+          + (f"; tshark / ours: {cpu['tshark'] / cpu['ours']:.1f}x" if "tshark" in cpu else "")
+          + (f"; tshark / peer: {cpu['tshark'] / cpu['peer']:.1f}x" if "tshark" in cpu and "peer" in cpu else ""))
     print(f"load after: {os.getloadavg()[0]:.1f}")
     if args.phases:
         for name, sec in phases(path, args.repeat, args.wifi):

@@ -38,13 +38,11 @@ def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, 
     if window_ns <= 0 or step_ns <= 0:
         raise UsageError("window and step must be positive")
     k_max = max(0, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns))
-    ts = np.unique(np.asarray(ts_ns, np.int64))
-    ts = ts[(ts >= t0_ns) & (ts < t0_ns + k_max * step_ns + window_ns)]
-    d = ts - t0_ns
-    hi = np.minimum(d // step_ns, k_max)
-    lo = np.maximum(-(-(d - window_ns + 1) // step_ns), 0)
-    ok = lo <= hi
-    lo, hi = lo[ok], hi[ok]
+    ts = np.asarray(ts_ns, np.int64)
+    if k_max < 4 * len(ts) + 4096:
+        return _marked_windows(ts, t0_ns, k_max, window_ns, step_ns, max_windows)
+    ts = np.unique(ts)
+    lo, hi = _event_windows(ts, t0_ns, k_max, window_ns, step_ns)
     if not len(lo):
         return np.zeros(1, np.int64)
     # lo and hi rise with ts: merge touching ranges into runs, then list each run's indices
@@ -56,6 +54,30 @@ def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, 
         raise UsageError(f"{int(n.sum())} windows of {window_ns / 1e9:g} s every {step_ns / 1e9:g} s hold data: "
                          f"more than {max_windows} (use a larger --step)")
     return np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()), dtype=np.int64)
+
+
+def _event_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int):
+    """``(lo, hi)``: the grid indices of the first and last window holding each event."""
+    ts = ts[(ts >= t0_ns) & (ts < t0_ns + k_max * step_ns + window_ns)]
+    d = ts - t0_ns
+    hi = np.minimum(d // step_ns, k_max)
+    lo = np.maximum(-(-(d - window_ns + 1) // step_ns), 0)
+    ok = lo <= hi
+    return lo[ok], hi[ok]
+
+
+def _marked_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int, max_windows) -> np.ndarray:
+    """:func:`data_windows` on a grid not much longer than the events: each event's windows
+    marked by +1/-1 at their ends and a running sum (no sort of the events)."""
+    lo, hi = _event_windows(ts, t0_ns, k_max, window_ns, step_ns)
+    if not len(lo):
+        return np.zeros(1, np.int64)
+    mark = np.bincount(lo, minlength=k_max + 2) - np.bincount(hi + 1, minlength=k_max + 2)
+    ks = np.flatnonzero(np.cumsum(mark[:k_max + 1]) > 0)
+    if max_windows is not None and len(ks) > max_windows:
+        raise UsageError(f"{len(ks)} windows of {window_ns / 1e9:g} s every {step_ns / 1e9:g} s hold data: "
+                         f"more than {max_windows} (use a larger --step)")
+    return ks.astype(np.int64)
 
 
 def window_sums(unit: np.ndarray, ts_ns: np.ndarray, weight: np.ndarray, n_units: int,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import group_starts, is_sorted
+from sniffsync.tcp.columns import group_starts, is_sorted, pair_order
 from sniffsync.tcp.segments import TH_FIN, TH_RST, TH_SYN, is_proto
 from sniffsync.tcp.sequence import KIND
 
@@ -98,7 +98,7 @@ def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
     if not len(w):
         return out
     f, t = fd[w], ta[w]
-    o = np.lexsort((t, f))
+    o = pair_order(f, t)
     f, t = f[o], t[o]
     head = np.flatnonzero(group_starts(f) | group_starts(t))
     cnt = np.diff(np.append(head, len(f)))
@@ -119,26 +119,62 @@ def outstanding_arrays(seg, ft: dict) -> dict:
     fd, ts, fds = seg["fd"], seg["ts_ns"], ft["fd"]
     size = int(max(fd.max() if len(fd) else 0, fds.max() if len(fds) else 0)) + 2
     big = np.iinfo(np.int64).max
-    pay = np.flatnonzero(seg["payload_len"] > 0)
+    if not is_sorted(fd):                              # (segment_arrays sorts by fd, time)
+        return _outstanding_unsorted(seg, ft, size)
+    # rows are sorted by (fd, time): per-fd maxima by reduceat, first rows by group starts
+    head = np.flatnonzero(group_starts(fd))
     top = np.full(size, -1, np.int64)
-    np.maximum.at(top, fd[pay], seg["seg_end"][pay] - ((seg["flags"][pay] & TH_FIN) > 0))
+    if len(head):
+        v = np.where(seg["payload_len"] > 0, seg["seg_end"] - ((seg["flags"] & TH_FIN) > 0), -1)
+        top[fd[head]] = np.maximum(np.maximum.reduceat(v, head), -1)
+        del v
     ack = seg["ack_rel"]
-    a = np.flatnonzero((ack >= 0) & (ts >= 0))
+    ok = ts >= 0
+    a = np.flatnonzero((ack >= 0) & ok)
     dfd = fd[a] ^ 1                                    # the data direction an ACK row acknowledges
     has_ack = np.zeros(size, bool)
     has_ack[dfd] = True
     has_ack &= top >= 0                                # ACK-only directions have nothing outstanding
-    cov = (top[dfd] >= 0) & (ack[a] >= top[dfd])
+    c = a[(top[dfd] >= 0) & (ack[a] >= top[dfd])]      # covering ACK rows, in (fd, time) order
     done = np.full(size, big, np.int64)
-    np.minimum.at(done, dfd[cov], ts[a[cov]])
-    flow = seg["flow"]
-    start = np.full(int(flow.max()) + 1 if len(flow) else 1, big, np.int64)
-    ok = ts >= 0
-    np.minimum.at(start, flow[ok], ts[ok])
-    end = int(ts[ok].max()) if ok.any() else -1
+    first = c[group_starts(fd[c])]                     # the earliest of each fd
+    done[fd[first] ^ 1] = ts[first]
+    o = np.flatnonzero(ok)
+    first = o[group_starts(fd[o])]                     # each fd's first stamped row
+    flow_first = np.full(size + (size & 1), big, np.int64)
+    flow_first[fd[first]] = ts[first]
+    start = np.minimum(flow_first[0::2], flow_first[1::2])        # fd = 2 * flow + dir
+    end = int(ts[o].max()) if len(o) else -1
+    return _outstanding_table(ft, fds, done, has_ack, start, end, big)
+
+
+def _outstanding_table(ft, fds, done, has_ack, start, end, big) -> dict:
     d = done[fds]
     completed = np.where(d < big, d, -1)
     until = np.where(completed >= 0, completed, np.where(has_ack[fds], end, -1))
     return {"completed_ns": completed,
             "fct_ns": np.where(completed >= 0, completed - start[ft["flow"]], -1),
             "active_until_ns": np.maximum(ft["last_ns"], until)}
+
+
+def _outstanding_unsorted(seg, ft: dict, size: int) -> dict:
+    """:func:`outstanding_arrays` of a table not sorted by fd (scatter reductions)."""
+    fd, ts, fds = seg["fd"], seg["ts_ns"], ft["fd"]
+    big = np.iinfo(np.int64).max
+    pay = np.flatnonzero(seg["payload_len"] > 0)
+    top = np.full(size, -1, np.int64)
+    np.maximum.at(top, fd[pay], seg["seg_end"][pay] - ((seg["flags"][pay] & TH_FIN) > 0))
+    ack = seg["ack_rel"]
+    a = np.flatnonzero((ack >= 0) & (ts >= 0))
+    dfd = fd[a] ^ 1
+    has_ack = np.zeros(size, bool)
+    has_ack[dfd] = True
+    has_ack &= top >= 0
+    cov = (top[dfd] >= 0) & (ack[a] >= top[dfd])
+    done = np.full(size, big, np.int64)
+    np.minimum.at(done, dfd[cov], ts[a[cov]])
+    start = np.full(size // 2 + 1, big, np.int64)
+    ok = ts >= 0
+    np.minimum.at(start, fd[ok] >> 1, ts[ok])
+    end = int(ts[ok].max()) if ok.any() else -1
+    return _outstanding_table(ft, fds, done, has_ack, start, end, big)

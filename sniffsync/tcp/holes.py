@@ -11,14 +11,16 @@ a gap of that union after its first row, plus the tail above the highest end (se
 missed at the end, at most :data:`TAIL_MAX` bytes: an ACK further above is not
 plausible). ``U(x)`` = hole bytes below ``x``; an advancing ACK from ``a`` to ``b``
 infers ``U(b) - U(a)`` bytes, counted only for a direction with captured payload
-(a missed FIN would otherwise make an ACK-only direction a flow). Columnar: one sort of the rows by (fd, seq), one
-``searchsorted`` per ACK.
+(a missed FIN would otherwise make an ACK-only direction a flow). Columnar: one sort of the rows by (fd, seq)
+(none when already in that order). ``U`` changes only at ACKs that end inside a hole or move past one, so
+``U`` is evaluated there only: each hole's ACK rows are one ``searchsorted`` of its bounds over the ACKs'
+sorted (fd, highest ACK) keys.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import SEQ_SPAN, group_starts, grouped_cummax, lex_order, restart_cumsum
+from sniffsync.tcp.columns import SEQ_SPAN, group_starts, grouped_cummax, is_sorted, lex_order, restart_cumsum
 
 __all__ = ["TAIL_MAX", "hole_table", "inferred_arrays"]
 
@@ -40,8 +42,11 @@ def hole_table(fd: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
     if not len(fd):
         z = np.zeros(0, np.int64)
         return {"fd": z, "lo": z, "hi": z, "before": z}
-    o = lex_order(fd, start)
-    f, s, e = fd[o], start[o], np.maximum(end[o], start[o])
+    o = _seq_order(fd, start)
+    if o is None:
+        f, s, e = fd, start, np.maximum(end, start)          # already in order: no gathers
+    else:
+        f, s, e = fd[o], start[o], np.maximum(end[o], start[o])
     first = group_starts(f)
     cm = grouped_cummax(f, e)
     prev = np.empty_like(cm)
@@ -59,6 +64,17 @@ def hole_table(fd: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
     return {"fd": hf, "lo": lo, "hi": hi, "before": before}
 
 
+def _seq_order(fd: np.ndarray, start: np.ndarray):
+    """Stable order by (fd, start), None when already in it. Rows come in (fd, time) order,
+    where sequence numbers mostly rise: one stable sort of the (fd, start) key (timsort:
+    it merges the rising runs) instead of a lexicographic sort."""
+    if int(fd.min()) >= 0 and int(fd.max()) < 1 << 22 and -_HALF < int(start.min()) and int(start.max()) < _HALF:
+        key = fd * SEQ_SPAN + start
+        return None if is_sorted(key) else np.argsort(key, kind="stable")
+    o = lex_order(fd, start)
+    return None if (o[1:] > o[:-1]).all() else o
+
+
 def hole_bytes_below(holes: dict, fd: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``U(x)``: hole bytes of ``fd`` below sequence number ``x`` (0 for an fd without holes)."""
     if not len(holes["fd"]) or not len(fd):
@@ -68,6 +84,26 @@ def hole_bytes_below(holes: dict, fd: np.ndarray, x: np.ndarray) -> np.ndarray:
     ok = (j >= 0) & (holes["fd"][jj] == fd)
     part = np.minimum(x, holes["hi"][jj]) - holes["lo"][jj]
     return np.where(ok, holes["before"][jj] + part, 0)
+
+
+def _touching(holes: dict, afd: np.ndarray, acm: np.ndarray) -> np.ndarray:
+    """Positions (ascending) of the ACK rows whose ``U`` may differ from their
+    predecessor's: an ACK of hole ``[lo, hi)``'s receiver whose highest ACK passed ``lo``,
+    up to the first that reached ``hi`` (rows sorted by (fd, time): ``acm`` rises within
+    each fd, so the (fd, acm) keys are sorted). Elsewhere both sides of ``U(acm_i) -
+    U(acm_{i-1})`` hold the same bytes of every hole."""
+    m = len(afd)
+    comp = _key(afd, acm)
+    g = holes["fd"] ^ 1                            # the ACK direction of each hole
+    a = np.searchsorted(comp, _key(g, holes["lo"]), side="right")
+    b = np.searchsorted(comp, _key(g, holes["hi"]), side="left")
+    b = np.minimum(b, np.searchsorted(comp, _key(g + 1, np.full(len(g), -_HALF)), side="left") - 1)
+    ok = a <= b
+    a, b = a[ok], b[ok]
+    if not len(a):
+        return a
+    mark = np.bincount(a, minlength=m + 1) - np.bincount(b + 1, minlength=m + 1)
+    return np.flatnonzero(np.cumsum(mark[:m]) > 0)
 
 
 def inferred_arrays(seg, live: np.ndarray, ai: np.ndarray, afd: np.ndarray, acm: np.ndarray) -> dict:
@@ -80,17 +116,26 @@ def inferred_arrays(seg, live: np.ndarray, ai: np.ndarray, afd: np.ndarray, acm:
     empty = {"row": np.zeros(0, np.int64), "fd": np.zeros(0, np.int64), "bytes": np.zeros(0, np.int64)}
     if not len(ai):
         return empty
-    li = np.flatnonzero(live)
-    holes = hole_table(seg["fd"][li], seg["rel_seq"][li], seg["seg_end"][li])
-    df = afd ^ 1
-    u = hole_bytes_below(holes, df, acm)
-    first = group_starts(afd)
-    got = np.diff(u, prepend=0)
-    got[first] = u[first]
+    every = bool(live.all())
+    li = None if every else np.flatnonzero(live)
+
+    def col(name):
+        return seg[name] if every else seg[name][li]
+    fd = col("fd")
+    holes = hole_table(fd, col("rel_seq"), col("seg_end"))
     # only into directions that carried captured payload: a missed SYN or FIN of an
     # ACK-only direction would make it a 1-byte "flow" (and halve Jain's index)
-    fd = seg["fd"][li]
-    pay = np.unique(fd[seg["payload_len"][li] > 0])
-    p = np.minimum(np.searchsorted(pay, df), max(len(pay) - 1, 0))
-    k = np.flatnonzero((got > 0) & (pay[p] == df if len(pay) else False))
-    return {"row": ai[k], "fd": df[k], "bytes": got[k]}
+    pay = np.bincount(fd[col("payload_len") > 0], minlength=int(fd.max()) + 1) > 0
+    keep = pay[holes["fd"]]                        # whole fds: their ``before`` stands
+    if not keep.all():
+        holes = {k: v[keep] for k, v in holes.items()}
+    c = _touching(holes, afd, acm)
+    if not len(c):
+        return empty
+    df = afd[c] ^ 1
+    got = hole_bytes_below(holes, df, acm[c])
+    p = np.maximum(c - 1, 0)
+    same = (c > 0) & (afd[p] == afd[c])            # the predecessor is of the same ACK fd
+    got = got - np.where(same, hole_bytes_below(holes, df, acm[p]), 0)
+    k = np.flatnonzero(got > 0)
+    return {"row": ai[c[k]], "fd": df[k], "bytes": got[k]}

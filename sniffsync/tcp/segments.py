@@ -217,17 +217,64 @@ def live_tcp(seg) -> np.ndarray:
     return live
 
 
+_IDENT = ["ta", "wlan_seq", "flow", "dir", "seq_raw", "ack_raw", "payload_len", "flags"]
+_MIX = [np.uint64(k) for k in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                               0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD)]
+
+
 def dedup_mac(seg) -> np.ndarray:
     """Mask of MAC duplicates among 802.11 rows (see the module docstring).
 
     Rows of one MAC identity share fd and keep their input order among equal times, so
-    marking duplicates on the sorted table gives the same rows as before the sort.
+    marking duplicates on the sorted table gives the same rows as before the sort. Each
+    row is compared with the previous row of its identity (in time order): found by one
+    stable sort of (fd, 802.11 seq, hash of the other fields), which keeps each fd's
+    rows nearly in order (cheap); a hash shared by two identities falls back to sorting
+    every field.
     """
-    ident = ["ta", "wlan_seq", "flow", "dir", "seq_raw", "ack_raw", "payload_len", "flags"]
     wifi = np.flatnonzero(seg["ta"] >= 0)
     dup = np.zeros(len(seg["ta"]), bool)
     if not len(wifi):
         return dup
+    every = len(wifi) == len(dup)
+
+    def col(c):
+        return seg[c] if every else seg[c][wifi]
+    fd, ws = col("fd"), col("wlan_seq").astype(np.int64) + 1
+    if int(fd.max()) < 1 << 19 and int(ws.min()) >= 0 and int(ws.max()) < 1 << 13:
+        rest = [seg[c] for c in ("ta", "seq_raw", "ack_raw", "payload_len", "flags")]
+        h = np.zeros(len(fd), np.uint64)
+        for v, k in zip(rest, _MIX):
+            x = (v if every else v[wifi]).astype(np.int64).view(np.uint64)
+            x *= k
+            h ^= x
+        h >>= np.uint64(33)
+        key = fd << 44
+        key |= ws << 31
+        key |= h.view(np.int64)
+        del h, ws
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        at = np.flatnonzero(ks[1:] == ks[:-1])
+        del ks
+        a, b = order[at], order[at + 1]               # b follows a of the same key
+        if not every:
+            a, b = wifi[a], wifi[b]                    # rows of seg
+        # a row's previous one of its identity is at most as far back as the previous
+        # one of its key: pairs over the gap hold no duplicate, whatever their fields
+        ts = seg["ts_ns"]
+        near = np.flatnonzero(ts[b] - ts[a] <= DEDUP_MAX_GAP_NS)
+        a, b = a[near], b[near]
+        if all((v[a] == v[b]).all() for v in rest):
+            sn = seg["sniffer"]
+            dup[b[seg["retry"][b] | (sn[b] != sn[a])]] = True
+            return dup
+    return _dedup_sorted(seg, wifi, dup)
+
+
+def _dedup_sorted(seg, wifi, dup) -> np.ndarray:
+    """:func:`dedup_mac` by one lexicographic sort of every identity field."""
+    ident = _IDENT
     fd = seg["fd"][wifi]
     derived = {"flow": lambda: fd >> 1, "dir": lambda: fd & 1}      # fd = 2 * flow + dir
     cols = {c: derived[c]() if c in derived else seg[c][wifi] for c in ident + ["ts_ns", "sniffer", "retry"]}

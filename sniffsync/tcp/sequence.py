@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, lex_order,
+from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, pair_order,
                                    sorted_within, unwrap32)
 from sniffsync.tcp.segments import TH_FIN, TH_SYN, is_proto
 
@@ -85,7 +85,7 @@ def in_order_delivery(seg, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
         else:
             out[rows] = grouped_cummax(fr, arr)
         return out
-    order = lex_order(fr, rr)                          # sequence order within each fd
+    order = pair_order(fr, rr)                         # sequence order within each fd
     out[rows[order]] = grouped_cummax(fr[order], arr[order])
     return out
 

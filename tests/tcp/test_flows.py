@@ -141,6 +141,23 @@ def test_mac_retry_copies_counted_once():
     assert ft_raw["retransmissions"] == 3          # what Wireshark would report
 
 
+@pytest.mark.parametrize("collide", [False, True])
+def test_mac_duplicates_interleaved_identities(monkeypatch, collide):
+    # MPDU X (802.11 seq 7, TCP seq 1), then Y reusing 802.11 seq 7 (TCP seq 101), then a
+    # retry of X: X's retry is the one duplicate. ``collide``: every identity hashes alike,
+    # so the fast path's check fails and the full sort decides (the same rows)
+    import numpy as np
+
+    from sniffsync.tcp import segments as S
+    if collide:
+        monkeypatch.setattr(S, "_MIX", [np.uint64(0)] * len(S._MIX))
+    base = {"ta": 1, "len": 100, "wseq": 7}
+    rows = [dict(base, t_ms=0, seq=1), dict(base, t_ms=1, seq=101, retry=True),
+            dict(base, t_ms=2, seq=1, retry=True), dict(base, t_ms=3, seq=101, retry=True, sniffer=1)]
+    seg = analyze(make_frames(rows, linktype=127))
+    assert by_frame(seg, "mac_dup") == {1: False, 2: False, 3: True, 4: True}
+
+
 def test_merged_sniffers_count_one_transmission():
     rows = [{"t_ms": 0, "ta": 1, "wseq": 7, "len": 100, "seq": 1, "sniffer": 0},
             {"t_ms": 0, "ta": 1, "wseq": 7, "len": 100, "seq": 1, "sniffer": 1}]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sniffsync.tcp.columns import group_median, grouped_cummax, lex_order, restart_cumsum
+from sniffsync.tcp.columns import group_median, grouped_cummax, lex_order, pair_order, restart_cumsum
 from sniffsync.tcp.frames import classify_segments, flow_table, segments
 from sniffsync.tcp.rtt import rto_arrays
 from frame_rows import ACK, MS, SYN, make_frames
@@ -60,6 +60,8 @@ def test_lex_order_is_lexsort(case):
         b = np.where(a % 2 == 0, np.arange(n), b)
     assert np.array_equal(lex_order(a, b), np.lexsort((b, a)))
     assert np.array_equal(lex_order(a), np.argsort(a, kind="stable"))
+    assert np.array_equal(pair_order(a, b), np.lexsort((b, a)))
+    assert np.array_equal(pair_order(a, b - (1 << 45)), np.lexsort((b, a)))      # negative, wide minor
 
 
 def test_group_median_and_rto_match_pandas():
