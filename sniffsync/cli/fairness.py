@@ -76,7 +76,6 @@ def _captures(paths, keep_bad_fcs=False):
         kinds = head_linktypes(p)
         columns = WIRED_COLUMNS if kinds and kinds <= set(WIRED_LINKTYPES) else COLUMNS
         if columns is WIRED_COLUMNS:
-            _reuse_freed_memory()
             _rec, n, cols, marks = read_columns(p, 0, columns, records=False)   # walk/decode overlap
         if columns is COLUMNS or not _all_in(cols["linktype"][0], WIRED_LINKTYPES):
             # 802.11 (or a pcapng interface described after the first packet is not wired):
@@ -96,22 +95,6 @@ def _all_in(values, allowed) -> bool:
         return True
     lo, hi = values.min(), values.max()
     return bool(lo in allowed) if lo == hi else bool(np.isin(values, allowed).all())
-
-
-def _reuse_freed_memory() -> None:
-    """glibc only: serve arrays below 64 MB from the heap and keep what is freed there.
-
-    A wired analysis makes ~8 MB temporaries one after the other; by default each is a
-    fresh mapping whose pages the kernel zeroes on first touch (~30 % of the command's
-    CPU). Kept, they are reused: 1M packets, 67k -> 47k page faults, ~10 % less CPU
-    (docs/benchmarks.md). Not for 802.11 captures, whose peak memory is watched."""
-    import ctypes
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):
-        return
-    mallopt(-3, 64 << 20)           # M_MMAP_THRESHOLD
-    mallopt(-1, 512 << 20)          # M_TRIM_THRESHOLD
 
 
 def run(args) -> int:
