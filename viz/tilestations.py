@@ -12,14 +12,17 @@ A bucket's stations are those of the items starting in it -- differences of per-
 counts at the bucket edges' positions among the lane's starts (a checkpoint row every
 :data:`CHECK` items plus the few items after it, as the tile's per-kind airtime) -- and of the
 items started before it, within the longest airtime, still running at its start. Cost per tile:
-a ``searchsorted`` of the edges per lane and reads of a few items per edge, whatever the run's
-size; memory: one byte per item and ``31 x 4`` bytes per :data:`CHECK` items.
+one keyed ``searchsorted`` of every lane's edges (as the tile's) and reads of a few items per
+edge, whatever the run's size; memory: one byte per item and ``31 x 4`` bytes per :data:`CHECK`
+items. The tile carries the masks only when asked (``stations=1``: a page with a filter on).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
+
+from viz.tiles import _search
 
 __all__ = ["NBITS", "CHECK", "StationBits", "build_station_bits", "bucket_masks"]
 
@@ -74,23 +77,19 @@ def _counts_before(sb: StationBits, pos: np.ndarray) -> np.ndarray:
     return sb.check[j] + extra
 
 
-def bucket_masks(sb: StationBits, idx, edges_ns) -> list:
-    """Per lane of ``idx`` (the sniffer-lane index), per bucket ``[edges[k], edges[k+1])``: the
-    bitmask of the stations with a PPDU overlapping the bucket (0: none)."""
+def bucket_masks(sb: StationBits, idx, edges_ns) -> np.ndarray:
+    """(lanes of ``idx`` (the sniffer-lane index), buckets ``[edges[k], edges[k+1])``) int64: the
+    bitmask of the stations with a PPDU overlapping the bucket (0: none). Every lane at once:
+    keyed searches as the tile's (:func:`viz.tiles._search`), no loop over lanes."""
     e = np.asarray(edges_ns, np.int64)
-    nb, px = sb.check.shape[1], len(e) - 1
-    weights = np.int64(1) << np.arange(nb, dtype=np.int64)
-    out = []
-    for lane in range(len(idx.lanes)):
-        lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
-        st = idx.start[lo:hi]
-        pos = lo + np.searchsorted(st, e)
-        c = _counts_before(sb, pos)
-        on = np.diff(c, axis=0) > 0                           # items starting in the bucket
-        # items started before the bucket (within the longest airtime) still running at its start
-        a = lo + np.searchsorted(st, e[:-1] - idx.longest)
-        row, q = _expand(a, pos[:-1])
-        live = idx.end[q] > e[:-1][row]
-        on.ravel()[row[live] * nb + sb.code[q[live]]] = True
-        out.append((on * weights).sum(1).tolist())
-    return out
+    nl, nb, px = len(idx.lanes), sb.check.shape[1], len(e) - 1
+    if not nl or px < 1:
+        return np.zeros((nl, max(px, 0)), np.int64)
+    win = _search(idx, "start", [e[0] - idx.longest, e[-1]]).T      # bounds every answer below
+    pos = _search(idx, "start", e, win)                               # (lanes, px + 1)
+    on = np.diff(_counts_before(sb, pos.ravel()).reshape(nl, px + 1, nb), axis=1) > 0   # starting in it
+    # items started before the bucket (within the longest airtime) still running at its start
+    row, q = _expand(_search(idx, "start", e[:-1] - idx.longest, win).ravel(), pos[:, :-1].ravel())
+    live = idx.end[q] > e[:-1][row % px]
+    on.reshape(-1)[row[live] * nb + sb.code[q[live]]] = True
+    return on.astype(np.int64) @ (np.int64(1) << np.arange(nb, dtype=np.int64))

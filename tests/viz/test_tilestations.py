@@ -35,7 +35,7 @@ def test_bucket_masks_equal_the_stations_heard_in_each_bucket(view):
     s = p["start_ns"].to_numpy() - meta["t0_abs_ns"]
     e = p["end_ns"].to_numpy() - meta["t0_abs_ns"]
     for t0, t1, px in ((0, meta["span_ns"] + 1, 200), (300_000_000, 420_000_000, 29)):
-        t = v.tile(t0, t1, px, "sniffer")
+        t = v.tile(t0, t1, px, "sniffer", stations=True)
         assert t["mode"] == "buckets" and len(t["sta_mask"]) == 3
         edges = np.array(t["edges_ns"])
         for lane in range(3):
@@ -45,4 +45,25 @@ def test_bucket_masks_equal_the_stations_heard_in_each_bucket(view):
                 on = heard & (s < edges[k + 1]) & (e > edges[k])
                 want.append(sum(1 << b for b in {bit_of.get(w, 30) for w in who[on]}))
             assert t["sta_mask"][lane] == want
-        assert "sta_mask" not in v.tile(t0, t1, px, "station")
+        assert "sta_mask" not in v.tile(t0, t1, px, "station", stations=True)
+        assert "sta_mask" not in v.tile(t0, t1, px, "sniffer")          # not asked: not computed
+
+
+def test_server_sends_the_masks_only_when_asked(view):
+    """/api/tile: ``stations=1`` -> the masks above (same body as the public API's answer);
+    without it (no filter on the page) none, and a bad value is a 400."""
+    import json
+
+    from web import create_app
+    v, _ = view
+    c = create_app(v).test_client()
+    span = v.meta()["span_ns"]
+    enc = lambda d: json.dumps(d, sort_keys=True, separators=(",", ":")).encode()  # noqa: E731
+    q = f"/api/tile?t0=0&t1={span + 1}&px=200&lanes=sniffer"
+    with_masks = c.get(q + "&stations=1")
+    assert with_masks.status_code == 200 and with_masks.data == enc(v.tile(0, span + 1, 200, "sniffer", stations=True))
+    assert "sta_mask" in json.loads(with_masks.data)
+    plain_tile = json.loads(c.get(q).data)
+    assert plain_tile["mode"] == "buckets" and "sta_mask" not in plain_tile
+    assert "sta_mask" not in json.loads(c.get(q.replace("sniffer", "station") + "&stations=1").data)
+    assert c.get(q + "&stations=2").status_code == 400
