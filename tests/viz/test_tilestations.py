@@ -67,3 +67,22 @@ def test_server_sends_the_masks_only_when_asked(view):
     assert plain_tile["mode"] == "buckets" and "sta_mask" not in plain_tile
     assert "sta_mask" not in json.loads(c.get(q.replace("sniffer", "station") + "&stations=1").data)
     assert c.get(q + "&stations=2").status_code == 400
+
+
+def test_bucket_masks_at_the_edges():
+    """Hand-checked: a PPDU ending exactly at a bucket's start or starting at its end is not in
+    it; one spanning several buckets is in each; lanes (sniffers) apart."""
+    from viz.runview import RunView
+    from viz.tilestations import bucket_masks
+    t = 1_000_000_000
+    # station lanes by TA: 0x..01 -> lane 0 (bit 0), 0x..02 -> lane 1 (bit 1)
+    start = np.array([0, 100, 250, 300, 100]) + t
+    end = np.array([100, 200, 260, 500, 400]) + t
+    ta = pd.array([0x020000000001, 0x020000000002, 0x020000000001, 0x020000000002, 0x020000000001], dtype="UInt64")
+    ppdus = pd.DataFrame({"ppdu": np.arange(5), "start_ns": start, "end_ns": end, "ta": ta, "ra": ta,
+                          "kind": pd.Categorical(["data"] * 5), "sniffer": np.zeros(5, np.int16),
+                          "heard_mask": [1, 1, 1, 1, 2]})
+    v = RunView(ppdus, None, {}, ["s0", "s1"], "t")
+    m = bucket_masks(v._sta_bits, v._index["sniffer"], [0, 100, 200, 300, 400, 500])
+    # s0: [0,100) PPDU 0; [100,200) PPDU 1; [200,300) PPDU 2; [300,400) and [400,500) PPDU 3
+    assert m.tolist() == [[0b01, 0b10, 0b01, 0b10, 0b10], [0, 0b01, 0b01, 0b01, 0]]
