@@ -117,11 +117,15 @@ class RunView:
     def meta(self) -> dict:
         return self._meta
 
-    def tile(self, t0_ns: int, t1_ns: int, px: int, lanes: str = "station", arrays: bool = False) -> dict:
-        """``arrays``: columns as numpy arrays, for the server's encoder (viz.jsonable)."""
+    def tile(self, t0_ns: int, t1_ns: int, px: int, lanes: str = "station", arrays: bool = False,
+             stations: bool = False) -> dict:
+        """``arrays``: columns as numpy arrays, for the server's encoder (viz.jsonable).
+        ``stations``: bucketed sniffer lanes also carry ``sta_mask`` (the stations of each bucket,
+        :mod:`viz.tilestations`): only a page with a station or flow filter on reads them."""
         out = (tile_arrays if arrays else make_tile)(self._index[lanes], t0_ns, t1_ns, px)
-        if lanes == "sniffer" and out["mode"] == "buckets":
-            out["sta_mask"] = bucket_masks(self._sta_bits, self._index["sniffer"], out["edges_ns"])
+        if stations and lanes == "sniffer" and out["mode"] == "buckets":
+            m = bucket_masks(self._sta_bits, self._index["sniffer"], out["edges_ns"])
+            out["sta_mask"] = m if arrays else m.tolist()
         return out
 
     def ppdu_detail(self, ppdu_id: int) -> dict | None:

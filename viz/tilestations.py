@@ -8,18 +8,22 @@ that this sniffer heard overlaps the bucket. The 30 busiest stations own a bit e
 are more than 31, the others share bit 30 (``bits[30] = -1``). 31 bits: the page tests them with
 JavaScript's 32-bit ``&``.
 
-A bucket's stations are those of the items starting in it -- differences of per-bit running
-counts at the bucket edges' positions among the lane's starts (a checkpoint row every
-:data:`CHECK` items plus the few items after it, as the tile's per-kind airtime) -- and of the
-items started before it, within the longest airtime, still running at its start. Cost per tile:
-a ``searchsorted`` of the edges per lane and reads of a few items per edge, whatever the run's
-size; memory: one byte per item and ``31 x 4`` bytes per :data:`CHECK` items.
+A station's PPDUs overlapping the bucket ``[a, b)`` are those starting before ``b`` less those
+ending at or before ``a`` (they all started before ``b`` too): a bit is on when the first count
+exceeds the second. Both are per-bit running counts at the edges' positions among the lane's
+starts and among its sorted ends (a checkpoint row every :data:`CHECK` items plus the few
+items after it, as the tile's per-kind airtime). Cost per tile: keyed ``searchsorted`` of every
+lane's edges at once (as the tile's) and reads of ~CHECK/2 items per edge, whatever the run's
+size or zoom; memory: two bytes per item and ``2 x 31 x 4`` bytes per :data:`CHECK` items.
+The tile carries the masks only when asked (``stations=1``: a page with a filter on).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
+
+from viz.tiles import _search
 
 __all__ = ["NBITS", "CHECK", "StationBits", "build_station_bits", "bucket_masks"]
 
@@ -31,6 +35,8 @@ class StationBits(NamedTuple):
     bits: list              # station lane of each bit; -1: the stations sharing the last bit
     code: np.ndarray        # per item of the sniffer-lane index (its order): its station's bit
     check: np.ndarray       # (n // CHECK + 1, len(bits)) int32: items of each bit among [0, j*CHECK)
+    code_end: np.ndarray    # the same in the order of the index's sorted ends (per lane)
+    check_end: np.ndarray
 
 
 def _bit_of_lane(station_lane: np.ndarray, n_stations: int) -> tuple[np.ndarray, list]:
@@ -43,6 +49,16 @@ def _bit_of_lane(station_lane: np.ndarray, n_stations: int) -> tuple[np.ndarray,
     return bit, [int(r) for r in rank[:NBITS - 1]] + [-1]
 
 
+def _checkpoints(code: np.ndarray, nb: int) -> np.ndarray:
+    """(n // CHECK + 1, nb) int32: items of each bit among positions [0, j*CHECK)."""
+    n = len(code)
+    nc = -(-n // CHECK)
+    per = np.bincount(np.arange(n) // CHECK * nb + code, minlength=nc * nb).reshape(nc, nb)
+    check = np.zeros((nc + 1, nb), np.int32)
+    np.cumsum(per, axis=0, out=check[1:])
+    return check
+
+
 def build_station_bits(sniffer_idx, station_idx) -> StationBits:
     """From the two :class:`viz.tiles.TimelineIndex` of a run (sniffer lanes, station lanes)."""
     order = np.argsort(station_idx.ppdu, kind="stable")
@@ -50,12 +66,11 @@ def build_station_bits(sniffer_idx, station_idx) -> StationBits:
     lane = station_idx.lane_of[order[pos]] if len(order) else np.zeros(0, np.int64)
     bit_of, bits = _bit_of_lane(station_idx.lane_of, len(station_idx.lanes))
     code = bit_of[lane].astype(np.int8)
-    nb, n = max(len(bits), 1), len(code)
-    nc = -(-n // CHECK)
-    per = np.bincount(np.arange(n) // CHECK * nb + code, minlength=nc * nb).reshape(nc, nb)
-    check = np.zeros((nc + 1, nb), np.int32)
-    np.cumsum(per, axis=0, out=check[1:])
-    return StationBits(bits, code, check)
+    b = sniffer_idx.bounds                 # the items of each lane in the order of their ends
+    by_end = np.concatenate([b[i] + np.argsort(sniffer_idx.end[b[i]:b[i + 1]], kind="stable")
+                             for i in range(len(b) - 1)] or [np.zeros(0, np.int64)])
+    nb = max(len(bits), 1)
+    return StationBits(bits, code, _checkpoints(code, nb), code[by_end], _checkpoints(code[by_end], nb))
 
 
 def _expand(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -65,32 +80,26 @@ def _expand(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return row, np.repeat(a - (np.cumsum(r) - r), r) + np.arange(len(row))
 
 
-def _counts_before(sb: StationBits, pos: np.ndarray) -> np.ndarray:
+def _counts_before(code: np.ndarray, check: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """(len(pos), bits): items of each bit among positions [0, pos)."""
-    nb = sb.check.shape[1]
+    nb = check.shape[1]
     j = pos // CHECK
     row, q = _expand(j * CHECK, pos)
-    extra = np.bincount(row * nb + sb.code[q], minlength=len(pos) * nb).reshape(len(pos), nb)
-    return sb.check[j] + extra
+    extra = np.bincount(row * nb + code[q], minlength=len(pos) * nb).reshape(len(pos), nb)
+    return check[j] + extra
 
 
-def bucket_masks(sb: StationBits, idx, edges_ns) -> list:
-    """Per lane of ``idx`` (the sniffer-lane index), per bucket ``[edges[k], edges[k+1])``: the
-    bitmask of the stations with a PPDU overlapping the bucket (0: none)."""
+def bucket_masks(sb: StationBits, idx, edges_ns) -> np.ndarray:
+    """(lanes of ``idx`` (the sniffer-lane index), buckets ``[edges[k], edges[k+1])``) int64: the
+    bitmask of the stations with a PPDU overlapping the bucket (0: none). Every lane at once:
+    keyed searches as the tile's (:func:`viz.tiles._search`), no loop over lanes."""
     e = np.asarray(edges_ns, np.int64)
-    nb, px = sb.check.shape[1], len(e) - 1
-    weights = np.int64(1) << np.arange(nb, dtype=np.int64)
-    out = []
-    for lane in range(len(idx.lanes)):
-        lo, hi = idx.bounds[lane], idx.bounds[lane + 1]
-        st = idx.start[lo:hi]
-        pos = lo + np.searchsorted(st, e)
-        c = _counts_before(sb, pos)
-        on = np.diff(c, axis=0) > 0                           # items starting in the bucket
-        # items started before the bucket (within the longest airtime) still running at its start
-        a = lo + np.searchsorted(st, e[:-1] - idx.longest)
-        row, q = _expand(a, pos[:-1])
-        live = idx.end[q] > e[:-1][row]
-        on.ravel()[row[live] * nb + sb.code[q[live]]] = True
-        out.append((on * weights).sum(1).tolist())
-    return out
+    nl, nb, px = len(idx.lanes), sb.check.shape[1], len(e) - 1
+    if not nl or px < 1:
+        return np.zeros((nl, max(px, 0)), np.int64)
+    ps = _search(idx, "start", e[1:], _search(idx, "start", [e[1], e[-1]]).T)         # start < b
+    pe = _search(idx, "end", e[:-1] + 1, _search(idx, "end", [e[0] + 1, e[-2] + 1]).T)  # end <= a
+    started = _counts_before(sb.code, sb.check, ps.ravel())
+    ended = _counts_before(sb.code_end, sb.check_end, pe.ravel())
+    on = (started - ended > 0).reshape(nl, px, nb)
+    return on.astype(np.int64) @ (np.int64(1) << np.arange(nb, dtype=np.int64))

@@ -3,7 +3,8 @@
 A synthetic 8,000-PPDU run over 2 s (bench_tiles.synth_run: 12 stations, 3 sniffers) drawn whole
 in sniffer lanes is bucketed, served and in the offline report (whose window is the whole run). With one station selected, a bucket is dimmed exactly when none of the
 PPDUs its sniffer heard overlapping it is that station's (TA, else RA): counted here with pandas
-over the PPDU table, and read back from the canvas pixels (faded vs full colour).
+over the PPDU table, and read back from the canvas pixels (faded vs full colour). Without a filter
+the page asks for no station masks and its tiles carry none.
 """
 import importlib.util
 from pathlib import Path
@@ -84,6 +85,18 @@ def test_bucketed_sniffer_lanes_dim_buckets_without_the_selected_station(tmp_pat
         assert checked >= 1
         page.locator("#timeline").screenshot(path=str(DOCS_IMG / "lanes-bucketed-sniffer-dim.png"))
         assert errors == []
+        # no filter: the page asks for no masks and the tiles it gets carry none (they cost the server)
+        page.goto("about:blank")
+        page.goto(f"{url}/#t0=0&t1={meta['span_ns']}&lanes=sniffer")
+        page.wait_for_selector('#app[data-ready="1"]', timeout=30_000)
+        page.wait_for_function("() => window.__sniffsync.timeline.mode === 'buckets'", timeout=30_000)
+        _quiet(page)
+        got = page.evaluate("""async () => { const rs = performance.getEntriesByType('resource').map((x) => x.name)
+          .filter((n) => n.includes('/api/tile?') && n.includes('lanes=sniffer'));
+          return {urls: rs, tile: await (await fetch(rs.pop())).json()}; }""")
+        assert got["urls"] and not any("stations=" in u for u in got["urls"])
+        assert got["tile"]["mode"] == "buckets" and "sta_mask" not in got["tile"]
+        assert page.evaluate("() => window.__sniffsync.timeline.dimmed") == 0
         # the offline report: its own buckets (api.js localSource) carry the masks too
         from viz.report import build_report
         path = tmp_path / "report.html"

@@ -19,7 +19,9 @@ def tile():
     lanes = request.args.get("lanes", "station")
     if lanes not in ("station", "sniffer"):
         abort(400, description="parameter 'lanes' must be 'station' or 'sniffer'")
-    return cached_json(("tile", t0, t1, px, lanes), lambda: r.tile(t0, t1, px, lanes, arrays=True))
+    # stations=1: bucketed sniffer lanes carry each bucket's station mask (a page with a filter on)
+    sta = bool(int_arg("stations", 0, lo=0, hi=1)) and lanes == "sniffer"
+    return cached_json(("tile", t0, t1, px, lanes, sta), lambda: r.tile(t0, t1, px, lanes, arrays=True, stations=sta))
 
 
 @bp.get("/ppdu/<uint:ppdu_id>")

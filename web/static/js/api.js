@@ -10,8 +10,9 @@ async function getJSON(url) {
 export function serverSource(base = "") {
   return {
     meta: () => getJSON(`${base}/api/meta`),
-    tile: (t0, t1, px, lanes) =>
-      getJSON(`${base}/api/tile?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&px=${px}&lanes=${lanes}`),
+    tile: (t0, t1, px, lanes, stations = false) =>   // stations: bucketed sniffer lanes' station masks
+      getJSON(`${base}/api/tile?t0=${Math.floor(t0)}&t1=${Math.ceil(t1)}&px=${px}&lanes=${lanes}`
+              + (stations ? "&stations=1" : "")),
     ppdu: (id) => getJSON(`${base}/api/ppdu/${id}`),
     find: (what, after, before = false) =>
       getJSON(`${base}/api/find?what=${what}&after=${Math.max(0, Math.floor(after))}${before ? "&before=1" : ""}`),

@@ -6,7 +6,8 @@
 // Bucketed tiles carry each bucket's dominant kind: a bucket is dimmed by that kind; bucketed
 // sniffer lanes also carry per bucket the bitmask of the stations heard in it (viz/tilestations.py,
 // meta.sta_bits: the station lane of each bit, -1 = the stations sharing the last bit): such a
-// bucket is dimmed when none of its stations is selected.
+// bucket is dimmed when none of its stations is selected. The server sends those masks only when
+// asked (the returned function's ``masks``: a station or flow filter is on; timeline.js asks).
 export function laneDim(meta, f, stationOf = null) {
   const pick = (v) => (v ? new Set(v.filter((x) => x !== "")) : null);
   const sta = pick(f.sta), kinds = pick(f.kinds), flows = pick(f.flows);
@@ -19,13 +20,15 @@ export function laneDim(meta, f, stationOf = null) {
     const ok = l >= 0 ? kept(meta.lanes.station[l]) : meta.lanes.station.some((n, i) => !named.has(i) && kept(n));
     if (ok) keepMask |= 1 << b;
   });
-  return (lane, kind, mode, ppdu, mask) => {
+  const dim = (lane, kind, mode, ppdu, mask) => {
     if (kinds && kind >= 0 && !kinds.has(meta.kinds[kind])) return true;
     if (mode === "sniffer" && mask != null) return mask !== 0 && (mask & keepMask) === 0;
     const name = mode === "station" ? meta.lanes.station[lane] : stationOf && ppdu != null ? stationOf.get(ppdu) : undefined;
     if (name === undefined) return false;
     return !!(sta && !sta.has(name)) || !!(senders && !senders.has(name));
   };
+  dim.masks = !!(sta || senders);
+  return dim;
 }
 
 // ppdu -> station lane name of the PPDUs in [t0, t1), from the station tile (null when bucketed)

@@ -186,7 +186,10 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
     }
     const [d0, d1] = x.domain(), mine = ++seq, mode = laneMode;
     const px = Math.max(1, Math.round(right() - left()));
-    inflight = source.tile(Math.max(0, d0), Math.min(span, d1), px, mode).then((t) => {
+    // the station masks of bucketed sniffer lanes cost the server as much as the tile: asked for
+    // only while a station/flow filter is on (a separate URL: the HTTP and server caches key on it)
+    const sta = mode === "sniffer" && !!(dim && dim.masks);
+    inflight = source.tile(Math.max(0, d0), Math.min(span, d1), px, mode, sta).then((t) => {
       if (mine !== seq || mode !== laneMode) return;
       tile = t; hook.tiles++; renderTile(); onSettle();
       hook.firstTileMs ??= performance.now();   // first lanes drawn, ms after navigation start (bench_ui.py)
@@ -294,7 +297,11 @@ export async function timeline(root, source, {onBrush = () => {}, onPick = () =>
       return fetchNow();
     },
     setLanes(mode) { hideTip(); laneMode = mode; tile = null; layout(); return fetchTile(); },
-    setDim(f) { dim = f; gLabels.selectAll("text").classed("dimmed", (_, l) => !!(dim && dim(l, -1, laneMode))); renderTile(); },
+    setDim(f) {
+      dim = f; gLabels.selectAll("text").classed("dimmed", (_, l) => !!(dim && dim(l, -1, laneMode))); renderTile();
+      // a filter switched on over bucketed sniffer lanes: the tile again, with its station masks
+      if (dim && dim.masks && tile && laneMode === "sniffer" && tile.mode === "buckets" && !tile.sta_mask) fetchTile();
+    },
     domain: () => x.domain(),
     laneMode: () => laneMode,
     clearBrush() { gBrush.call(brush.move, null); },
