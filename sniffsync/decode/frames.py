@@ -28,7 +28,7 @@ __all__ = ["read_capture", "read_captures", "read_columns", "iter_columns", "dec
            "CHUNK_ROWS", "BATCH_ROWS"]
 
 CHUNK_ROWS = 1 << 16      # frames per decoding chunk: temporaries stay in the tens of MB
-BATCH_ROWS = 1 << 16      # frames per streamed batch (a Parquet row group)
+BATCH_ROWS = 1 << 15      # frames per streamed batch (a Parquet row group; x workers + 1 in flight)
 WALK_ROWS = 1 << 14       # frames walked at a time by a stream (their file pages then dropped)
 STREAM_CHUNK_ROWS = 1 << 14   # frames a stream's worker decodes at a time (pages mapped at once)
 
