@@ -316,13 +316,17 @@ def test_parquet_writer_writes_pyarrow_parquets_bytes(tmp_path):
     # the writer without pyarrow.parquet's import writes what pyarrow.parquet.ParquetWriter does
     import io
 
-    from sniffsync.export.stream import parquet_writer, stream_schema
+    from sniffsync.export.stream import dictionary_columns, parquet_writer, stream_schema
     from sniffsync.export.tables import arrow_columns
     n, cols, _ = read_columns(HT20_A, columns=NAMES, records=False)[1:]
     schema = stream_schema(NAMES)
     table = arrow_columns(n, cols, NAMES, np.int32).cast(schema)
     got, want = io.BytesIO(), io.BytesIO()
-    for sink, make in ((got, parquet_writer), (want, pq.ParquetWriter)):
+    plain = {"frame", "ts_ns", "tsft_us", "ampdu_ref"}
+    assert plain <= set(NAMES) - set(dictionary_columns(schema))
+    assert {"ra", "ta", "bad", "mcs", "seq"} <= set(dictionary_columns(schema))
+    for sink, make in ((got, parquet_writer),
+                       (want, lambda f, s: pq.ParquetWriter(f, s, use_dictionary=dictionary_columns(s)))):
         w = make(sink, schema)
         w.write_table(table.slice(0, 1000))
         w.write_table(table.slice(1000))
