@@ -67,18 +67,21 @@ def commands(capture: Path, out_dir: Path, walk: bool = False, baseline: Path | 
     } | ({"parquet, Python walk": ({"SNIFFSYNC_WALK": "python"}, sniffsync_cmd() + [
         "frames", str(capture), "-q", "-o", str(out_dir / "y.parquet"), "--columns", cols])} if walk else {}) \
       | ({"baseline parquet": ({"PYTHONPATH": str(baseline)}, [sys.executable, "-m", "sniffsync", "frames", str(capture),
-                                "-q", "-o", str(out_dir / "z.parquet"), "--columns", cols])} if baseline else {})
+                                "-q", "-o", str(out_dir / "z.parquet"), "--columns", cols], baseline)}
+         if baseline else {})
 
 
 def run_once(cmd) -> tuple[float, int, float]:
     """Wall seconds, peak RSS (bytes) and CPU seconds (user + system, all threads) of one
-    child process; stdout to /dev/null. ``cmd``: argv, or ``(environment additions, argv)``."""
-    env = dict(os.environ)
+    child process; stdout to /dev/null. ``cmd``: argv, or ``(environment additions, argv[,
+    working directory])`` (``python -m`` imports from its working directory first)."""
+    env, cwd = dict(os.environ), None
     if isinstance(cmd, tuple):
         env.update(cmd[0])
+        cwd = cmd[2] if len(cmd) > 2 else None
         cmd = cmd[1]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     stderr = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -161,6 +164,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-compile", action="store_true", help="do not byte-compile the package first")
     p.add_argument("--json", type=Path, help="write the numbers here")
     args = p.parse_args(argv)
+    args.capture = args.capture.resolve() if args.capture else None
+    args.baseline = args.baseline.resolve() if args.baseline else None
     if not args.no_compile:
         compile_package()
         if args.baseline:
