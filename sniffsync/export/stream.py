@@ -76,13 +76,13 @@ def parquet_writer(fh, schema):
     bytes, a test compares them), without importing ``pyarrow.parquet``, whose ``pyarrow.fs``
     (cloud filesystems, ssl) adds ~9 MB to a run that only writes a local file. Any other
     pyarrow: ``pyarrow.parquet.ParquetWriter``."""
+    from pyarrow._parquet import ParquetWriter       # (what pyarrow.parquet wraps)
     use_dictionary = dictionary_columns(schema)
     try:
-        from pyarrow._parquet import ParquetWriter
         return ParquetWriter(fh, schema, version="2.6", compression="snappy", use_dictionary=use_dictionary,
                              write_statistics=True, use_deprecated_int96_timestamps=False,
                              writer_engine_version="V2")
-    except (ImportError, TypeError):
+    except TypeError:                                 # its arguments changed
         import pyarrow.parquet as pq
         return pq.ParquetWriter(fh, schema, use_dictionary=use_dictionary)
 
