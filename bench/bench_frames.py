@@ -1,13 +1,16 @@
 """Reader benchmark: ``sniffsync frames`` against ``tshark -T fields``, whole process.
 
     python bench/bench_frames.py [CAPTURE] [--mix open|wpa2] [--frames 1000000] [--repeat 3]
-                                 [--walk] [--json out.json]
+                                 [--walk] [--baseline DIR] [--json out.json]
 
 Without CAPTURE, builds the ``--mix`` capture of ``--frames`` frames once under bench/out/:
 ``open`` (bench/make_capture.py: the test captures tiled, open networks: tshark dissects
 every IP/TCP header) or ``wpa2`` (bench/gen_wpa2_mix.py: a WPA2/CCMP BSS, tshark skips the
 encrypted payloads). ``--walk`` also runs the Parquet export with the Python record walk
 (``SNIFFSYNC_WALK=python``) and times the walk alone in-process, C against Python.
+``--baseline DIR`` also runs the Parquet export of another checkout of the package (e.g.
+``git archive`` of the commit before a change, its extension built) with ``PYTHONPATH=DIR``,
+interleaved with the others: a before/after pair measured under the same load.
 Prints the machine's core count and load (1-min load average) before and after.
 Each run is one child process, timed wall-clock; its peak RSS and CPU time (user + system,
 all threads) come from ``os.wait4`` (that child alone): the CPU-time ratio says more than
@@ -50,7 +53,7 @@ def sniffsync_cmd() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "sniffsync"]
 
 
-def commands(capture: Path, out_dir: Path, walk: bool = False) -> dict[str, list]:
+def commands(capture: Path, out_dir: Path, walk: bool = False, baseline: Path | None = None) -> dict[str, list]:
     cols = ",".join(COLUMNS)
     tshark = ["tshark", "-r", str(capture), "-n", "-T", "fields", "-E", "occurrence=f"]
     for f in TSHARK_FIELDS:
@@ -61,18 +64,24 @@ def commands(capture: Path, out_dir: Path, walk: bool = False) -> dict[str, list
         "sniffsync csv": sniffsync_cmd() + ["frames", str(capture), "-q", "-o",
                                             str(out_dir / "x.csv"), "--columns", cols],
         "tshark fields": tshark,
-    } | ({"parquet, Python walk": ("python", sniffsync_cmd() + [
-        "frames", str(capture), "-q", "-o", str(out_dir / "y.parquet"), "--columns", cols])} if walk else {})
+    } | ({"parquet, Python walk": ({"SNIFFSYNC_WALK": "python"}, sniffsync_cmd() + [
+        "frames", str(capture), "-q", "-o", str(out_dir / "y.parquet"), "--columns", cols])} if walk else {}) \
+      | ({"baseline parquet": ({"PYTHONPATH": str(baseline)}, [sys.executable, "-m", "sniffsync", "frames", str(capture),
+                                "-q", "-o", str(out_dir / "z.parquet"), "--columns", cols], baseline)}
+         if baseline else {})
 
 
 def run_once(cmd) -> tuple[float, int, float]:
     """Wall seconds, peak RSS (bytes) and CPU seconds (user + system, all threads) of one
-    child process; stdout to /dev/null. ``cmd``: argv, or ``(walk backend, argv)``."""
-    env = dict(os.environ)
+    child process; stdout to /dev/null. ``cmd``: argv, or ``(environment additions, argv[,
+    working directory])`` (``python -m`` imports from its working directory first)."""
+    env, cwd = dict(os.environ), None
     if isinstance(cmd, tuple):
-        env["SNIFFSYNC_WALK"], cmd = cmd
+        env.update(cmd[0])
+        cwd = cmd[2] if len(cmd) > 2 else None
+        cmd = cmd[1]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     stderr = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -151,11 +160,17 @@ def main(argv=None) -> int:
     p.add_argument("--frames", type=int, default=1_000_000, help="frames of the built capture")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--walk", action="store_true", help="also the Python walk: whole process and walk alone")
+    p.add_argument("--baseline", type=Path, help="also the Parquet export of the package checked out in DIR")
     p.add_argument("--no-compile", action="store_true", help="do not byte-compile the package first")
     p.add_argument("--json", type=Path, help="write the numbers here")
     args = p.parse_args(argv)
+    args.capture = args.capture.resolve() if args.capture else None
+    args.baseline = args.baseline.resolve() if args.baseline else None
     if not args.no_compile:
         compile_package()
+        if args.baseline:
+            import compileall
+            compileall.compile_dir(args.baseline / "sniffsync", quiet=1)
     if args.capture is None:
         args.capture = HERE / "out" / f"{args.mix}-{args.frames}.pcap"
         if not args.capture.exists():
@@ -172,7 +187,7 @@ def main(argv=None) -> int:
     with open(args.capture, "rb") as fh:                 # warm the page cache for everyone
         while fh.read(1 << 24):
             pass
-    cmds = commands(args.capture, out_dir, args.walk)
+    cmds = commands(args.capture, out_dir, args.walk, args.baseline)
     load_before = load()
     runs = {name: [] for name in cmds}
     for _ in range(args.repeat):

@@ -6,7 +6,9 @@ the fairness core on the frame table. An input passes when it ends in a table (w
 invariants :func:`check_table` asserts) or in the project's own error
 (:class:`sniffsync.errors.SniffsyncError`); anything else is a crash. With the C record
 walk built (the default then), every input is walked again in Python
-(:func:`check_walks`): records that differ are a crash too.
+(:func:`check_walks`): records that differ are a crash too; and decoded again with the
+Python radiotap decoder (:func:`check_decode`, the C one reading 64-frame chunks so that
+a damaged frame sends few others to Python): any column or mark that differs is a crash.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ def read_bytes(data: bytes, path: str, table: bool = True):
     rec = concat_records(iter_records(path))     # the C walk when built
     check_walks(path, rec)
     n, cols, marks = decode_columns(rec, threads=1)
+    check_decode(rec)
     if table:
         return rec, frame_table(n, cols, marks, None)
     cols["bad"] = (bad_column(n, marks), None)
@@ -48,6 +51,29 @@ def check_walks(path, rec) -> None:
     assert rec.problems == py.problems, "C and Python walks differ: problems"
     assert [(np.asarray(r).tolist(), w) for r, w in rec.marks] == \
         [(np.asarray(r).tolist(), w) for r, w in py.marks], "C and Python walks differ: marks"
+
+
+def check_decode(rec) -> None:
+    """With the C extension in use: its radiotap pass and the Python decoder (the fallback)
+    give the same columns and marks, in 64-frame chunks (a damaged frame sends its chunk
+    to Python: small chunks leave the others to the C pass)."""
+    if walk.backend() != "c":
+        return
+    from sniffsync.decode.table import Cat
+    c_n, c_cols, c_marks = decode_columns(rec, threads=1, chunk_rows=64)
+    with walk.use_backend("python"):
+        n, cols, marks = decode_columns(rec, threads=1, chunk_rows=64)
+    assert c_n == n and c_cols.keys() == cols.keys(), "C and Python decoders differ: columns"
+    for k, (v, ok) in cols.items():
+        cv, cok = c_cols[k]
+        if isinstance(v, Cat):
+            same = list(v.categories) == list(cv.categories) and np.array_equal(v.codes, cv.codes)
+        else:
+            same = v.dtype == cv.dtype and np.array_equal(v, cv)
+        assert same and (ok is None) == (cok is None) and (ok is None or np.array_equal(ok, cok)), \
+            f"C and Python decoders differ: {k}"
+    assert [(np.asarray(r).tolist(), w) for r, w in c_marks] == \
+        [(np.asarray(r).tolist(), w) for r, w in marks], "C and Python decoders differ: marks"
 
 
 def check_table(rec, frames) -> None:

@@ -277,7 +277,7 @@ def _block_ack(buf, ctl_off, end, is_ba, cut, rows, n, tid, tid_ok, marks, want=
         if not (text or bits):
             continue
         raw = gather(buf, bm_off[sel], int(length))
-        for per in np.unique(bpm[sel]) if bits else ():  # bits per MSDU: 1, 4 or 16
+        for per in np.flatnonzero(np.bincount(bpm[sel].astype(np.intp))) if bits else ():  # 1, 4 or 16 bits per MSDU
             k = bpm[sel] == per
             lo[rows[src[sel[k]]]] = first_bits(raw[k], int(per))
         if text:

@@ -28,7 +28,9 @@ __all__ = ["read_capture", "read_captures", "read_columns", "iter_columns", "dec
            "CHUNK_ROWS", "BATCH_ROWS"]
 
 CHUNK_ROWS = 1 << 16      # frames per decoding chunk: temporaries stay in the tens of MB
-BATCH_ROWS = 1 << 16      # frames per streamed batch (a Parquet row group)
+BATCH_ROWS = 1 << 15      # frames per streamed batch (a Parquet row group; x workers + 1 in flight)
+WALK_ROWS = 1 << 14       # frames walked at a time by a stream (their file pages then dropped)
+STREAM_CHUNK_ROWS = 1 << 14   # frames a stream's worker decodes at a time (pages mapped at once)
 
 LINK_RADIOTAP = 127
 LINK_DOT11 = 105
@@ -128,14 +130,19 @@ def split_records(rec, rows: int = BATCH_ROWS):
 
 
 def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int | None = None,
-                 batch_rows: int = BATCH_ROWS, chunk_rows: int = CHUNK_ROWS,
-                 window_bytes: int = WINDOW_BYTES):
+                 batch_rows: int = BATCH_ROWS, chunk_rows: int = STREAM_CHUNK_ROWS,
+                 window_bytes: int = WINDOW_BYTES, walk_rows: int = WALK_ROWS):
     """Walk and decode one capture at once: yields, in file order, one result per batch.
 
     The main thread walks the record headers (the one per-record loop, in C when built:
     :mod:`sniffsync.io.walk`) while
     batches of about ``batch_rows`` frames are decoded on worker threads (numpy releases
     the GIL), so the walk costs almost nothing on two cores.
+
+    Memory: the walk goes ``walk_rows`` records at a time and drops each window's file
+    pages once walked; a worker maps again (from the page cache) the ``chunk_rows``
+    records it decodes and drops them after. So the capture's pages held at once are a
+    few chunks, not the batches in flight (at 730 B per frame, a 64k batch is 47 MB).
 
     Parameters
     ----------
@@ -146,10 +153,9 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
         (e.g. conversion to Arrow); its result is yielded instead of the tuple.
     ahead : int, optional
         Batches decoded ahead of the consumer at most (default: one per worker thread, plus
-        one): bounds the memory of a stream, as every batch walked and not yet decoded
-        keeps its file pages mapped.
-    batch_rows, chunk_rows, window_bytes : int
-        Frames per batch, frames per decoding chunk, bytes walked at a time.
+        one): bounds the decoded columns held at once.
+    batch_rows, chunk_rows, window_bytes, walk_rows : int
+        Frames per batch, frames per decoding chunk, bytes and frames walked at a time.
 
     Yields
     ------
@@ -164,13 +170,27 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
     pending = deque()
     ahead = workers() + 1 if ahead is None else ahead
     with pool() as ex:
-        for batch in iter_records(path, drop_walked=False, batch_rows=batch_rows, window_bytes=window_bytes):
-            for rec in split_records(batch, batch_rows):
-                pending.append(ex.submit(work, rec))
-                while pending and (len(pending) > ahead or pending[0].done()):
-                    yield pending.popleft().result()
+        for rec in _batches(iter_records(path, batch_rows=min(walk_rows, batch_rows),
+                                         window_bytes=window_bytes), batch_rows):
+            pending.append(ex.submit(work, rec))
+            while pending and (len(pending) > ahead or pending[0].done()):
+                yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def _batches(walked, rows: int):
+    """Consecutive walked windows joined into batches of about ``rows`` records (a
+    window larger than that, e.g. a whole pcapng, split evenly)."""
+    held, count = [], 0
+    for rec in walked:
+        held.append(rec)
+        count += len(rec.data_off)
+        if count >= rows:
+            yield from split_records(concat_records(held), rows)
+            held, count = [], 0
+    if held:
+        yield from split_records(concat_records(held), rows)
 
 
 def read_columns(path, sniffer: int = 0, columns=None, records: bool = True, *,

@@ -68,6 +68,9 @@ EXT = 31
 # the compact header copy. Field values are decoded column-wise by
 # sniffsync.decode.radiotap_values. Offsets are aligned relative to the header start
 # (radiotap.org "Alignment in radiotap").
+# With the C extension built, a chunk whose headers are all clean (nothing to mark) is read
+# by one C pass instead (sniffsync.io._walk.radiotap: the same walk of each header, in
+# cache, no per-layout numpy passes); this decoder stays the reference and the fallback.
 # ---------------------------------------------------------------------------
 
 MAX_PRESENT_WORDS = 32          # a longer bit-31 chain is treated as a corrupt header
@@ -281,12 +284,17 @@ def decode_radiotap(buf, off, end, columns=None):
     buf = np.asarray(buf, np.uint8)
     off = np.asarray(off, np.int64)
     end = np.asarray(end, np.int64)
+    need = fields_for(columns)
+    fast = _c_fields(buf, off, end, need)
+    if fast is not None:
+        it_len, raw, present = fast
+        cols = field_values(raw, present, np.ones(len(off), bool), columns)
+        return cols, it_len, present["flags"] & (raw["flags"][:, 0] & 0x10).astype(bool), []
     head = gather(buf, off, _HEAD)             # the header's first bytes, copied once
     it_len, words, good = _fixed_header(buf, off, end, head)
     marks = []
     if (~good).any():
         marks.append((np.flatnonzero(~good), _CORRUPT))
-    need = fields_for(columns)
     field_off = _field_offsets(buf, off, it_len, words, good, need, marks)
     n = len(off)
     head = np.concatenate([head.reshape(-1), np.zeros(_HEAD, np.uint8)])
@@ -300,6 +308,28 @@ def decode_radiotap(buf, off, end, columns=None):
     flags = raw["flags"][:, 0]
     fcs_at_end = present["flags"] & (flags & 0x10).astype(bool)
     return cols, hdr_len, fcs_at_end, marks
+
+
+def _c_fields(buf, off, end, need):
+    """``(it_len, raw, present)`` as the Python decoder below computes them, from one pass
+    of the C extension over the headers (:mod:`sniffsync.io.walk`'s backend: the same switch
+    selects both), or None: no extension, or a frame the Python decoder must mark."""
+    from sniffsync.io import walk
+    if walk.backend() != "c" or not len(off):
+        return None
+    bits = sorted(b for b, f in FIELDS.items() if f.name in need)
+    got = walk._c.radiotap(buf, np.ascontiguousarray(off), np.ascontiguousarray(end),
+                           sum(1 << b for b in bits))
+    if got is None:
+        return None
+    it_len, mask, fields = got
+    n = len(off)
+    mask = np.frombuffer(mask, np.uint32)
+    raw = {FIELDS[b].name: np.frombuffer(data, np.uint8).reshape(n, FIELDS[b].size)
+           for b, data in zip(bits, fields)}
+    present = {f.name: (mask >> np.uint32(b) & np.uint32(1)).astype(bool) if f.name in raw
+               else np.zeros(n, bool) for b, f in FIELDS.items()}
+    return np.frombuffer(it_len, np.int64), raw, present
 
 
 def _fixed_header(buf, off, end, head):

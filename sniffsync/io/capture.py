@@ -174,13 +174,15 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
     corrupt length stops it at that record, so ``pos <= n - 16`` tells it).
 
     Each window is walked, its headers copied, then (with ``drop``) its pages released, so
-    memory holds one window of the file. Lengths are checked after each window, vectorised: the
+    memory holds one window of the file (only the window's own pages: a consumer decoding
+    an earlier batch keeps the pages it mapped again). Lengths are checked after each window, vectorised: the
     first record longer than ``MAX_RECORD`` ends the walk there (what follows it was
     walked with a garbage length and is dropped).
     """
     mv = memoryview(buf)
     pos, last, walked = 24, n - 16, 0
     while pos <= last:
+        start = pos
         size = next_window(pos - 24, walked, rows, window)
         offs, pos = pcap_window(mv, pos, min(pos + size, last), order)
         walked += len(offs)
@@ -193,7 +195,7 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
             pos = int(hdr_off[over[0]])
             hdr_off, head = hdr_off[:over[0]], head[:over[0]]
         if drop:
-            _release(mapping, min(pos, n) - 16)
+            _release(mapping, min(pos, n) - 16, start)
         if hdr_off.size:
             yield hdr_off, head
         if over.size:
@@ -301,9 +303,10 @@ def iter_records(path, drop_walked: bool = True, batch_rows: int | None = None, 
     record in the file; ``marks`` rows are relative to the batch; the problems found at
     the end of the file come with the last batch), so decoding can start while the rest
     of the file is walked. pcapng and gzip inputs yield one batch. Every batch shares
-    ``buf`` and ``mapping``. With ``drop_walked`` the walk drops the file pages it has
-    read (memory holds one window); a consumer that decodes each batch as it comes and
-    drops its pages itself passes False, so the walk does not unmap pages being decoded.
+    ``buf`` and ``mapping``. With ``drop_walked`` the walk drops the file pages of each
+    window once walked (memory holds one window: a consumer maps again, from the page
+    cache, what it reads of a batch later); False keeps them mapped until the consumer
+    drops them.
     ``window_bytes`` bounds the bytes walked at a time (smaller with ``batch_rows``).
     ``max_frames`` / ``max_bytes`` (default: :func:`sniffsync.io.limits.read_limits`) stop the read early,
     keeping what came before, with a problem line. Frames stamped far from their

@@ -89,6 +89,7 @@ def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows, window: int
     mv, n = memoryview(buf), buf.size
     pos, stopped, walked = 0, False, 0
     while pos + 12 <= n and not stopped:
+        start = pos
         stop = min(pos + next_window(pos, walked, rows, window), n)
         parts, rare = [], {}
         while pos <= stop and pos + 12 <= n and not stopped:
@@ -107,7 +108,7 @@ def _pcapng_windows(buf, path, st: _Walk, mapping, drop: bool, rows, window: int
                 pos, stopped, epb = _one_block(buf, mv, pos, path, st, slow, rare)
             parts.append(np.array(slow, np.int64))
         if drop:
-            _release(mapping, min(pos, n) - 12)
+            _release(mapping, min(pos, n) - 12, start)
         boff = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         walked += boff.size
         kind = np.zeros(boff.size, np.int8)       # _EPB unless listed in rare

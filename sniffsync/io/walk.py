@@ -7,7 +7,9 @@ extension ``sniffsync.io._walk`` (built by ``pip install``, optional: without a 
 the package installs and runs on the Python walks) gives the same offsets and stop
 position as the Python walks, byte for byte (the tests compare both on every test
 capture); the loop is about 7x faster (docs/benchmarks.md, issue 17).
-``SNIFFSYNC_WALK=python`` in the environment, or :func:`use_backend`, selects the Python walk.
+The extension also reads the radiotap headers of clean chunks
+(:func:`sniffsync.decode.radiotap.decode_radiotap`). ``SNIFFSYNC_WALK=python`` in the
+environment, or :func:`use_backend`, selects the Python walk and radiotap decoder.
 """
 from __future__ import annotations
 
