@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["OVERLAY_METRICS", "MAX_POINTS", "overlay_series", "overlay_of_runs"]
+__all__ = ["OVERLAY_METRICS", "OVERLAY_NEEDS", "MAX_POINTS", "overlay_series", "overlay_of_runs"]
 
 MAX_POINTS = 2000
 # id -> (title, unit, table, time column, value column, scale, aggregate over rows of one time)
@@ -22,6 +22,13 @@ OVERLAY_METRICS = {
     "jain": ("Jain's index per window", "", "jain", "start_ns", "jain", 1.0, "mean"),
     "qdelay": ("queueing delay per window (median)", "ms", "jain", "start_ns", "qdelay_p50_ns", 1e-6, "mean"),
     "util": ("channel utilisation per window", "busy fraction", "utilisation", "ts_ns", "utilisation", 1.0, "mean"),
+}
+# what a metric needs, said when the picked runs have no value of it
+OVERLAY_NEEDS = {
+    "goodput": "TCP data some sniffer captured",
+    "jain": "at least one flow with data outstanding per window",
+    "qdelay": "RTT samples: a data segment and its ACK heard by one sniffer",
+    "util": "PPDUs with a known airtime",
 }
 
 
@@ -58,7 +65,8 @@ def _overlay(items) -> dict:
                 tables[table] = load(table)
             metrics[mid].append({"run": name, **_series(tables[table], t_col, v_col, scale, how, t0)})
     return {"runs": runs, "metrics": [
-        {"id": mid, "title": d[0], "unit": d[1], "series": metrics[mid]} for mid, d in OVERLAY_METRICS.items()
+        {"id": mid, "title": d[0], "unit": d[1], "needs": OVERLAY_NEEDS[mid], "series": metrics[mid]}
+        for mid, d in OVERLAY_METRICS.items()
         if any(s["t_s"] for s in metrics[mid])]}
 
 

@@ -67,6 +67,22 @@ def test_campaign_page_links_into_each_runs_timeline(site):
         assert page.locator("#runs tbody tr").count() == 2
         for m in site.overlay["metrics"]:
             assert page.locator(f'.overlay-chart[data-id="{m["id"]}"] path.run-line').count() == 2
+        # one time axis for all charts; a metric the runs lack says what it needs (pandas oracle)
+        ts = [t for m in site.overlay["metrics"] for s in m["series"] for t in s["t_s"]]
+        assert page.evaluate("() => window.__campaign.domain") == pytest.approx([min(ts), max(ts)])
+        for m in site.overlay["metrics"]:
+            lacking = all(pd.isna(v) for s in m["series"] for v in s["y"] if v is not None) or \
+                not any(v is not None for s in m["series"] for v in s["y"])
+            note = page.locator(f'.overlay-chart[data-id="{m["id"]}"] .empty-note')
+            assert note.count() == int(lacking), m["id"]
+        # run b has no RTT sample (pandas over its fairness windows): with run a unticked, the
+        # queueing-delay chart says what it needs instead of drawing empty axes
+        b_jain = next(r[-1].fairness.jain for r in site.runs if r[0] == "b-cut")
+        assert b_jain["qdelay_p50_ns"].isna().all()
+        page.uncheck('#run-picker input[value="a-sack"]')
+        assert "RTT samples" in page.locator('.overlay-chart[data-id="qdelay"] .empty-note').text_content()
+        assert page.locator('.overlay-chart[data-id="goodput"] .empty-note').count() == 0
+        page.check('#run-picker input[value="a-sack"]')
         page.screenshot(path=str(DOCS_IMG / "serve-campaign.png"), full_page=True)
         # a run's name opens its timeline: the whole run drawn, one rectangle per frame tshark lists
         page.click('a.run-link:text-is("a-sack")')

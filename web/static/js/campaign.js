@@ -28,15 +28,20 @@
       picker.append(a, " ");
     }
   }
-  function chart(el, m) {
+  // one time axis for every chart: the extent of the picked runs over all metrics
+  function sharedDomain() {
+    const ts = data.metrics.flatMap((m) => m.series.filter((s) => picked.has(s.run)).flatMap((s) => s.t_s));
+    return ts.length ? d3.extent(ts) : [0, 1];
+  }
+  function chart(el, m, domain) {
     el.replaceChildren();
     const h3 = document.createElement("h3");
     h3.textContent = m.title + (m.unit ? ` (${m.unit})` : "");
     el.append(h3);
     const w = Math.max(el.clientWidth || 0, 320), h = 200, mg = {l: 48, r: 12, t: 8, b: 30};
     const series = m.series.filter((s) => picked.has(s.run));
-    const xs = series.flatMap((s) => s.t_s), ys = series.flatMap((s) => s.y.filter((v) => v != null));
-    const x = d3.scaleLinear().domain(xs.length ? d3.extent(xs) : [0, 1]).range([mg.l, w - mg.r]);
+    const ys = series.flatMap((s) => s.y.filter((v) => v != null));
+    const x = d3.scaleLinear().domain(domain).range([mg.l, w - mg.r]);
     const y = d3.scaleLinear().domain([0, ys.length ? d3.max(ys) || 1 : 1]).nice().range([h - mg.b, mg.t]);
     const svg = d3.select(el).append("svg").attr("width", w).attr("height", h);
     svg.append("g").attr("transform", `translate(0,${h - mg.b})`).call(d3.axisBottom(x).ticks(6).tickFormat((v) => `${v} s`));
@@ -57,7 +62,9 @@
     svg.append("g").selectAll("circle").data(lone).join("circle").attr("class", "run-point")
       .attr("r", 3).attr("fill", (s) => color(s.run))
       .attr("cx", (s) => x(s.t_s[s.y.findIndex((v) => v != null)])).attr("cy", (s) => y(s.y.find((v) => v != null)));
-    if (!series.length) svg.append("text").attr("x", w / 2).attr("y", h / 2).attr("text-anchor", "middle").text("no run picked");
+    const note = !series.length ? "no run picked"
+      : !ys.length ? `no value in the picked runs: it needs ${m.needs || "data"}` : "";
+    if (note) svg.append("text").attr("class", "empty-note").attr("x", w / 2).attr("y", h / 2).attr("text-anchor", "middle").text(note);
     hook.drawn[m.id] = series.length;
   }
   const boxes = data.metrics.map((m) => {
@@ -66,7 +73,8 @@
     return [d, m];
   });
   function draw() {
-    for (const [d, m] of boxes) chart(d, m);
+    const domain = hook.domain = sharedDomain();
+    for (const [d, m] of boxes) chart(d, m, domain);
     hook.picked = [...picked];
   }
   draw();
