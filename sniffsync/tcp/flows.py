@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import group_starts, is_sorted, pair_order
+from sniffsync.tcp.columns import fd_slices, group_starts, is_sorted, pair_order
 from sniffsync.tcp.segments import TH_FIN, TH_RST, TH_SYN, is_proto
 from sniffsync.tcp.sequence import KIND
 
@@ -94,10 +94,17 @@ def _inferred(seg, fds: np.ndarray) -> dict:
 def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
     """Most frequent transmitter of each fd in ``fds`` (ties: the larger address; -1 none)."""
     out = np.full(len(fds), -1, np.int64)
+    for sl in fd_slices(fd):              # per fd: one group of whole fds at a time
+        _main_ta_into(out, fd[sl], ta[sl], fds)
+    return out
+
+
+def _main_ta_into(out: np.ndarray, fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> None:
     w = np.flatnonzero(ta >= 0)
     if not len(w):
-        return out
+        return
     f, t = fd[w], ta[w]
+    del w
     o = pair_order(f, t)
     f, t = f[o], t[o]
     head = np.flatnonzero(group_starts(f) | group_starts(t))
@@ -106,7 +113,6 @@ def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
     best = np.lexsort((cnt, rf))                   # stable: ties keep address order
     last = best[np.append(rf[best][1:] != rf[best][:-1], True)]
     out[np.searchsorted(fds, rf[last])] = rt[last]
-    return out
 
 
 def outstanding_arrays(seg, ft: dict) -> dict:
