@@ -294,21 +294,37 @@ def _groups(frames, sniffer) -> _Groups:
     return _Groups(order, starts, first, last, np.diff(np.r_[starts, n]), frame_ppdu)
 
 
-def _group_sum(values, g: _Groups) -> np.ndarray:
-    """Per-PPDU sum of a per-frame int64 column."""
-    return np.add.reduceat(values[g.order], g.starts) if len(g.order) else np.zeros(0, np.int64)
+def _in_order(g: _Groups) -> bool:
+    """True when ``g.order`` is the identity (frames already in (sniffer, capture) order)."""
+    o = g.order
+    return bool(len(o) < 2 or (o[1:] > o[:-1]).all())
+
+
+def _group_sum(values, g: _Groups, ufunc=np.add) -> np.ndarray:
+    """Per-PPDU reduction (int64 sum by default) of a per-frame column; no gathered copy
+    when the frames are already in PPDU order."""
+    if not len(g.order):
+        return np.zeros(0, np.int64)
+    v = values if _in_order(g) else values[g.order]
+    return ufunc.reduceat(v, g.starts, dtype=np.int64) if ufunc is np.add else ufunc.reduceat(v, g.starts)
 
 
 def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
     """PSDU length per PPDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except
     the last; -1 when a frame's length is unknown."""
-    aggregated_row = (_np(frames, "ampdu_ref", -1) >= 0) | _cat_in(phy, ("vht", "he"))
-    sub = 4 + L
-    padded = (sub + 3) // 4 * 4
-    psdu_agg = _group_sum(padded, g) - padded[g.last] + sub[g.last] if len(g.order) else np.zeros(0, np.int64)
-    is_agg = aggregated_row[g.first] | (g.counts > 1)
-    bad_len = _group_sum((L < 0).astype(np.int64), g) > 0 if len(g.order) else is_agg
-    return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[g.first]))
+    if not len(g.order):
+        return np.zeros(0, np.int64)
+    first, last = g.first, g.last
+    aggregated = (_np_rows(frames, "ampdu_ref", -1, first) >= 0) | _cat_in(phy, ("vht", "he"))[first]
+    # padded subframe (4 + L rounded up to 4) summed per PPDU, in one temporary
+    padded = L + 7
+    padded //= 4
+    padded *= 4
+    psdu_agg = _group_sum(padded, g) - padded[last] + (4 + L[last])
+    del padded
+    is_agg = aggregated | (g.counts > 1)
+    bad_len = _group_sum(L < 0, g, np.logical_or)
+    return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[first])).astype(np.int64, copy=False)
 
 
 def _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq) -> dict:
@@ -330,8 +346,8 @@ def _first_columns(frames, g: _Groups) -> dict:
         return vals.astype(dtype)
     out = {name: grouped(name, dtype) for name, dtype in _FIRST_COLUMNS.items()}
     out["phy"] = grouped("phy", "category") if "phy" in frames else None
-    out["retries"] = _group_sum(_np(frames, "retry", 0, bool).astype(np.int64), g)
-    out["fcs_bad"] = _group_sum(_np(frames, "fcs_bad", 0, bool).astype(np.int64), g)
+    out["retries"] = _group_sum(_np(frames, "retry", 0, bool), g)        # (int64 sums of bools)
+    out["fcs_bad"] = _group_sum(_np(frames, "fcs_bad", 0, bool), g)
     return out
 
 
