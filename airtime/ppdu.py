@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
-from airtime.framecols import _cat, _cat_in, _keep_only, _median_by, _np, _np_rows, mpdu_bytes
+from airtime.framecols import _cat, _cat_in, _cat_rows, _keep_only, _median_by, _np, _np_rows, mpdu_bytes
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
@@ -217,7 +217,7 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     phy = _cat(frames, "phy", "unknown")
     mpdu = mpdu_bytes(frames)
     psdu = _psdu_bytes(mpdu, frames, g, phy)
-    if len(mpdu) and np.abs(mpdu).max() <= np.iinfo(np.int32).max:
+    if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
         mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
 
     def at(name, fill, dtype=np.int64):
@@ -227,8 +227,9 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
     phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=at("nss", 1), bw_mhz=at("bw_mhz", -1),
                     gi_ns=at("gi_ns", 800), ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0),
-                    short_preamble=at("short_preamble", 0, bool), ht_format=_cat(frames, "ht_format", "mf")[g.first],
-                    ness=at("ness", 0), freq_mhz=freq, he_format=_cat(frames, "he_format", "su")[g.first],
+                    short_preamble=at("short_preamble", 0, bool),
+                    ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
+                    ness=at("ness", 0), freq_mhz=freq, he_format=_cat_rows(frames, "he_format", "su", g.first),
                     he_ltf_size=at("he_ltf_size", 2), he_n_ltf=at("he_n_ltf", 0))
     phy_first = phy[g.first]
     del phy
@@ -300,13 +301,14 @@ def _in_order(g: _Groups) -> bool:
     return bool(len(o) < 2 or (o[1:] > o[:-1]).all())
 
 
-def _group_sum(values, g: _Groups, ufunc=np.add) -> np.ndarray:
-    """Per-PPDU reduction (int64 sum by default) of a per-frame column; no gathered copy
-    when the frames are already in PPDU order."""
+def _group_sum(values, g: _Groups) -> np.ndarray:
+    """Per-PPDU int64 sum of a per-frame column; no gathered or widened per-frame copy
+    (a bool column: its True rows counted by PPDU)."""
     if not len(g.order):
         return np.zeros(0, np.int64)
-    v = values if _in_order(g) else values[g.order]
-    return ufunc.reduceat(v, g.starts, dtype=np.int64) if ufunc is np.add else ufunc.reduceat(v, g.starts)
+    if values.dtype == bool:
+        return np.bincount(g.frame_ppdu[np.flatnonzero(values)], minlength=len(g.starts)).astype(np.int64)
+    return np.add.reduceat(values if _in_order(g) else values[g.order], g.starts)
 
 
 def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
@@ -323,7 +325,7 @@ def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
     psdu_agg = _group_sum(padded, g) - padded[last] + (4 + L[last])
     del padded
     is_agg = aggregated | (g.counts > 1)
-    bad_len = _group_sum(L < 0, g, np.logical_or)
+    bad_len = _group_sum(L < 0, g) > 0
     return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[first])).astype(np.int64, copy=False)
 
 
