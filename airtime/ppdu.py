@@ -267,7 +267,6 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
 
 
-
 class _Groups(NamedTuple):
     order: np.ndarray          # frame rows in (sniffer, capture) order
     starts: np.ndarray         # positions in ``order`` where a PPDU begins
@@ -295,20 +294,15 @@ def _groups(frames, sniffer) -> _Groups:
     return _Groups(order, starts, first, last, np.diff(np.r_[starts, n]), frame_ppdu)
 
 
-def _in_order(g: _Groups) -> bool:
-    """True when ``g.order`` is the identity (frames already in (sniffer, capture) order)."""
-    o = g.order
-    return bool(len(o) < 2 or (o[1:] > o[:-1]).all())
-
-
 def _group_sum(values, g: _Groups) -> np.ndarray:
     """Per-PPDU int64 sum of a per-frame column; no gathered or widened per-frame copy
-    (a bool column: its True rows counted by PPDU)."""
-    if not len(g.order):
+    (a bool column: its True rows counted by PPDU; frames in PPDU order: no gather)."""
+    o = g.order
+    if not len(o):
         return np.zeros(0, np.int64)
     if values.dtype == bool:
         return np.bincount(g.frame_ppdu[np.flatnonzero(values)], minlength=len(g.starts)).astype(np.int64)
-    return np.add.reduceat(values if _in_order(g) else values[g.order], g.starts)
+    return np.add.reduceat(values if (o[1:] > o[:-1]).all() else values[o], g.starts)
 
 
 def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
