@@ -212,7 +212,7 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
         return PpduGrouping(None if sub.ppdus is None else
                             sub.ppdus.assign(first_frame=rows[sub.ppdus["first_frame"].to_numpy(np.int64)]),
                             frame_ppdu, sub.tsft_at)
-    sniffer = _np(frames, "sniffer", 0)
+    sniffer = _np(frames, "sniffer", 0, np.int32)        # (held through the grouping: 4 bytes a frame)
     g = _groups(frames, sniffer)
     phy = _cat(frames, "phy", "unknown")
     mpdu = mpdu_bytes(frames)
@@ -248,7 +248,7 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     t_ns = _reference_ns(frames, sniffer, tsft, g)
     del tsft
     kind = kind_codes(at("type_subtype", -1))
-    snf = sniffer[g.first]
+    snf = sniffer[g.first].astype(np.int64)
     ta, ra = at("ta", -1), at("ra", -1)
     decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq)
     if only_if_start and "start" not in decided.values():
