@@ -35,12 +35,12 @@ def ba_records(frames) -> pd.DataFrame:
     info = _categorical(frames, "ba_info")
     if info is None:
         return _empty()
-    codes = info.cat.codes.to_numpy(np.int64)
-    ts = frames["type_subtype"].to_numpy(np.int64, na_value=-1)
+    codes = np.asarray(info.cat.codes)                           # (narrow: no per-frame int64 copies)
+    ts = frames["type_subtype"].to_numpy(np.int16, na_value=-1)
     rows = np.flatnonzero((codes >= 0) & ((ts == T.TS_BA) | (ts == T.TS_BAR)))
     if rows.size == 0:
         return _empty()
-    key = codes[rows] * 2 + (ts[rows] == T.TS_BA)
+    key = codes[rows].astype(np.int64) * 2 + (ts[rows] == T.TS_BA)
     uniq, inv = np.unique(key, return_inverse=True)
     cats = info.cat.categories
     blobs = [bytes.fromhex(str(cats[k // 2])) for k in uniq]       # per distinct field

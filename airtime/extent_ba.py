@@ -29,6 +29,13 @@ def _col(frames, name, fill):
     return frames[name].to_numpy(np.int64, na_value=fill) if name in frames else np.full(len(frames), fill, np.int64)
 
 
+def _col_rows(frames, name, fill, rows):
+    """``_col(frames, name, fill)[rows]`` without the whole column's int64 copy."""
+    if name not in frames:
+        return np.full(len(rows), fill, np.int64)
+    return pd.Series(frames[name].array.take(rows)).to_numpy(np.int64, na_value=fill)
+
+
 def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     """Subframes of each data PPDU no copy captured, from Block-Ack evidence: sequence
     numbers in the window, captured by no copy, not acknowledged by the pair's previous
@@ -47,12 +54,12 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
         return add
     captured, lo, hi = _captured_bounds(ctx, group, 2 * n)
     lo, hi = lo[group[d]], hi[group[d]]
-    ssn = _col(frames, "ba_ssn", -1)[np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d])]
+    ssn = _col_rows(frames, "ba_ssn", -1, np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d]))
     # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it;
     # it ends at the last captured seq or the BA's highest set bit (first 64 bits)
     in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH)
     base = np.where(in_ba, ssn, (lo - BA_REACH // 2) % 4096)
-    bm = frames["ba_bitmap_lo"].to_numpy(np.uint64, na_value=0)[np.maximum(ba_now[d], 0)] \
+    bm = pd.Series(frames["ba_bitmap_lo"].array.take(np.maximum(ba_now[d], 0))).to_numpy(np.uint64, na_value=0) \
         if "ba_bitmap_lo" in frames else np.zeros(len(d), np.uint64)
     top = np.where((ba_now[d] >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
@@ -115,7 +122,7 @@ class BaAnswers:
     def __init__(self, frames):
         self.frames = frames
         info = _categorical(frames, "ba_info")
-        self.has_info = None if info is None else info.cat.codes.to_numpy(np.int64) >= 0
+        self.has_info = None if info is None else np.asarray(info.cat.codes) >= 0
         if info is None:
             return
         rec = ba_records(frames)                           # sorted by (frame_row, rec)

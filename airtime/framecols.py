@@ -60,6 +60,13 @@ def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
     return cat
 
 
+def _cat_rows(frames: pd.DataFrame, name: str, fill: str, rows) -> pd.Categorical:
+    """``_cat(frames, name, fill)[rows]`` without a per-frame array (the same labels)."""
+    if name not in frames:
+        return pd.Categorical.from_codes(np.zeros(len(rows), np.int8), [fill])
+    return _cat(pd.DataFrame({name: frames[name].array.take(rows)}), name, fill)
+
+
 def _cat_in(cat: pd.Categorical, labels) -> np.ndarray:
     """``np.isin(cat, labels)`` on the integer codes."""
     hit = np.flatnonzero(np.isin(np.asarray(cat.categories, object), list(labels)))

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
-from airtime.framecols import _cat, _cat_in, _keep_only, _median_by, _np, _np_rows, mpdu_bytes
+from airtime.framecols import _cat, _cat_in, _cat_rows, _keep_only, _median_by, _np, _np_rows, mpdu_bytes
 from airtime.phy import ppdu_duration_ns, sifs_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
@@ -212,12 +212,12 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
         return PpduGrouping(None if sub.ppdus is None else
                             sub.ppdus.assign(first_frame=rows[sub.ppdus["first_frame"].to_numpy(np.int64)]),
                             frame_ppdu, sub.tsft_at)
-    sniffer = _np(frames, "sniffer", 0)
+    sniffer = _np(frames, "sniffer", 0, np.int32)        # (held through the grouping: 4 bytes a frame)
     g = _groups(frames, sniffer)
     phy = _cat(frames, "phy", "unknown")
     mpdu = mpdu_bytes(frames)
     psdu = _psdu_bytes(mpdu, frames, g, phy)
-    if len(mpdu) and np.abs(mpdu).max() <= np.iinfo(np.int32).max:
+    if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
         mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
 
     def at(name, fill, dtype=np.int64):
@@ -227,8 +227,9 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
     phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=at("nss", 1), bw_mhz=at("bw_mhz", -1),
                     gi_ns=at("gi_ns", 800), ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0),
-                    short_preamble=at("short_preamble", 0, bool), ht_format=_cat(frames, "ht_format", "mf")[g.first],
-                    ness=at("ness", 0), freq_mhz=freq, he_format=_cat(frames, "he_format", "su")[g.first],
+                    short_preamble=at("short_preamble", 0, bool),
+                    ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
+                    ness=at("ness", 0), freq_mhz=freq, he_format=_cat_rows(frames, "he_format", "su", g.first),
                     he_ltf_size=at("he_ltf_size", 2), he_n_ltf=at("he_n_ltf", 0))
     phy_first = phy[g.first]
     del phy
@@ -247,7 +248,7 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     t_ns = _reference_ns(frames, sniffer, tsft, g)
     del tsft
     kind = kind_codes(at("type_subtype", -1))
-    snf = sniffer[g.first]
+    snf = sniffer[g.first].astype(np.int64)
     ta, ra = at("ta", -1), at("ra", -1)
     decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq)
     if only_if_start and "start" not in decided.values():
@@ -264,7 +265,6 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     ppdus["complete"] = ext.complete
     ppdus["extent_src"] = ext.source
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
-
 
 
 class _Groups(NamedTuple):
@@ -295,20 +295,32 @@ def _groups(frames, sniffer) -> _Groups:
 
 
 def _group_sum(values, g: _Groups) -> np.ndarray:
-    """Per-PPDU sum of a per-frame int64 column."""
-    return np.add.reduceat(values[g.order], g.starts) if len(g.order) else np.zeros(0, np.int64)
+    """Per-PPDU int64 sum of a per-frame column; no gathered or widened per-frame copy
+    (a bool column: its True rows counted by PPDU; frames in PPDU order: no gather)."""
+    o = g.order
+    if not len(o):
+        return np.zeros(0, np.int64)
+    if values.dtype == bool:
+        return np.bincount(g.frame_ppdu[np.flatnonzero(values)], minlength=len(g.starts)).astype(np.int64)
+    return np.add.reduceat(values if (o[1:] > o[:-1]).all() else values[o], g.starts)
 
 
 def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
     """PSDU length per PPDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except
     the last; -1 when a frame's length is unknown."""
-    aggregated_row = (_np(frames, "ampdu_ref", -1) >= 0) | _cat_in(phy, ("vht", "he"))
-    sub = 4 + L
-    padded = (sub + 3) // 4 * 4
-    psdu_agg = _group_sum(padded, g) - padded[g.last] + sub[g.last] if len(g.order) else np.zeros(0, np.int64)
-    is_agg = aggregated_row[g.first] | (g.counts > 1)
-    bad_len = _group_sum((L < 0).astype(np.int64), g) > 0 if len(g.order) else is_agg
-    return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[g.first]))
+    if not len(g.order):
+        return np.zeros(0, np.int64)
+    first, last = g.first, g.last
+    aggregated = (_np_rows(frames, "ampdu_ref", -1, first) >= 0) | _cat_in(phy, ("vht", "he"))[first]
+    # padded subframe (4 + L rounded up to 4) summed per PPDU, in one temporary
+    padded = L + 7
+    padded //= 4
+    padded *= 4
+    psdu_agg = _group_sum(padded, g) - padded[last] + (4 + L[last])
+    del padded
+    is_agg = aggregated | (g.counts > 1)
+    bad_len = _group_sum(L < 0, g) > 0
+    return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[first])).astype(np.int64, copy=False)
 
 
 def _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq) -> dict:
@@ -330,8 +342,8 @@ def _first_columns(frames, g: _Groups) -> dict:
         return vals.astype(dtype)
     out = {name: grouped(name, dtype) for name, dtype in _FIRST_COLUMNS.items()}
     out["phy"] = grouped("phy", "category") if "phy" in frames else None
-    out["retries"] = _group_sum(_np(frames, "retry", 0, bool).astype(np.int64), g)
-    out["fcs_bad"] = _group_sum(_np(frames, "fcs_bad", 0, bool).astype(np.int64), g)
+    out["retries"] = _group_sum(_np(frames, "retry", 0, bool), g)        # (int64 sums of bools)
+    out["fcs_bad"] = _group_sum(_np(frames, "fcs_bad", 0, bool), g)
     return out
 
 

@@ -72,18 +72,27 @@ def _per_fd(fd: np.ndarray, mask: np.ndarray, fds: np.ndarray, size: int) -> np.
     return np.bincount(fd[mask], minlength=size)[fds].astype(np.int64)
 
 
-def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_NS):
+# lazy segment columns the fairness tables never read: their thunks hold the ACK analysis's
+# per-row arrays (``tcp.acks._AckRows``) and the sequence analysis's (``frontier``)
+_UNREAD_LAZY = ("dup_ack", "dup_ack_num", "acked", "bytes_in_flight", "frontier")
+
+
+def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, lean: bool = False):
     """Segments (classified and ACK-analysed), flow table and RTT samples of one capture.
 
     Returns ``(seg, names, ft, rtt)``: segment columns, endpoint names of the
     ``src``/``dst`` codes, per-fd flow table (with retransmission kinds, RTT and
     handshake statistics), RTT samples (ACK samples; TSecr samples only for directions
-    without any).
+    without any). ``lean``: ``seg`` without the lazy columns of :data:`_UNREAD_LAZY`
+    (their arrays freed right after the ACK analysis: a lower peak).
     """
     seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
     classify_arrays(seg)
     release_free_heap()                  # each stage's freed temporaries (a lower peak)
     pairs = ack_arrays(seg, min_rto_ns)
+    if lean:
+        for name in _UNREAD_LAZY:
+            seg.thunks.pop(name, None)
     release_free_heap()
     ft = flow_arrays(seg)
     ft.update(outstanding_arrays(seg, ft))
@@ -185,7 +194,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     """
     if (cap.get("linktype", 0, np.int64) == 127).any():
         cap, ppdus = airtime_frames(cap, ppdus)
-    seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns)
+    seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns, lean=True)
     # the windows and the cross-layer view read only these: free the rest (a lower peak)
     for name in [c for c in seg if c not in _WINDOW_COLUMNS]:
         del seg[name]

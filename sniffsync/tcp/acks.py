@@ -193,7 +193,8 @@ def _spurious(seg, a: _AckRows, r, j) -> np.ndarray:
     e = np.flatnonzero(~spur)
     ai, afd = a.ai, a.afd
     if len(e) and len(ai):
-        comp = afd * SEQ_SPAN + np.clip(a.acm, -SEQ_SPAN // 2, None)
+        comp = np.maximum(a.acm, -SEQ_SPAN // 2)         # (fd, highest ACK), one temporary less
+        comp += afd * SEQ_SPAN
         k = np.searchsorted(comp, (fd[r[e]] ^ 1) * SEQ_SPAN + end[e], side="left")
         k = np.maximum(k, j[e] + 1)
         kk = np.minimum(k, len(ai) - 1)

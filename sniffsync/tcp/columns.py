@@ -9,10 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_within", "grouped_cummax", "group_median",
-           "is_sorted", "lex_order", "pair_order", "restart_cumsum", "wrap32", "diff32", "unwrap32", "frame_getter",
+           "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "restart_cumsum", "wrap32",
+           "diff32", "unwrap32", "frame_getter",
            "cat_codes"]
 
 SEQ_SPAN = np.int64(1) << 40     # composite key (fd, seq) = fd * SEQ_SPAN + seq; 1 TB per flow
+FD_CHUNK_ROWS = 1 << 20          # rows per group of whole flow directions (:func:`fd_slices`)
 
 
 class Lazy(dict):
@@ -34,6 +36,25 @@ def group_starts(key: np.ndarray) -> np.ndarray:
     start = np.ones(len(key), bool)
     start[1:] = key[1:] != key[:-1]
     return start
+
+
+def fd_slices(fd: np.ndarray, rows: int | None = None) -> list:
+    """Slices of a table sorted by ``fd`` into groups of whole flow directions of about
+    ``rows`` rows (one fd larger than that is a group of its own): a per-fd analysis run
+    group by group holds its temporaries for one group at a time. One slice when the
+    table is small or not sorted by fd."""
+    n = len(fd)
+    rows = FD_CHUNK_ROWS if rows is None else rows
+    if n <= rows or not is_sorted(fd):
+        return [slice(0, n)]
+    bounds = np.append(np.flatnonzero(group_starts(fd)), n)
+    out, a = [], 0
+    while a < n:
+        b = int(bounds[np.searchsorted(bounds, a + rows, side="right") - 1])
+        b = b if b > a else int(bounds[np.searchsorted(bounds, a, side="right")])
+        out.append(slice(a, b))
+        a = b
+    return out
 
 
 def sorted_within(starts: np.ndarray, v: np.ndarray) -> bool:

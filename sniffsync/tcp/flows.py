@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import group_starts, is_sorted, pair_order
+from sniffsync.tcp.columns import fd_slices, group_starts, is_sorted, pair_order
 from sniffsync.tcp.segments import TH_FIN, TH_RST, TH_SYN, is_proto
 from sniffsync.tcp.sequence import KIND
 
@@ -94,10 +94,17 @@ def _inferred(seg, fds: np.ndarray) -> dict:
 def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
     """Most frequent transmitter of each fd in ``fds`` (ties: the larger address; -1 none)."""
     out = np.full(len(fds), -1, np.int64)
+    for sl in fd_slices(fd):              # per fd: one group of whole fds at a time
+        _main_ta_into(out, fd[sl], ta[sl], fds)
+    return out
+
+
+def _main_ta_into(out: np.ndarray, fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> None:
     w = np.flatnonzero(ta >= 0)
     if not len(w):
-        return out
+        return
     f, t = fd[w], ta[w]
+    del w
     o = pair_order(f, t)
     f, t = f[o], t[o]
     head = np.flatnonzero(group_starts(f) | group_starts(t))
@@ -106,7 +113,6 @@ def _main_ta(fd: np.ndarray, ta: np.ndarray, fds: np.ndarray) -> np.ndarray:
     best = np.lexsort((cnt, rf))                   # stable: ties keep address order
     last = best[np.append(rf[best][1:] != rf[best][:-1], True)]
     out[np.searchsorted(fds, rf[last])] = rt[last]
-    return out
 
 
 def outstanding_arrays(seg, ft: dict) -> dict:
@@ -121,30 +127,38 @@ def outstanding_arrays(seg, ft: dict) -> dict:
     big = np.iinfo(np.int64).max
     if not is_sorted(fd):                              # (segment_arrays sorts by fd, time)
         return _outstanding_unsorted(seg, ft, size)
-    # rows are sorted by (fd, time): per-fd maxima by reduceat, first rows by group starts
-    head = np.flatnonzero(group_starts(fd))
+    # rows are sorted by (fd, time): per-fd maxima by reduceat, first rows by group starts,
+    # one group of whole fds at a time (fd_slices: their temporaries only)
+    slices = fd_slices(fd)
     top = np.full(size, -1, np.int64)
-    if len(head):
-        v = np.where(seg["payload_len"] > 0, seg["seg_end"] - ((seg["flags"] & TH_FIN) > 0), -1)
-        top[fd[head]] = np.maximum(np.maximum.reduceat(v, head), -1)
-        del v
-    ack = seg["ack_rel"]
-    ok = ts >= 0
-    a = np.flatnonzero((ack >= 0) & ok)
-    dfd = fd[a] ^ 1                                    # the data direction an ACK row acknowledges
-    has_ack = np.zeros(size, bool)
-    has_ack[dfd] = True
-    has_ack &= top >= 0                                # ACK-only directions have nothing outstanding
-    c = a[(top[dfd] >= 0) & (ack[a] >= top[dfd])]      # covering ACK rows, in (fd, time) order
-    done = np.full(size, big, np.int64)
-    first = c[group_starts(fd[c])]                     # the earliest of each fd
-    done[fd[first] ^ 1] = ts[first]
-    o = np.flatnonzero(ok)
-    first = o[group_starts(fd[o])]                     # each fd's first stamped row
     flow_first = np.full(size + (size & 1), big, np.int64)
-    flow_first[fd[first]] = ts[first]
+    for sl in slices:
+        f, t = fd[sl], ts[sl]
+        head = np.flatnonzero(group_starts(f))
+        if not len(head):
+            continue
+        v = np.where(seg["payload_len"][sl] > 0, seg["seg_end"][sl] - ((seg["flags"][sl] & TH_FIN) > 0), -1)
+        top[f[head]] = np.maximum(np.maximum.reduceat(v, head), -1)
+        del v
+        o = np.flatnonzero(t >= 0)
+        first = o[group_starts(f[o])]                  # each fd's first stamped row
+        flow_first[f[first]] = t[first]
+    has_ack = np.zeros(size, bool)
+    done = np.full(size, big, np.int64)
+    ack = seg["ack_rel"]
+    for sl in slices:
+        f, t, ak = fd[sl], ts[sl], ack[sl]
+        a = np.flatnonzero((ak >= 0) & (t >= 0))
+        dfd = f[a] ^ 1                                 # the data direction an ACK row acknowledges
+        has_ack[dfd] = True
+        c = a[(top[dfd] >= 0) & (ak[a] >= top[dfd])]   # covering ACK rows, in (fd, time) order
+        del a, dfd
+        first = c[group_starts(f[c])]                  # the earliest of each fd
+        done[f[first] ^ 1] = t[first]
+    has_ack &= top >= 0                                # ACK-only directions have nothing outstanding
     start = np.minimum(flow_first[0::2], flow_first[1::2])        # fd = 2 * flow + dir
-    end = int(ts[o].max()) if len(o) else -1
+    t_max = int(ts.max()) if len(ts) else -1
+    end = t_max if t_max >= 0 else -1
     return _outstanding_table(ft, fds, done, has_ack, start, end, big)
 
 

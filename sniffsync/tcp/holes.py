@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import SEQ_SPAN, group_starts, grouped_cummax, is_sorted, lex_order, restart_cumsum
+from sniffsync.tcp.columns import (SEQ_SPAN, fd_slices, group_starts, grouped_cummax, is_sorted, lex_order,
+                                   restart_cumsum)
 
 __all__ = ["TAIL_MAX", "hole_table", "inferred_arrays"]
 
@@ -106,6 +107,32 @@ def _touching(holes: dict, afd: np.ndarray, acm: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.cumsum(mark[:m]) > 0)
 
 
+def _live_holes(seg, live: np.ndarray) -> dict:
+    """:func:`hole_table` of the live TCP rows, one group of whole flow directions at a
+    time (:func:`fd_slices`: holes are per fd; its temporaries for one group at a time),
+    kept only for directions that carried captured payload: a missed SYN or FIN of an
+    ACK-only direction would make it a 1-byte "flow" (and halve Jain's index)."""
+    fd_all = seg["fd"]
+    parts = []
+    for sl in fd_slices(fd_all):
+        lv = live[sl]
+        li = sl if lv.all() else np.flatnonzero(lv) + sl.start
+
+        def col(name):
+            return seg[name][li]
+        fd = col("fd")
+        if not len(fd):
+            continue
+        h = hole_table(fd, col("rel_seq"), col("seg_end"))
+        pay = np.bincount(fd[col("payload_len") > 0], minlength=int(fd.max()) + 1) > 0
+        keep = pay[h["fd"]]                        # whole fds: their ``before`` stands
+        parts.append(h if keep.all() else {k: v[keep] for k, v in h.items()})
+        del fd, h
+    if not parts:
+        return hole_table(fd_all[:0], fd_all[:0], fd_all[:0])
+    return {k: np.concatenate([h[k] for h in parts]) for k in parts[0]}
+
+
 def inferred_arrays(seg, live: np.ndarray, ai: np.ndarray, afd: np.ndarray, acm: np.ndarray) -> dict:
     """Bytes inferred at each advancing ACK: ``row`` (the ACK), ``fd`` (the data
     direction, ``afd ^ 1``) and ``bytes`` (> 0 only).
@@ -116,19 +143,7 @@ def inferred_arrays(seg, live: np.ndarray, ai: np.ndarray, afd: np.ndarray, acm:
     empty = {"row": np.zeros(0, np.int64), "fd": np.zeros(0, np.int64), "bytes": np.zeros(0, np.int64)}
     if not len(ai):
         return empty
-    every = bool(live.all())
-    li = None if every else np.flatnonzero(live)
-
-    def col(name):
-        return seg[name] if every else seg[name][li]
-    fd = col("fd")
-    holes = hole_table(fd, col("rel_seq"), col("seg_end"))
-    # only into directions that carried captured payload: a missed SYN or FIN of an
-    # ACK-only direction would make it a 1-byte "flow" (and halve Jain's index)
-    pay = np.bincount(fd[col("payload_len") > 0], minlength=int(fd.max()) + 1) > 0
-    keep = pay[holes["fd"]]                        # whole fds: their ``before`` stands
-    if not keep.all():
-        holes = {k: v[keep] for k, v in holes.items()}
+    holes = _live_holes(seg, live)
     c = _touching(holes, afd, acm)
     if not len(c):
         return empty

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, pair_order,
+from sniffsync.tcp.columns import (SEQ_SPAN, fd_slices, group_starts, grouped_cummax, is_sorted, pair_order,
                                    sorted_within, unwrap32)
 from sniffsync.tcp.segments import TH_FIN, TH_SYN, is_proto
 
@@ -41,26 +41,32 @@ def in_order_delivery(seg, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
     So bytes sent past a lost MPDU are dated when the retry fills the hole (the receiver's
     reorder buffer), not when first seen. Other rows keep their capture time.
     """
-    ts = seg["ts_ns"]
-    out = ts.copy()
-    fd = seg["fd"]
-    plen = seg["payload_len"]
-    data = is_proto(seg, 6) & (plen > 0)
+    out = seg["ts_ns"].copy()
+    data = is_proto(seg, 6) & (seg["payload_len"] > 0)
+    cols = [seg[c] for c in ("ts_ns", "fd", "seq_raw")]
+    # per flow direction: one group of whole fds at a time (their temporaries only)
+    for sl in fd_slices(cols[1]):
+        _deliver(out[sl], *(c[sl] for c in cols), data[sl], tcp[sl], rel[sl])
+    return out
+
+
+def _deliver(out, ts, fd, seq_raw, data, tcp, rel) -> None:
+    """:func:`in_order_delivery` of whole flow directions, written into ``out``."""
     di = np.flatnonzero(data)
     if not len(di):
-        return out
+        return
     if tcp[di].all():
         # no MAC copy, and each fd's relative sequence numbers strictly increase over less
         # than 2**32: every segment was sent once, in sequence order -> delivered when seen
         rr = rel[di]
         if int(rr.max()) - int(rr.min()) < 1 << 32 and \
                 ((rr[1:] > rr[:-1]) | group_starts(fd[di])[1:]).all():
-            return out
+            return
     # last transmission of each (fd, raw first byte), MAC copies included: (fd, seq_raw)
     # in one int64, seq_raw rotated to start at the fd's first one (usually no wrap, so
     # the key is already sorted); -1 = null
     f = fd[di]
-    sr = seg["seq_raw"][di]
+    sr = seq_raw[di]
     head = group_starts(f)
     base = np.zeros(int(f[-1]) + 1, np.int64)
     base[f[head]] = sr[head]
@@ -74,20 +80,17 @@ def in_order_delivery(seg, tcp: np.ndarray, rel: np.ndarray) -> np.ndarray:
         last = np.maximum.reduceat(ts[di][o], np.flatnonzero(k_head))
         gid = np.empty(len(di), np.int64)
         gid[o] = np.cumsum(k_head) - 1
+        del o, k_head, key
         pos = np.full(len(ts), -1, np.int64)
         pos[di] = gid
         arr = last[pos[rows]]
     fr, rr = fd[rows], rel[rows]
     starts = group_starts(fr)
     if sorted_within(starts, rr):                     # sequence order = time order
-        if sorted_within(starts, arr):
-            out[rows] = arr
-        else:
-            out[rows] = grouped_cummax(fr, arr)
-        return out
+        out[rows] = arr if sorted_within(starts, arr) else grouped_cummax(fr, arr)
+        return
     order = pair_order(fr, rr)                         # sequence order within each fd
     out[rows[order]] = grouped_cummax(fr[order], arr[order])
-    return out
 
 
 CLASSIFY_COLUMNS = ["rel_seq", "seg_end", "is_data", "frontier", "new_bytes", "kind", "deliver_ns"]
