@@ -12,28 +12,16 @@ import numpy as np
 import pandas as pd
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
+from airtime.kinds import _K, KIND_NAMES, decide_tsft_at as _decide_tsft_at, detect_tsft_at, kind_codes  # noqa: F401  (re-exported)
 from airtime.framecols import _cat, _cat_in, _cat_rows, _keep_only, _median_by, _np, _np_rows, mpdu_bytes
-from airtime.phy import ppdu_duration_ns, sifs_ns
+from airtime.phy import ppdu_duration_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
 
 __all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
            "detect_tsft_at"]
 
-# PPDU kind from type_subtype (Wireshark encoding type<<4 | subtype), a lookup table.
-KIND_NAMES = ["other", "beacon", "rts", "cts", "ack", "ba", "bar", "data", "mgmt"]
-_K = {k: i for i, k in enumerate(KIND_NAMES)}
-_KIND_BY_TS = np.zeros(64, np.int64)             # 0..0x3f; default "other"
-_KIND_BY_TS[0x00:0x10] = _K["mgmt"]
-_KIND_BY_TS[0x20:0x30] = _K["data"]
-for _ts, _name in {0x08: "beacon", 0x1b: "rts", 0x1c: "cts", 0x1d: "ack",
-                   0x19: "ba", 0x18: "bar"}.items():
-    _KIND_BY_TS[_ts] = _K[_name]
-_RESPONSE_KINDS = (_K["cts"], _K["ack"], _K["ba"])
 TSFT_UNSET = -1                                  # QCA: TSFT all-ones until the last subframe
-# A response-gap explanation only counts when it fits this well (ns): propagation,
-# 1 us TSFT rounding and a few us of driver stamping jitter.
-GAP_TOLERANCE_NS = 4000
 # the PPDU table's columns of the first MPDU, and their dtypes
 _FIRST_COLUMNS = {"ta": "UInt64", "ra": "UInt64", "mcs": "UInt8", "nss": "UInt8", "bw_mhz": "UInt16",
                   "gi_ns": "UInt16", "signal_dbm": "Int8"}
@@ -42,12 +30,6 @@ _FIRST_COLUMNS = {"ta": "UInt64", "ra": "UInt64", "mcs": "UInt8", "nss": "UInt8"
 EXTENT_READS = frozenset({"sniffer", "frame", "ts_ns", "seq", "frag", "tid", "aid", "assoc_aid", "ampdu_ref",
                           "ampdu_last", "duration_us", "type_subtype", "ta", "ra", "ba_type", "ba_ssn",
                           "ba_bitmap", "ba_bitmap_lo", "ba_info", "fcs_bad", "retry", "merged_id"})
-
-
-def kind_codes(type_subtype) -> np.ndarray:
-    """Index into :data:`KIND_NAMES` for each type_subtype (null/out of range -> other)."""
-    ts = np.asarray(type_subtype, np.int64)
-    return np.where((ts >= 0) & (ts < 64), _KIND_BY_TS[np.clip(ts, 0, 63)], 0)
 
 
 def _group_starts(frames, order, sniffer):
@@ -120,40 +102,6 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     fallback = row_ns(g.first)[1]
     return np.where(best > np.iinfo(np.int64).min, best, fallback)
 
-
-
-def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
-    """Per sniffer, whether its timestamps mark the start or the end of a PPDU.
-
-    For a CTS/ACK/BA right after a frame from its receiver, the gap between the two
-    timestamps is SIFS + airtime(response) when stamps mark the end and
-    airtime(frame) + SIFS when they mark the start. Majority vote per sniffer
-    (ties and no evidence: ``"start"``, radiotap's definition).
-
-    Parameters
-    ----------
-    sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz : np.ndarray
-        Per-PPDU columns in time order within each sniffer.
-
-    Returns
-    -------
-    dict
-        ``{sniffer: "start" | "end"}``.
-    """
-    resp = np.isin(kind[1:], _RESPONSE_KINDS) & (ra[1:] == ta[:-1]) & (sniffer[1:] == sniffer[:-1])
-    resp &= (airtime_ns[1:] > 0) & (airtime_ns[:-1] > 0)
-    gap = t_ns[1:] - t_ns[:-1]
-    sifs = sifs_ns(freq_mhz[1:])
-    err_end = np.abs(gap - sifs - airtime_ns[1:])
-    err_start = np.abs(gap - sifs - airtime_ns[:-1])
-    vote_end = resp & (err_end < err_start) & (err_end <= GAP_TOLERANCE_NS)
-    vote_start = resp & (err_start < err_end) & (err_start <= GAP_TOLERANCE_NS)
-    snf = sniffer[1:]
-    out = {}
-    for s in np.unique(sniffer):
-        e, st = int(vote_end[snf == s].sum()), int(vote_start[snf == s].sum())
-        out[int(s)] = "end" if e > st else "start"
-    return out
 
 
 class PpduGrouping(NamedTuple):
@@ -321,15 +269,6 @@ def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
     is_agg = aggregated | (g.counts > 1)
     bad_len = _group_sum(L < 0, g) > 0
     return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[first])).astype(np.int64, copy=False)
-
-
-def _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq) -> dict:
-    """``{sniffer: "start" | "end"}`` from the argument, or from response gaps for ``"auto"``."""
-    if tsft_at == "auto":
-        return detect_tsft_at(snf, t_ns, airtime, kind, ta, ra, freq)
-    if isinstance(tsft_at, dict):
-        return {int(s): tsft_at.get(int(s), "start") for s in np.unique(snf)}
-    return {int(s): tsft_at for s in np.unique(snf)}
 
 
 def _first_columns(frames, g: _Groups) -> dict:
