@@ -23,6 +23,10 @@ IDLE_TIMEOUT_S = 60      # a connection idle this long is closed: a stalled clie
 # not workers() (the cores, 2 here): with 2 or 4 threads a cheap request waits in waitress's
 # queue behind expensive ones; 8 gave the lower p50 and p95 under 8 clients (docs/benchmarks.md)
 THREADS = 8
+# the accepted sockets inherit it: waitress sends an answer in chunks of the send buffer, and
+# whatever the buffer does not take is sent later by its event loop, a GIL hand-off per chunk
+# (a 600 kB analysis in 16-32 kB chunks); the kernel caps it at net.core.wmem_max
+SEND_BUFFER = 4 << 20
 
 
 class Server:
@@ -66,7 +70,9 @@ class Server:
 def _bind(host: str, port: int) -> socket.socket:
     try:
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family)
+        sock = socket.create_server((host, port), family=family)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        return sock
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             raise UsageError(f"port {port} on {host} is busy: stop what uses it or pick another --port")
