@@ -72,16 +72,23 @@ class Server:
             wasyncore.close_all(self._inner._map)
 
 
+# answers of a bounded, small cost (a cached body, one PPDU, one search among the events' starts):
+# they pass the gate instead of waiting behind the long ones
+UNGATED = ("/api/meta", "/api/ppdu/", "/api/find", "/static/")
+
+
 class Gate:
     """WSGI wrapper: at most ``slots`` requests run ``app`` at once, the others wait in arrival
-    order (a :class:`threading.Semaphore` wakes its waiters first come, first served). The
-    app's answers are bytes, so all their work happens inside; a streamed body (a static file)
-    is sent after, outside the gate."""
+    order (a :class:`threading.Semaphore` wakes its waiters first come, first served); paths
+    starting with one of ``ungated`` do not wait. The app's answers are bytes, so all their
+    work happens inside; a streamed body (a static file) is sent after, outside the gate."""
 
-    def __init__(self, app, slots: int = COMPUTE_SLOTS):
-        self.app, self._slots = app, threading.Semaphore(slots)
+    def __init__(self, app, slots: int = COMPUTE_SLOTS, ungated: tuple = UNGATED):
+        self.app, self._slots, self._ungated = app, threading.Semaphore(slots), ungated
 
     def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO", "").startswith(self._ungated):
+            return self.app(environ, start_response)
         with self._slots:
             return self.app(environ, start_response)
 

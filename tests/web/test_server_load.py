@@ -62,3 +62,23 @@ def test_gate_lets_one_request_compute_at_a_time():
         srv.server_close()
     assert [(st, body) for _, st, _, body, _ in res] == [(200, p.encode()) for p in paths]
     assert most[0] == 1
+
+
+def test_gate_lets_the_cheap_paths_pass():
+    """A bounded-cost path (UNGATED) is answered while a long request holds the gate."""
+    from web.server import UNGATED, Gate
+    held, done = threading.Event(), threading.Event()
+
+    def app(environ, start_response):
+        if environ["PATH_INFO"] == "/api/tile":
+            held.set()
+            done.wait(10)
+        start_response("200 OK", [])
+        return [b""]
+    gate = Gate(app, 1)
+    slow = threading.Thread(target=gate, args=({"PATH_INFO": "/api/tile"}, lambda *a: None))
+    slow.start()
+    assert held.wait(10)
+    assert gate({"PATH_INFO": UNGATED[0]}, lambda *a: None) == [b""]     # not blocked by the tile
+    done.set()
+    slow.join(10)
