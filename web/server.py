@@ -73,21 +73,25 @@ class Server:
 
 
 # answers of a bounded, small cost (a cached body, one PPDU, one search among the events' starts):
-# they pass the gate instead of waiting behind the long ones
+# they pass the gate instead of waiting behind the long ones. Paths starting so, and paths
+# asked without a query (the page, the whole-run analysis: encoded once, then cached bytes)
 UNGATED = ("/api/meta", "/api/ppdu/", "/api/find", "/static/")
+UNGATED_BARE = ("/", "/api/analysis")
 
 
 class Gate:
     """WSGI wrapper: at most ``slots`` requests run ``app`` at once, the others wait in arrival
     order (a :class:`threading.Semaphore` wakes its waiters first come, first served); paths
-    starting with one of ``ungated`` do not wait. The app's answers are bytes, so all their
+    starting with one of ``ungated``, and ``bare`` paths without a query, do not wait. The app's answers are bytes, so all their
     work happens inside; a streamed body (a static file) is sent after, outside the gate."""
 
-    def __init__(self, app, slots: int = COMPUTE_SLOTS, ungated: tuple = UNGATED):
-        self.app, self._slots, self._ungated = app, threading.Semaphore(slots), ungated
+    def __init__(self, app, slots: int = COMPUTE_SLOTS, ungated: tuple = UNGATED,
+                 bare: tuple = UNGATED_BARE):
+        self.app, self._slots, self._ungated, self._bare = app, threading.Semaphore(slots), ungated, bare
 
     def __call__(self, environ, start_response):
-        if environ.get("PATH_INFO", "").startswith(self._ungated):
+        path = environ.get("PATH_INFO", "")
+        if path.startswith(self._ungated) or (path in self._bare and not environ.get("QUERY_STRING")):
             return self.app(environ, start_response)
         with self._slots:
             return self.app(environ, start_response)

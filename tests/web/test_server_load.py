@@ -79,6 +79,13 @@ def test_gate_lets_the_cheap_paths_pass():
     slow = threading.Thread(target=gate, args=({"PATH_INFO": "/api/tile"}, lambda *a: None))
     slow.start()
     assert held.wait(10)
-    assert gate({"PATH_INFO": UNGATED[0]}, lambda *a: None) == [b""]     # not blocked by the tile
+    for env in ({"PATH_INFO": UNGATED[0]}, {"PATH_INFO": "/api/analysis", "QUERY_STRING": ""}):
+        assert gate(env, lambda *a: None) == [b""]                        # not blocked by the tile
+    waits = threading.Thread(target=gate, args=({"PATH_INFO": "/api/analysis", "QUERY_STRING": "t0=1&t1=2"},
+                                                lambda *a: None))
+    waits.start()
+    waits.join(0.2)
+    assert waits.is_alive()                                               # a range waits for the gate
     done.set()
+    waits.join(10)
     slow.join(10)
