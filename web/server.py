@@ -82,8 +82,9 @@ UNGATED_BARE = ("/", "/api/analysis")
 class Gate:
     """WSGI wrapper: at most ``slots`` requests run ``app`` at once, the others wait in arrival
     order (a :class:`threading.Semaphore` wakes its waiters first come, first served); paths
-    starting with one of ``ungated``, and ``bare`` paths without a query, do not wait. The app's answers are bytes, so all their
-    work happens inside; a streamed body (a static file) is sent after, outside the gate."""
+    starting with one of ``ungated``, and ``bare`` paths without a query, do not wait. The
+    app's answers are bytes, so all their work happens inside; a streamed body (a static
+    file) is sent after, outside the gate."""
 
     def __init__(self, app, slots: int = COMPUTE_SLOTS, ungated: tuple = UNGATED,
                  bare: tuple = UNGATED_BARE):
@@ -119,7 +120,8 @@ def make_server(app, host: str, port: int) -> Server:
     sock = _bind(host, port)
     logging.getLogger("waitress").setLevel(logging.ERROR)   # no "task queue depth" chatter
     idle = IDLE_TIMEOUT_S
-    inner = create_server(Gate(app, COMPUTE_SLOTS), sockets=[sock], ident="", threads=THREADS, channel_timeout=idle,
+    inner = create_server(Gate(app, COMPUTE_SLOTS), sockets=[sock], ident="", threads=THREADS,
+                          channel_timeout=idle,
                           cleanup_interval=max(0.2, min(30, idle / 2)), asyncore_loop_timeout=min(1, idle),
                           max_request_header_size=64 * 1024, clear_untrusted_proxy_headers=True)
     return Server(inner, host)
