@@ -21,7 +21,7 @@ import pandas as pd
 from sniffsync.decode.macs import mac_text
 from viz.analysis import _f, analysis_data, failed_bin_ns
 from viz.jsonable import Raw, Texts, dumpb, plain
-from viz.rangeseries import RangeSeries
+from viz.rangeseries import GoodputGrid, RangeSeries
 from airtime.summary import histogram
 
 __all__ = ["AnalysisIndex"]
@@ -132,6 +132,8 @@ class AnalysisIndex:
             labels = {(f.run, f.fd): lab["label"] for f, lab in
                       zip(flows.itertuples(index=False), self.whole.get("flows", []))} if len(flows) else {}
             self.windows = RangeSeries(fair.windows, "start_ns", labels) if len(fair.windows) else None
+            self.goodput = GoodputGrid.build(self.windows, self.windows.df["goodput_bps"].to_numpy() / 1e6,
+                                             self.base) if self.windows is not None else None
             self.jain = fair.jain if len(fair.jain) else None
             self.jain_t = self.jain["start_ns"].to_numpy(np.int64) if self.jain is not None else None
             if self.jain is not None:      # the columns a range reads, as arrays and lists once
@@ -306,7 +308,9 @@ class AnalysisIndex:
         w = self.windows
         keep = None if flows is None else {self.whole["flows"][i]["label"] for i in flows
                                            if i < len(self.whole.get("flows", []))}
-        if w is not None:
+        if w is not None and keep is None and self.goodput is not None:
+            out["goodput"] = self.goodput.select(lo, hi)
+        elif w is not None:
             m = w.mask(lo, hi) & (True if keep is None else np.isin(w.group, [g for g, lab in enumerate(w.labels) if lab in keep]))
             t_ns = np.unique(w.t[m])
             bps = w.df["goodput_bps"].to_numpy() / 1e6

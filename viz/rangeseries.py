@@ -60,3 +60,36 @@ class RangeSeries:
 
     def mask(self, lo, hi) -> np.ndarray:
         return (self.t >= lo) & (self.t < hi)
+
+
+class GoodputGrid:
+    """The goodput part of a range's answer without a flow filter, sliced from text encoded
+    once: every window start of the run (``T``), and per flow its goodput (Mb/s, rounded)
+    at each of them, null where the flow has no window. A range is a slice of ``T``; a flow
+    is in it when it has a window in it (a count, not its values: a NaN goodput still counts).
+    Same answer as building the series from the range's rows (a flow's later row at the same
+    start wins in both)."""
+
+    MAX_CELLS = 4_000_000          # flows x window starts: beyond, built per range as before
+
+    @classmethod
+    def build(cls, w: RangeSeries, mbps: np.ndarray, base: int):
+        t = np.unique(w.t)
+        return cls(w, t, mbps, base) if len(w.labels) * len(t) <= cls.MAX_CELLS else None
+
+    def __init__(self, w: RangeSeries, t: np.ndarray, mbps: np.ndarray, base: int):
+        self.T, self.labels = t, w.labels
+        y = np.full((len(w.labels), len(t)), np.nan)
+        y[w.group, np.searchsorted(t, w.t)] = mbps          # table order: the last row wins
+        self.rows = [Texts(np.round(r, 3)) for r in y]
+        self.t_text = Texts(t - base)
+        n = np.zeros((len(w.labels), len(t) + 1), np.int64)
+        np.add.at(n, (w.group, np.searchsorted(t, w.t) + 1), 1)
+        self.count = np.cumsum(n, axis=1)                  # per flow, its windows before T[i]
+
+    def select(self, lo, hi) -> dict:
+        a, b = np.searchsorted(self.T, [lo, hi])
+        k = slice(int(a), int(b))
+        return {"t_ns": self.t_text.select(k),
+                "series": [{"label": self.labels[g], "mbps": self.rows[g].select(k)}
+                           for g in np.flatnonzero(self.count[:, b] > self.count[:, a])]}

@@ -21,6 +21,7 @@ from airtime.ppdu import KIND_NAMES
 from sniffsync.decode.macs import mac_text
 from viz.jsonable import plain
 from viz.keyed import ranges, search_within
+from viz.laneranks import MAX_LANES, LaneRanks
 
 __all__ = ["KINDS", "SEVERITY", "TimelineIndex", "build_index", "tile", "tile_arrays", "busy_between"]
 
@@ -54,7 +55,9 @@ class TimelineIndex(NamedTuple):
     kcheck: np.ndarray         # (n // CHECK + 1, len(KINDS)): airtime per kind of items [0, j*CHECK)
     stride: int                # lane l's times t are keyed l * stride + t + 1 (0: no keys, loop)
     start_key: np.ndarray      # start keyed by lane: one searchsorted finds every lane's positions
+                               # (None when `ranks` are built: they answer every search)
     end_key: np.ndarray        # end_sorted keyed the same way
+    ranks: dict | None = None  # "start"/"end" -> viz.laneranks.LaneRanks (None: many lanes, not built)
 
 
 def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
@@ -106,10 +109,19 @@ def build_index(ppdus: pd.DataFrame, events: pd.DataFrame | None = None,
         stride, skey, ekey = 0, None, None
     else:
         skey, ekey = lane_of * stride + s + 1, lane_of * stride + end_sorted + 1
+    ranks = _lane_ranks(s, e, lane_of, len(labels))
+    if ranks is not None:             # the starts' keys are only searched without the ranks
+        skey = None
     return TimelineIndex(t0, t1, labels, lane_of, s, e, k, sev[rows], ids[rows], bounds,
                          _seg_cumsum(s, bounds), None if stride else end_sorted, _seg_cumsum(end_sorted, bounds),
                          longest, np.flatnonzero(sev[rows] > 0), _kind_checkpoints(k, e - s),
-                         stride, skey, ekey)
+                         stride, skey, ekey, ranks)
+
+
+def _lane_ranks(start, end, lane_of, n_lanes: int) -> dict | None:
+    if not 0 < n_lanes <= MAX_LANES:
+        return None
+    return {"start": LaneRanks(start, lane_of, n_lanes), "end": LaneRanks(end, lane_of, n_lanes)}
 
 
 def _kind_checkpoints(kind: np.ndarray, air: np.ndarray) -> np.ndarray:
@@ -132,9 +144,9 @@ def _kind_air_before(idx: TimelineIndex, pos: np.ndarray) -> np.ndarray:
     lo, hi = np.minimum(c, pos), np.maximum(c, pos)
     row = np.repeat(np.arange(len(pos)), hi - lo)
     q = ranges(lo, hi)
-    w = (idx.end[q] - idx.start[q]) * np.where(c < pos, 1, -1)[row]
-    extra = np.bincount(row * nk + idx.kind[q], weights=w, minlength=len(pos) * nk)
-    return idx.kcheck[j] + extra.reshape(len(pos), nk).astype(np.int64)    # exact: sums < 2^53 ns
+    extra = np.bincount(row * nk + idx.kind[q], weights=idx.end[q] - idx.start[q], minlength=len(pos) * nk)
+    sign = np.where(c < pos, 1, -1)[:, None]             # per position, not per item
+    return idx.kcheck[j] + extra.reshape(len(pos), nk).astype(np.int64) * sign    # exact: sums < 2^53 ns
 
 
 def _seg_cumsum(x, bounds):
@@ -175,6 +187,8 @@ def _search(idx: TimelineIndex, which: str, q, within=None) -> np.ndarray:
     to [-1, stride - 2] finds the same position (every time of the index is in [0, stride - 3])."""
     nl = len(idx.lanes)
     q = np.asarray(q, np.int64)
+    if idx.ranks is not None:          # one search over all lanes' items (viz.laneranks)
+        return idx.bounds[:-1, None] + idx.ranks[which].rank(q)
     if idx.stride:
         keys = idx.start_key if which == "start" else idx.end_key
         qk = np.arange(nl, dtype=np.int64)[:, None] * idx.stride + (np.clip(q, -1, idx.stride - 2) + 1)

@@ -15,7 +15,9 @@ import pytest
 
 import viz.jsonable as jsonable
 import viz.keyed as keyed
+import viz.tiles as tiles_mod
 from viz.jsonable import Raw, Texts, dumpb, plain
+from viz.laneranks import LaneRanks
 from viz.tiles import build_index, ends, tile
 from viz.tracks import TrackIndex
 from web import create_app
@@ -40,13 +42,16 @@ def _ranges(span, k, seed):
         yield t0, t0 + w, int(rng.integers(1, 700))
 
 
-@pytest.mark.parametrize("copy", [False, True])
+@pytest.mark.parametrize("how", ["ranks", "keys", "keys in a copy"])
 @pytest.mark.parametrize("lanes", ["station", "sniffer"])
-def test_tiles_one_search_equal_per_lane_search(small, monkeypatch, lanes, copy):
-    if copy:
+def test_tiles_one_search_equal_per_lane_search(small, monkeypatch, lanes, how):
+    if how == "keys in a copy":
         monkeypatch.setattr(keyed, "SMALL", 0)         # always search a copy of the window
+    if how != "ranks":                                 # as with more lanes than MAX_LANES
+        monkeypatch.setattr(tiles_mod, "MAX_LANES", 0)
     idx = build_index(small.ppdus, small.events, lanes=lanes, n_sniffers=3, names="ABC")
-    per_lane = idx._replace(stride=0, start_key=None, end_key=None,
+    assert (idx.ranks is not None) == (how == "ranks")
+    per_lane = idx._replace(stride=0, start_key=None, end_key=None, ranks=None,
                             end_sorted=np.concatenate([ends(idx, k) for k in range(len(idx.lanes))]))
     span = idx.t1_ns - idx.t0_ns
     modes = set()
@@ -56,6 +61,18 @@ def test_tiles_one_search_equal_per_lane_search(small, monkeypatch, lanes, copy)
             assert a == tile(per_lane, t0, t1, px, most)
             modes.add(a["mode"])
     assert modes == {"items", "buckets"}
+
+
+def test_lane_ranks_equal_a_search_per_lane():
+    """Ties, empty lanes, times before the first and after the last item, unsorted queries."""
+    rng = np.random.default_rng(4)
+    t = rng.integers(0, 300, 2_000)
+    lane = rng.choice([0, 1, 3, 4], 2_000)                 # lane 2 is empty
+    r = LaneRanks(t, lane, 5)
+    q = np.concatenate([[-5, 0, 299, 300, 10**12], rng.integers(-10, 320, 400)])
+    want = np.array([np.searchsorted(np.sort(t[lane == k]), q) for k in range(5)])
+    assert (r.rank(q) == want).all()
+    assert (LaneRanks(t[:0], lane[:0], 2).rank(q) == 0).all()
 
 
 def test_tile_counts_and_busy_in_a_narrow_window_by_brute_force(small, monkeypatch):
@@ -161,3 +178,19 @@ def test_server_sends_the_plain_answers(small):
         r = c.get(path)
         assert r.status_code == 200 and r.data == enc(want), path
     assert any(json.loads(r.data).get("rtt") for r in [c.get(f"/api/analysis?t0=0&t1={span}")])
+
+
+def test_goodput_grid_equals_the_series_built_per_range(small):
+    """The goodput of an unfiltered range sliced from text encoded at load == built from the
+    range's rows (the bytes the server sends)."""
+    from viz.analysis_index import AnalysisIndex
+    run = small
+    grid = AnalysisIndex(run)
+    assert grid.goodput is not None
+    rows = AnalysisIndex(run)
+    rows.goodput = None
+    span = int(run.ppdus["end_ns"].max() - run.ppdus["start_ns"].min())
+    for t0, t1, _ in [*_ranges(span, 30, 2), (0, 1, 0), (span, span + 1, 0)]:
+        t0 = max(t0, 0)
+        a, b = grid(t0, t1, arrays=True), rows(t0, t1, arrays=True)
+        assert dumpb(a) == dumpb(b) and plain(a) == plain(b)

@@ -34,3 +34,58 @@ def test_eight_clients_fixed_count_all_correct(run):
     for path, status, headers, body, _ in res:
         assert body == expect[path].data, path
         assert "server" not in headers
+
+
+def test_gate_lets_one_request_compute_at_a_time():
+    """8 clients at once through the real server: the app never runs two requests together,
+    and every one is answered (in whatever order)."""
+    import time
+    inside, most, lock = [0], [0], threading.Lock()
+
+    def app(environ, start_response):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.005)                        # long enough for the others to arrive
+        with lock:
+            inside[0] -= 1
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [environ["PATH_INFO"].encode()]
+    srv = make_server(app, "127.0.0.1", 0)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        paths = [f"/{i}" for i in range(24)]
+        res = server_load.hammer(("127.0.0.1", srv.server_port), paths, clients=8, timeout=30)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert [(st, body) for _, st, _, body, _ in res] == [(200, p.encode()) for p in paths]
+    assert most[0] == 1
+
+
+def test_gate_lets_the_cheap_paths_pass():
+    """A bounded-cost path (UNGATED) is answered while a long request holds the gate."""
+    from web.server import UNGATED, Gate
+    held, done = threading.Event(), threading.Event()
+
+    def app(environ, start_response):
+        if environ["PATH_INFO"] == "/api/tile":
+            held.set()
+            done.wait(10)
+        start_response("200 OK", [])
+        return [b""]
+    gate = Gate(app, 1)
+    slow = threading.Thread(target=gate, args=({"PATH_INFO": "/api/tile"}, lambda *a: None))
+    slow.start()
+    assert held.wait(10)
+    for env in ({"PATH_INFO": UNGATED[0]}, {"PATH_INFO": "/api/analysis", "QUERY_STRING": ""}):
+        assert gate(env, lambda *a: None) == [b""]                        # not blocked by the tile
+    waits = threading.Thread(target=gate, args=({"PATH_INFO": "/api/analysis", "QUERY_STRING": "t0=1&t1=2"},
+                                                lambda *a: None))
+    waits.start()
+    waits.join(0.2)
+    assert waits.is_alive()                                               # a range waits for the gate
+    done.set()
+    waits.join(10)
+    slow.join(10)
