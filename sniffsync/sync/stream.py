@@ -21,11 +21,13 @@ known only at the end: the packets go to a scratch file beside the output first 
 are then copied behind the header (the output's size in extra I/O).
 
 Memory: pass 2 holds a window, its margins and two batches per input; pass 1 holds the
-anchors, the clock segments and a sample of :data:`SAMPLE_CAP` stamps (the epoch map and
-the host offsets: beyond it, 1 in 2^k frames by row, the report's ``frame_sample``); the
-fit grows with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors,
-picked by content key (every sniffer keeps the same transmissions; the report says
-``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
+clock segments, a sample of :data:`SAMPLE_CAP` stamps (the epoch map and the host offsets:
+beyond it, 1 in 2^k frames by row, the report's ``frame_sample``) and at most
+``streamspill.SPILL_ROWS`` anchor rows per input: the rest wait in a scratch directory
+beside the output. The tiled fit holds one tile's anchors (<= an hour, ~1M rows) and the
+anchor pairs it keeps for the report (which grow with the anchors: beyond
+:data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors, picked by content
+key: every sniffer keeps the same transmissions; the report says ``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
 is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
 airtime of its part (whole-table merging sees it whole); inputs must be in time order
 to within half the margin (:class:`SyncError` otherwise).
@@ -139,6 +141,7 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
         if not n:
             raise CaptureError(f"{path}: no frames")
         inp.clocks.finish()
+        inp.anchors.finish()
         ins.append(inp)
     ins[0].every = every
     if len({i.linktype for i in ins}) > 1:
@@ -155,8 +158,9 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns, spill_
 
     def pieces():                        # (input, rows with their clock id), read from pass 1's spill
         for s, (i, b) in enumerate(zip(ins, base)):
-            for df in i.anchors.pieces():
-                yield s, df.assign(clock_=i.clocks.glob(df["seg_"].to_numpy(np.int64), b)).drop(columns="seg_")
+            for df in i.anchors.pieces():                # a fresh table: changed in place
+                df["clock_"] = i.clocks.glob(df.pop("seg_").to_numpy(np.int64), b)
+                yield s, df
 
     res = fit_tiled(pieces, sum(len(i.anchors) for i in ins), clocks, reference=reference, anchors=anchors,
                     knot_s=knot_s, names=names, tile_ns=tile_ns, spill_dir=spill_dir)   # hour by hour past 1.5 h
@@ -267,7 +271,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
         ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen, spill)
         every = ins[0].every
         if pass1_hook is not None:
-            pass1_hook([i.clocks.sizes() | {"anchors": len(i.anchors), "anchors_held": i.anchors.held} for i in ins])
+            pass1_hook([i.clocks.sizes() | {"anchors": len(i.anchors), "anchors_held": i.anchors.held_max} for i in ins])
         say("sync clocks")
         res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names,
                                                    int(tile_s * 1e9), spill)

@@ -26,17 +26,25 @@ class AnchorSpill:
     def __init__(self, dirname, tag: str, spill_rows=None):
         self.dir, self.tag, self.spill_rows = dirname, tag, spill_rows or SPILL_ROWS
         self.buf, self.held, self.files, self.n = [], 0, [], 0
+        self.held_max = 0                # rows ever held at once (tests)
 
     def add(self, df: pd.DataFrame) -> None:
         self.buf.append(df)              # empty too: the columns' dtypes stand
         self.held += len(df)
         self.n += len(df)
+        self.held_max = max(self.held_max, self.held)
         if self.dir is not None and self.held >= self.spill_rows:
+            self._flush()
+
+    def finish(self) -> None:
+        """After the last :meth:`add`: the held rows to disk too (the fit reads every
+        piece from there, so pass 1's rows are not held beside their copies)."""
+        if self.dir is not None and self.buf:
             self._flush()
 
     def _flush(self) -> None:
         path = os.path.join(self.dir, f"{self.tag}-{len(self.files)}.pkl")
-        pd.concat(self.buf, ignore_index=True).to_pickle(path)
+        concat(self.buf).to_pickle(path)
         self.files.append(path)
         self.buf, self.held = [], 0
 
@@ -48,7 +56,7 @@ class AnchorSpill:
         for p in self.files:
             yield pd.read_pickle(p)
         if self.buf:
-            yield pd.concat(self.buf, ignore_index=True) if len(self.buf) > 1 else self.buf[0]
+            yield concat([b.copy(deep=False) for b in self.buf]).copy()      # the caller may change it
 
     def drop(self) -> None:
         for p in self.files:
@@ -56,17 +64,37 @@ class AnchorSpill:
         self.buf, self.held, self.files = [], 0, []
 
 
+def concat(tables: list) -> pd.DataFrame:
+    """Row-wise concatenation, column by column (each dropped from its table once copied):
+    categoricals with different categories joined as categoricals (``pd.concat`` would
+    give objects, and a later join would mix the two)."""
+    from pandas.api.types import union_categoricals
+    from sniffsync.sync.merge import _str_categories
+    if len(tables) == 1:
+        return tables[0].reset_index(drop=True)
+    tables = [_str_categories(t) for t in tables]
+    out = {}
+    for c in list(tables[0].columns):
+        parts = [t.pop(c) for t in tables]
+        cat = [isinstance(p.dtype, pd.CategoricalDtype) for p in parts]
+        if all(cat):
+            out[c] = union_categoricals(parts, ignore_order=True)
+        else:
+            out[c] = pd.concat([p.astype(object) if k else p for p, k in zip(parts, cat)] if any(cat) else parts,
+                               ignore_index=True)
+        del parts
+    return pd.DataFrame(out, copy=False)
+
+
 def join(parts):
     """``(at, local, clock)`` from ``(input, rows)`` pieces (rows with ``local_`` and
     ``clock_`` columns), inputs in order: each input's rows concatenated, then the
     inputs column by column (:func:`sniffsync.sync.merge._concat_columns`)."""
-    from sniffsync.sync.merge import _concat_columns, _str_categories
+    from sniffsync.sync.merge import _str_categories
     by = {}
     for s, df in parts:
         by.setdefault(s, []).append(df)
-    tabs = [_str_categories(pd.concat(by[s], ignore_index=True) if len(by[s]) > 1 else by[s][0].reset_index(drop=True))
-            for s in sorted(by)]
+    tabs = [_str_categories(concat(by.pop(s))) for s in sorted(by)]
     local = np.concatenate([t.pop("local_").to_numpy(np.int64) for t in tabs])
     clock = np.concatenate([t.pop("clock_").to_numpy(np.int64) for t in tabs])
-    at = _concat_columns(tabs) if len(tabs) > 1 else tabs[0]
-    return at, local, clock
+    return concat(tabs), local, clock
