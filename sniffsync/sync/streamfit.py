@@ -9,8 +9,8 @@ model places every anchor on the common clock to within µs), then :func:`sync` 
 the anchors of each tile of common time and :data:`OVERLAP_NS` either side, with the
 knot spacing asked for (``knot_s``, capped per tile as before). The whole fit then needs
 only to place the anchors within a gate, so it sees a sample (:data:`GLOBAL_ROWS` rows,
-every beacon and 1 in k other anchors by content key): its system and arrays stay
-those of ~1M rows whatever the length, each tile's those of an hour. Each tile's map is kept
+1 in k anchors by content key, beacons 1 in <= 4): its system and arrays stay
+those of 250k rows whatever the length, each tile's those of <= an hour. Each tile's map is kept
 over its own stretch of common time; at a shared edge the two maps' values are
 averaged (they differ by the fits' noise). Every fit maps to the same common clock (the
 reference's TSF), so the pieces join. The fit holds one tile's system at a time.
@@ -20,8 +20,11 @@ in that tile), its noise (the median of the tiles'), and the anchor pairs of the
 (each tile's pairs whose first stamp lies in its own stretch: held-out residuals of the
 model used). Which clocks are synced and their coarse offsets are the whole fit's.
 Tiles are also shortened (to :data:`MIN_TILE_NS` at least) so that each holds about
-:data:`GLOBAL_ROWS` anchor rows: the fit's memory is then that of ~1M rows, not of the
-capture's (at 5M frames a single fit peaked at 1.6 GB). Not tiled: a reference clock
+:data:`TILE_ROWS` anchor rows: the fit's memory is then that of 250k rows, not of the
+capture's (at 5M frames a single fit peaked at 1.6 GB; ~1 kB per row in :func:`sync`).
+The anchor rows wait on disk (:mod:`sniffsync.sync.streamspill`): they are read once for
+the sample, once to be cut into tiles (each tile's rows spilled too), and one tile is
+loaded at a time. Not tiled: a reference clock
 absent from a tile (its TSF restarted), a capture shorter than 1.5 tiles.
 """
 from __future__ import annotations
@@ -37,8 +40,9 @@ __all__ = ["TILE_NS", "OVERLAP_NS", "fit_tiled"]
 
 TILE_NS = 3_600 * 10**9      # common time fitted at once (a knot per <= 9 s at 1 knot/s, 3 clocks)
 OVERLAP_NS = 120 * 10**9     # anchors beyond each edge: the tile's ends are not extrapolated
-GLOBAL_ROWS = 1_000_000      # anchor rows of the whole fit when tiled (it only cuts the tiles)
-MIN_TILE_NS = 600 * 10**9    # tiles shortened to hold ~GLOBAL_ROWS rows, not below this
+GLOBAL_ROWS = 250_000        # anchor rows of the whole fit when tiled (it only cuts the tiles)
+TILE_ROWS = 250_000          # tiles shortened to hold about this many anchor rows (~1 kB each in sync)
+MIN_TILE_NS = 600 * 10**9    # ... not below this
 BEACON_EVERY = 4             # beacons in the whole fit: >= 1 in 4 (~2.4/s of an AP at 102.4 TU)
 
 
@@ -85,8 +89,8 @@ def fit_tiled(pieces, n_rows, clocks, *, reference, anchors, knot_s, names,
     ref = reference_clock(clocks, reference)
     n_max = global_rows or GLOBAL_ROWS
     span = float(clocks.t1_ns.iloc[ref] - clocks.t0_ns.iloc[ref])
-    if 0 < tile_ns and n_rows > 1.5 * n_max:       # shorter tiles: each fit holds ~n_max rows
-        tile_ns = min(tile_ns, max(MIN_TILE_NS, span * n_max / n_rows))
+    if 0 < tile_ns and n_rows > 1.5 * min(n_max, TILE_ROWS):      # shorter tiles: each fit holds ~TILE_ROWS
+        tile_ns = min(tile_ns, max(MIN_TILE_NS, span * TILE_ROWS / n_rows))
     if tile_ns <= 0 or span <= 1.5 * tile_ns:      # 0: one fit
         at, local, clock = join(list(pieces()))
         return sync(at, clocks=(local, clock, clocks), **kw)
