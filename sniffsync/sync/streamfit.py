@@ -111,6 +111,7 @@ def fit_tiled(pieces, n_rows, clocks, *, reference, anchors, knot_s, names,
             sel = np.flatnonzero((common >= edges[k] - overlap_ns) & (common < edges[k + 1] + overlap_ns))
             if len(sel):
                 store[k].add(df.iloc[sel].assign(input_=s))
+                store[k].finish()        # to disk now: not a buffer per tile (m x SPILL_ROWS rows)
     tiles, kept, n_kept = [], [], 0
     for k in range(m):
         if not len(store[k]):
