@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -146,19 +147,17 @@ def fit_compare(paths, truth, tile_s_list=(None, 0)) -> dict:
     from sniffsync.sync.merge import NEEDED_COLUMNS
     from sniffsync.sync.snaplen import min_snaplen
     names = truth["names"]
+    spill = tempfile.mkdtemp(prefix=".fit-", dir=os.path.dirname(os.path.abspath(paths[0])))
     ins = stream._pass1([str(p) for p in paths], list(NEEDED_COLUMNS), "auto", ("beacon", "ba", "unique"),
                         lambda s: None, stream.BATCH_ROWS, stream.ANCHOR_CAP, stream.SAMPLE_CAP,
-                        min_snaplen(paths))
-    saved = [list(i.anchors) for i in ins]
+                        min_snaplen(paths), spill)
     grid = np.arange(0, truth["hours"] * 3600e9, 1e9)[1:-1]
     ref_local = local_ns(truth["clocks"][0], grid)
     out = {}
     for tile_s in tile_s_list:
-        for i, a in zip(ins, saved):
-            i.anchors = list(a)
         t = time.perf_counter()
         res, *_ = stream._fit(ins, 0, ("beacon", "ba", "unique"), 1.0, False, names,
-                              stream.TILE_NS if tile_s is None else int(tile_s * 1e9))
+                              stream.TILE_NS if tile_s is None else int(tile_s * 1e9), spill)
         m, clocks = res.model, res.model.clocks
         ref_map = m.apply(np.rint(ref_local).astype(np.int64), np.full(len(grid), m.reference)) - np.rint(ref_local)
         row = {"fit_s": round(time.perf_counter() - t, 1), "tiles": getattr(res, "tiles", 1)}
@@ -169,6 +168,7 @@ def fit_compare(paths, truth, tile_s_list=(None, 0)) -> dict:
             row[names[s]] = [round(float(q), 3) for q in np.percentile(np.abs(err), [50, 99, 100])]
         out["one fit" if tile_s == 0 else f"tiles (at most {stream.TILE_NS / 1e9 if tile_s is None else tile_s:g} s)"] = row
         print(f"model vs applied clocks, {row}", flush=True)
+    shutil.rmtree(spill, ignore_errors=True)
     return out
 
 

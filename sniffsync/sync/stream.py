@@ -21,11 +21,13 @@ known only at the end: the packets go to a scratch file beside the output first 
 are then copied behind the header (the output's size in extra I/O).
 
 Memory: pass 2 holds a window, its margins and two batches per input; pass 1 holds the
-anchors, the clock segments and a sample of :data:`SAMPLE_CAP` stamps (the epoch map and
-the host offsets: beyond it, 1 in 2^k frames by row, the report's ``frame_sample``); the
-fit grows with the anchors, so beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors,
-picked by content key (every sniffer keeps the same transmissions; the report says
-``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
+clock segments, a sample of :data:`SAMPLE_CAP` stamps (the epoch map and the host offsets:
+beyond it, 1 in 2^k frames by row, the report's ``frame_sample``) and at most
+``streamspill.SPILL_ROWS`` anchor rows per input: the rest wait in a scratch directory
+beside the output. The tiled fit holds one tile's anchors (<= an hour, ~1M rows) and the
+anchor pairs it keeps for the report (which grow with the anchors: beyond
+:data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors, picked by content
+key: every sniffer keeps the same transmissions; the report says ``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
 is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
 airtime of its part (whole-table merging sees it whole); inputs must be in time order
 to within half the margin (:class:`SyncError` otherwise).
@@ -48,6 +50,7 @@ from sniffsync.sync.retime import TS_SRC, Tally, clock_errors
 from sniffsync.sync.snaplen import NO_LIMIT, drop_cut_fcs, min_snaplen
 from sniffsync.sync.streamfit import TILE_NS, fit_tiled
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
+from sniffsync.sync.streamspill import AnchorSpill
 from sniffsync.sync.streamwindow import Counts, Ctx, window
 from sniffsync.sync.windows import MARGIN_NS, window_bounds
 
@@ -66,8 +69,8 @@ class _Input:
     """Pass 1's keep of one input: its clocks (:class:`InputClocks`: segments, runs, a
     bounded sample) and its anchor rows with their local time and TSFT segment."""
 
-    def __init__(self, sample_cap):
-        self.clocks, self.anchors, self.linktype, self.conv = InputClocks(sample_cap), [], None, None
+    def __init__(self, sample_cap, anchors):
+        self.clocks, self.anchors, self.linktype, self.conv = InputClocks(sample_cap), anchors, None, None
         self.every = 1                   # "unique" anchors sampled 1 in every (by key)
 
 
@@ -116,11 +119,11 @@ def _sample_every(paths, rec, anchor_cap: int) -> int:
     return max(1, int(np.ceil(frames / anchor_cap)))
 
 
-def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen):
+def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen, spill_dir=None):
     ins, every = [], None
     for s, path in enumerate(paths):
         say(f"pass 1: {os.path.basename(path)}")
-        inp, n = _Input(max(1, sample_cap // len(paths))), 0
+        inp, n = _Input(max(1, sample_cap // len(paths)), AnchorSpill(spill_dir, f"in{s}")), 0
         for rec, t, conv in _batches(path, s, want, tsft_at, batch_rows, snaplen):
             _release_batch(rec)
             every = _sample_every(paths, rec, anchor_cap) if every is None else every
@@ -133,11 +136,12 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
                 keep = (kind == beacon) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
                 rows = rows[keep]
             rows = np.sort(rows)
-            inp.anchors.append(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(local_=local[rows], seg_=seg[rows]))
+            inp.anchors.add(t[list(ANCHOR_COLUMNS)].iloc[rows].assign(local_=local[rows], seg_=seg[rows]))
             n += len(t)
         if not n:
             raise CaptureError(f"{path}: no frames")
         inp.clocks.finish()
+        inp.anchors.finish()
         ins.append(inp)
     ins[0].every = every
     if len({i.linktype for i in ins}) > 1:
@@ -146,21 +150,20 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
     return ins
 
 
-def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns):
+def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns, spill_dir=None):
     """The clock fit on the anchor rows (with the clocks of every frame, as
     :func:`local_clocks`); the epoch map and host offsets from the sample; per clock the
     range of its stamps and the first clock id of each input."""
-    from sniffsync.sync.merge import _concat_columns, _str_categories
     clocks, base, ts_lo, ts_hi = joint_clocks([i.clocks for i in ins])
-    parts = [_str_categories(pd.concat(i.anchors, ignore_index=True)) for i in ins]
-    for i in ins:
-        i.anchors = None
-    local = np.concatenate([p.pop("local_").to_numpy(np.int64) for p in parts])
-    clock = np.concatenate([i.clocks.glob(p.pop("seg_").to_numpy(np.int64), b) for p, i, b in zip(parts, ins, base)])
-    at = _concat_columns(parts) if len(parts) > 1 else parts[0]
-    res = fit_tiled(at, local, clock, clocks, reference=reference, anchors=anchors, knot_s=knot_s,
-                    names=names, tile_ns=tile_ns)       # hour by hour past 1.5 h
-    del at, local, clock
+
+    def pieces():                        # (input, rows with their clock id), read from pass 1's spill
+        for s, (i, b) in enumerate(zip(ins, base)):
+            for df in i.anchors.pieces():                # a fresh table: changed in place
+                df["clock_"] = i.clocks.glob(df.pop("seg_").to_numpy(np.int64), b)
+                yield s, df
+
+    res = fit_tiled(pieces, sum(len(i.anchors) for i in ins), clocks, reference=reference, anchors=anchors,
+                    knot_s=knot_s, names=names, tile_ns=tile_ns, spill_dir=spill_dir)   # hour by hour past 1.5 h
     # clocks without anchors placed via their sniffer's host clock, fitted on the stamp
     # sample (every frame while it holds them all: then as the one-pass merge)
     cs = [i.clocks for i in ins]
@@ -263,13 +266,19 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     want = list(NEEDED_COLUMNS)
     snaplen = min_snaplen(paths)         # frames some input cut: no FCS in the keys
-    ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen)
-    every = ins[0].every
-    if pass1_hook is not None:
-        pass1_hook([i.clocks.sizes() | {"anchors": sum(len(a) for a in i.anchors)} for i in ins])
-    say("sync clocks")
-    res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names,
-                                               int(tile_s * 1e9))
+    spill = tempfile.mkdtemp(prefix=".merge-anchors-", dir=os.path.dirname(os.path.abspath(output)))
+    try:                                 # anchor rows past SPILL_ROWS per input wait there
+        ins = _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_cap, snaplen, spill)
+        every = ins[0].every
+        if pass1_hook is not None:
+            pass1_hook([i.clocks.sizes() | {"anchors": len(i.anchors), "anchors_held": i.anchors.held_max} for i in ins])
+        say("sync clocks")
+        res, to_epoch, base, (ts_lo, ts_hi) = _fit(ins, reference, anchors, knot_s, allow_unsynced, names,
+                                                   int(tile_s * 1e9), spill)
+        for i in ins:
+            i.anchors.drop()             # the rows held below SPILL_ROWS too
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     model = res.model
     gate_ns = default_gate(res, MIN_GATE_NS)
     clock_gates, per_clock_err = copy_gates(res, gate_ns), clock_errors(res)

@@ -9,8 +9,8 @@ model places every anchor on the common clock to within µs), then :func:`sync` 
 the anchors of each tile of common time and :data:`OVERLAP_NS` either side, with the
 knot spacing asked for (``knot_s``, capped per tile as before). The whole fit then needs
 only to place the anchors within a gate, so it sees a sample (:data:`GLOBAL_ROWS` rows,
-every beacon and 1 in k other anchors by content key): its system and arrays stay
-those of ~1M rows whatever the length, each tile's those of an hour. Each tile's map is kept
+1 in k anchors by content key, beacons 1 in <= 4): its system and arrays stay
+those of 250k rows whatever the length, each tile's those of <= an hour. Each tile's map is kept
 over its own stretch of common time; at a shared edge the two maps' values are
 averaged (they differ by the fits' noise). Every fit maps to the same common clock (the
 reference's TSF), so the pieces join. The fit holds one tile's system at a time.
@@ -20,24 +20,29 @@ in that tile), its noise (the median of the tiles'), and the anchor pairs of the
 (each tile's pairs whose first stamp lies in its own stretch: held-out residuals of the
 model used). Which clocks are synced and their coarse offsets are the whole fit's.
 Tiles are also shortened (to :data:`MIN_TILE_NS` at least) so that each holds about
-:data:`GLOBAL_ROWS` anchor rows: the fit's memory is then that of ~1M rows, not of the
-capture's (at 5M frames a single fit peaked at 1.6 GB). Not tiled: a reference clock
+:data:`TILE_ROWS` anchor rows: the fit's memory is then that of 250k rows, not of the
+capture's (at 5M frames a single fit peaked at 1.6 GB; ~1 kB per row in :func:`sync`).
+The anchor rows wait on disk (:mod:`sniffsync.sync.streamspill`): they are read once for
+the sample, once to be cut into tiles (each tile's rows spilled too), and one tile is
+loaded at a time. Not tiled: a reference clock
 absent from a tile (its TSF restarted), a capture shorter than 1.5 tiles.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from sniffsync.sync.anchors import anchor_candidates
 from sniffsync.sync.clock import reference_clock, sync
+from sniffsync.sync.streamspill import AnchorSpill, concat, join
 
 __all__ = ["TILE_NS", "OVERLAP_NS", "fit_tiled"]
 
 TILE_NS = 3_600 * 10**9      # common time fitted at once (a knot per <= 9 s at 1 knot/s, 3 clocks)
 OVERLAP_NS = 120 * 10**9     # anchors beyond each edge: the tile's ends are not extrapolated
-GLOBAL_ROWS = 1_000_000      # anchor rows of the whole fit when tiled (it only cuts the tiles)
-MIN_TILE_NS = 600 * 10**9    # tiles shortened to hold ~GLOBAL_ROWS rows, not below this
+GLOBAL_ROWS = 250_000        # anchor rows of the whole fit when tiled (it only cuts the tiles)
+TILE_ROWS = 250_000          # tiles shortened to hold about this many anchor rows (~1 kB each in sync)
+MIN_TILE_NS = 600 * 10**9    # ... not below this
+BEACON_EVERY = 4             # beacons in the whole fit: >= 1 in 4 (~2.4/s of an AP at 102.4 TU)
 
 
 def _g(model, c, local):
@@ -70,56 +75,82 @@ def _tile_clocks(clocks, local, clock):
     return out, ~none
 
 
-def fit_tiled(at, local, clock, clocks, *, reference, anchors, knot_s, names,
-              tile_ns: int = TILE_NS, overlap_ns: int = OVERLAP_NS, global_rows=None):
-    """:func:`sync` of the anchor rows ``at`` (``local``, ``clock``: per row; ``clocks``: the
-    clocks table of every frame), tiled over common time when the capture is long or
-    holds more than 1.5 ``global_rows`` anchor rows (the whole fit then sees
-    ``global_rows`` of them, sampled by key); ``tile_ns`` 0: one fit."""
+def fit_tiled(pieces, n_rows, clocks, *, reference, anchors, knot_s, names,
+              tile_ns: int = TILE_NS, overlap_ns: int = OVERLAP_NS, global_rows=None, spill_dir=None):
+    """:func:`sync` of the anchor rows that ``pieces()`` yields as ``(input, rows)`` (rows
+    with ``local_`` and ``clock_`` columns; ``n_rows`` in all; ``clocks``: the clocks table
+    of every frame), tiled over common time when the capture is long or holds more than
+    1.5 ``global_rows`` anchor rows (the whole fit then sees ``global_rows`` of them,
+    sampled by key); ``tile_ns`` 0: one fit. Tiled, the rows are read twice and held one
+    tile at a time (the tiles' rows go to ``spill_dir``, :mod:`sniffsync.sync.streamspill`)."""
     kw = dict(reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=True, names=names,
               via_host=False)
     ref = reference_clock(clocks, reference)
     n_max = global_rows or GLOBAL_ROWS
     span = float(clocks.t1_ns.iloc[ref] - clocks.t0_ns.iloc[ref])
-    if 0 < tile_ns and len(at) > 1.5 * n_max:      # shorter tiles: each fit holds ~n_max rows
-        tile_ns = min(tile_ns, max(MIN_TILE_NS, span * n_max / len(at)))
+    if 0 < tile_ns and n_rows > 1.5 * min(n_max, TILE_ROWS):      # shorter tiles: each fit holds ~TILE_ROWS
+        tile_ns = min(tile_ns, max(MIN_TILE_NS, span * TILE_ROWS / n_rows))
     if tile_ns <= 0 or span <= 1.5 * tile_ns:      # 0: one fit
+        at, local, clock = join(list(pieces()))
         return sync(at, clocks=(local, clock, clocks), **kw)
-    sub = _sample(at, anchors, n_max)
-    res = sync(at.iloc[sub], clocks=(local[sub], clock[sub], clocks), **kw)    # cuts the tiles
+    k_of = max(1, int(np.ceil(n_rows / n_max)))
+    at, local, clock = join([(s, df.iloc[_sample(df, anchors, k_of)]) for s, df in pieces()])
+    res = sync(at, clocks=(local, clock, clocks), **kw)    # cuts the tiles
+    del at, local, clock
     model = res.model
     ends = clocks.loc[ref, ["t0_ns", "t1_ns"]].to_numpy(np.float64)
     c_lo, c_hi = (float(v) for v in ends + _g(model, ref, ends))     # the reference's common span
     m = int(np.ceil((c_hi - c_lo) / tile_ns))
     edges = c_lo + (c_hi - c_lo) * np.arange(m + 1) / m
     edges[0], edges[-1] = -np.inf, np.inf
-    common = model.apply(local, clock)
-    tiles = []
+    store = [AnchorSpill(spill_dir, f"tile{k}") for k in range(m)]
+    for s, df in pieces():               # each row to the tiles (with overlaps) its time falls in
+        common = model.apply(df["local_"].to_numpy(np.int64), df["clock_"].to_numpy(np.int64))
+        for k in range(m):
+            sel = np.flatnonzero((common >= edges[k] - overlap_ns) & (common < edges[k + 1] + overlap_ns))
+            if len(sel):
+                store[k].add(df.iloc[sel].assign(input_=s))
+                store[k].finish()        # to disk now: not a buffer per tile (m x SPILL_ROWS rows)
+    tiles, kept, n_kept = [], [], 0
     for k in range(m):
-        sel = np.flatnonzero((common >= edges[k] - overlap_ns) & (common < edges[k + 1] + overlap_ns))
-        tc, present = _tile_clocks(clocks, local[sel], clock[sel])
+        if not len(store[k]):
+            for st in store:
+                st.drop()
+            return res                   # no anchor in a tile: one fit
+        at, local, clock = join([(int(d.input_.iloc[0]), d.drop(columns="input_")) for d in store[k].pieces()])
+        store[k].drop()
+        tc, present = _tile_clocks(clocks, local, clock)
         if not present[ref]:
+            for st in store:
+                st.drop()
             return res                   # the reference restarted: one fit
-        t = sync(at.iloc[sel], clocks=(local[sel], clock[sel], tc), **kw)
-        a = t.anchors
-        own = (common[sel[a.row_a.to_numpy(np.int64)]] >= edges[k]) & (common[sel[a.row_a.to_numpy(np.int64)]] < edges[k + 1])
-        a = a[own].assign(row_a=sel[a.row_a.to_numpy(np.int64)[own]], row_b=sel[a.row_b.to_numpy(np.int64)[own]],
+        t = sync(at, clocks=(local, clock, tc), **kw)
+        del at
+        a, common = t.anchors, model.apply(local, clock)
+        ra, rb = a.row_a.to_numpy(np.int64), a.row_b.to_numpy(np.int64)
+        own = (common[ra] >= edges[k]) & (common[ra] < edges[k + 1])
+        rows = np.unique(np.r_[ra[own], rb[own]])          # the rows the report's pairs read
+        kept.append((local[rows], clock[rows]))
+        a = a[own].assign(row_a=n_kept + np.searchsorted(rows, ra[own]), row_b=n_kept + np.searchsorted(rows, rb[own]),
                           cluster=a.cluster.to_numpy(np.int64)[own] * m + k)
+        n_kept += len(rows)
         tiles.append((t.model, tc, present, a))
+        del t
     _stitch(model, tiles, edges)
-    res.anchors = pd.concat([a for *_, a in tiles], ignore_index=True)
+    res.anchors = concat([a for *_, a in tiles])      # column by column: not twice the pairs
+    local, clock = (np.concatenate(c) for c in zip(*kept))
     res.local_ns, res.clock, res.common_ns = local, clock, model.apply(local, clock)
     res.tiles = m                        # the report says so
     return res
 
 
-def _sample(at, anchors, n_max: int) -> np.ndarray:
-    """Rows of ``at`` for the whole fit: every beacon, 1 in k other anchors by content key
-    (the same transmissions at every sniffer), about ``n_max`` in all."""
+def _sample(at, anchors, k: int) -> np.ndarray:
+    """Rows of ``at`` for the whole fit: 1 in ``k`` anchors by content key (the same
+    transmissions at every sniffer), beacons 1 in min(k, :data:`BEACON_EVERY`)."""
     rows, kind, key = anchor_candidates(at, anchors)
     beacon = list(anchors).index("beacon") if "beacon" in anchors else -1
-    k = max(1, int(np.ceil(len(rows) / n_max)))
-    keep = (kind == beacon) | ((key >> np.uint64(32)) % np.uint64(k) == 0)
+    h = key >> np.uint64(32)
+    keep = np.where(kind == beacon, h % np.uint64(min(k, BEACON_EVERY)) == 0, h % np.uint64(k) == 0)
     return np.unique(rows[keep])
 
 

@@ -124,3 +124,12 @@ def test_tiled_fit_against_the_applied_clocks(run, tmp_path, monkeypatch):
     s = score(tmp_path / "t.pcapng", truth)
     for name in truth["names"][1:]:
         assert s[f"model_err_us_p50_p99_{name}"][1] < 0.5
+    # anchor rows spilled to disk past 500 per input and per tile (sync/streamspill.py):
+    # pass 1 holds < 500 + a batch's (2048 frames: <= 2 anchor rows each), and the merged file is the same, byte for byte
+    from sniffsync.sync import streamspill
+    monkeypatch.setattr(streamspill, "SPILL_ROWS", 500)
+    sizes = []
+    merge_to_file(paths, tmp_path / "s.pcapng", window_s=10, tile_s=8, pass1_hook=sizes.append, batch_rows=2048)
+    assert all(z["anchors_held"] < 500 + 2 * 2048 < z["anchors"] / 2 for z in sizes[0])
+    assert (tmp_path / "s.pcapng").read_bytes() == (tmp_path / "t.pcapng").read_bytes()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".merge")]      # scratch removed
