@@ -583,6 +583,9 @@ def test_filters_recompute_every_view(page, run):
     note = page.locator("#selection-note").text_content()
     assert "stations " + ", ".join(keep) in note and "The timeline dims the lanes of other stations" in note
     # the per-station tracks follow: the unticked station's series is off in their legends
+    # (tracks redraw once the view has rested, not at once: wait for the legend)
+    page.wait_for_function("() => document.querySelectorAll('.track[data-id=\"mcs\"] .track-legend span.off').length > 0",
+                           timeout=5000)
     off = page.eval_on_selector_all('.track[data-id="mcs"] .track-legend span.off', "els => els.map(e => e.textContent)")
     assert off == ["00:00:00:00:00:01"]
     page.locator('#filters fieldset[data-key="flows"] input[value="0"]').uncheck()
