@@ -158,6 +158,9 @@ def test_flow_selection_dims_other_senders_and_tracks_show_inflight_and_qdelay(u
     assert sorted(dimmed) == sorted(l for l in lanes if l != keep)
     # the per-flow tracks keep only flow 0's series in their legends
     lab = f"{flows['src'].iloc[0]}:{flows['sport'].iloc[0]}→{flows['dst'].iloc[0]}:{flows['dport'].iloc[0]}"
+    page.wait_for_function(       # tracks redraw once the view has rested
+        "() => document.querySelectorAll('.track[data-id=\"inflight\"] .track-legend span:not(.off)').length === 1",
+        timeout=5000)
     on = page.eval_on_selector_all('.track[data-id="inflight"] .track-legend span:not(.off)', "els => els.map(e => e.textContent)")
     assert on == [lab]
     page.screenshot(path=str(DOCS_IMG / "ui-lanes-flow-filter.png"), full_page=False)
