@@ -669,3 +669,18 @@ def test_png_export_of_the_visible_view(page, tmp_path):
     tracks = page.evaluate("() => [...document.querySelectorAll('#tracks .track canvas')].map(c => c.height)")
     assert (w, h) == (info["width"], info["height"]) == (lanes[0], lanes[1] + sum(tracks) + 16 * len(tracks))
     assert dl.value.suggested_filename.startswith("sniffsync-") and info["tracks"] == len(tracks)
+
+
+def test_station_filter_in_the_url_greys_the_track_legends_when_they_arrive(ui):
+    """A link with a station filter: the tracks' legends (built by the first tracks answer, after
+    the filter is applied) show the other stations off."""
+    url, page, errors = ui
+    errors.clear()
+    page.goto(url + "#lanes=station&sta=00%3A00%3A00%3A00%3A00%3A02%2C00%3A00%3A00%3A00%3A00%3A03")
+    page.reload()
+    page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+    page.wait_for_function("() => document.querySelectorAll('.track[data-id=\"mcs\"] .track-legend span').length > 0")
+    on = page.eval_on_selector_all('.track[data-id="mcs"] .track-legend span:not(.off)', "els => els.map(e => e.textContent)")
+    off = page.eval_on_selector_all('.track[data-id="mcs"] .track-legend span.off', "els => els.map(e => e.textContent)")
+    assert sorted(on) == ["00:00:00:00:00:02", "00:00:00:00:00:03"] and "00:00:00:00:00:01" in off
+    assert errors == []

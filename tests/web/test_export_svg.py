@@ -36,8 +36,11 @@ def test_svg_export_has_one_vector_rect_per_ppdu_in_view(tmp_path):
     with serve(create_app(view)) as url, browser_page() as (page, errors):
         page.goto(url)
         page.wait_for_selector('#app[data-ready="1"]', timeout=15_000)
+        fetched = page.evaluate("() => window.__sniffsync.tracks.fetches")
         page.evaluate(f"() => window.__sniffsync.tl.zoomTo({t0}, {t1})")
         page.wait_for_function("() => window.__sniffsync.timeline.mode === 'items'")
+        # the tracks are refetched once the view rests: export what the user would see then
+        page.wait_for_function("(n) => window.__sniffsync.tracks.fetches > n", arg=fetched)
         with page.expect_download(timeout=30_000) as dl:
             page.click("#export-svg")
         out = ARTIFACTS / "export-view.svg"

@@ -31,7 +31,8 @@ export function tracks(root, source, tl) {
       head.append("span").attr("class", "track-title").text(`${t.title} (${t.unit})`);
       const lg = head.append("span").attr("class", "track-legend");
       if (t.series.length > 1) {
-        lg.selectAll("span").data(t.series).join("span").style("--c", (_, i) => color(i)).text((s) => s.label);
+        lg.selectAll("span").data(t.series).join("span").style("--c", (_, i) => color(i)).text((s) => s.label)
+          .classed("off", (s) => !shown(t, s));     // a selection made before the first answer
       }
       const plot = row.append("div").attr("class", "track-plot").style("height", `${TRACK_H}px`);
       const clip = plot.append("div").attr("class", "track-clip");
