@@ -6,13 +6,14 @@ environment variable ``SNIFFSYNC_THREADS`` (``1`` runs everything in the calling
 thread, which is also what a library host that manages its own threads may want).
 Nothing here retunes the process (allocator, page advice, I/O flags): a library must
 not change its host, and such tricks paid off only on one benchmark machine.
+:func:`release_free_heap` changes no setting: it hands pages already freed back.
 """
 from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["workers", "pool", "Inline", "ENV_THREADS"]
+__all__ = ["workers", "pool", "Inline", "ENV_THREADS", "release_free_heap"]
 
 ENV_THREADS = "SNIFFSYNC_THREADS"
 
@@ -61,3 +62,22 @@ class Inline:
         except BaseException as exc:          # as a pool does: raised by result()
             done.set_exception(exc)
         return done
+
+
+_TRIM = []
+
+
+def release_free_heap() -> bool:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim(0)``); True if
+    the C library could. Between big stages: glibc keeps many freed chunk-sized arrays in
+    its heap, and the next stage would grow the process on top of them. No-op elsewhere."""
+    if not _TRIM:
+        try:
+            import ctypes
+            _TRIM.append(getattr(ctypes.CDLL(None), "malloc_trim"))
+        except (OSError, AttributeError, TypeError):      # not glibc, or no C library by name
+            _TRIM.append(None)
+    if _TRIM[0] is None:
+        return False
+    _TRIM[0](0)
+    return True

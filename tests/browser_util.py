@@ -36,3 +36,15 @@ def browser_page(width=1400, height=1000):
             yield page, errors
         finally:
             b.close()
+
+
+def offline_route(path):
+    """(blocked urls, a ``page.route`` handler letting only ``path`` (file://) through)."""
+    blocked = []
+
+    def route(r):
+        if r.request.url == path.as_uri():
+            return r.continue_()
+        blocked.append(r.request.url)
+        return r.abort()
+    return blocked, route

@@ -62,8 +62,6 @@ def _ns(seconds: float) -> int:
 
 def _captures(paths, keep_bad_fcs=False):
     """One :class:`Capture` per path, read when the analysis reaches it."""
-    import numpy as np
-
     from sniffsync.io.capture import head_linktypes
     from sniffsync.fairness.core import Capture
     from sniffsync.decode.frames import WIRED_LINKTYPES, read_columns

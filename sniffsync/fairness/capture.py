@@ -8,7 +8,7 @@ import numpy as np
 
 from airtime.columns import GROUPING_COLUMNS
 from sniffsync.errors import UsageError
-from sniffsync.fairness.heap import release_free_heap
+from sniffsync.runtime import release_free_heap
 from sniffsync.tcp.columns import cat_codes, frame_getter
 
 __all__ = ["STAMPS", "OUTLIER", "TCP_COLUMNS", "Capture", "skipping", "airtime_frames"]

@@ -15,7 +15,7 @@ import numpy as np
 from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, skipping
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
-from sniffsync.fairness.heap import release_free_heap
+from sniffsync.runtime import release_free_heap
 from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summarize, trailing_min,
                                         window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays

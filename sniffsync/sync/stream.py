@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.errors import CaptureError, SyncError, UsageError
+from sniffsync.runtime import release_free_heap
 from sniffsync.sync.anchors import ANCHOR_KEYS, anchor_candidates, hash_key
 from sniffsync.sync.clock import place_via_host
 from sniffsync.sync.copies import MERGE_KEY, copy_gates, default_gate
@@ -297,7 +298,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
         report["fit_tiles"] = f"{res.tiles} tiles of common time, {tile_s:g} s at most (sync.streamfit)"
     del res                              # only the clock model is needed from here
     gc.collect()                         # the fit's tables may sit in reference cycles
-    _trim()                              # the fit's freed heap back to the system
+    release_free_heap()                  # the fit's freed heap back to the system
     if every > 1:
         report["anchor_sample"] = f"1/{every} of the unique and Block-Ack anchors (by content key)"
     stride = max(i.clocks.stride for i in ins)
@@ -323,7 +324,7 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
         with os.fdopen(fd, "wb") as body:
             for lo, hi in zip(edges[:-1], edges[1:]):    # per window
                 window(ctx, int(lo), int(hi), body)
-                _trim()
+                release_free_heap()
                 for st in streams:
                     st.processed(int(hi), margin_ns)
                 if hook is not None:
@@ -337,22 +338,6 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     finally:
         os.unlink(scratch)
     return report
-
-
-def _trim() -> None:
-    """Give the heap's free pages back (glibc keeps the fit's and each window's freed
-    small blocks: ~1 GB of RSS through pass 2 at 5M frames without it)."""
-    try:
-        _LIBC.malloc_trim(0)
-    except (AttributeError, OSError):
-        pass
-
-
-try:
-    import ctypes
-    _LIBC = ctypes.CDLL("libc.so.6")
-except OSError:                          # not glibc: nothing to trim
-    _LIBC = None
 
 
 def _write(output, scratch, names, linktypes, stamps, report, n_out) -> None:

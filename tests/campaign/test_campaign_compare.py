@@ -181,17 +181,11 @@ def test_overlay_series_match_sql_over_the_runs_tables(compared):
 def test_overlay_run_picker_in_chromium(compared):
     """Offline in chromium: one line per run in every chart; unticking a run removes its line
     from every chart; its points are the run's windows."""
-    from browser_util import ARTIFACTS, browser_page
+    from browser_util import ARTIFACTS, browser_page, offline_route
     specs, out, _ = compared
     path = out / "campaign.html"
     d = _overlay_data(path.read_text())
-    blocked = []
-
-    def route(r):
-        if r.request.url == path.as_uri():
-            return r.continue_()
-        blocked.append(r.request.url)
-        return r.abort()
+    blocked, route = offline_route(path)
     ARTIFACTS.mkdir(exist_ok=True)
     with browser_page() as (page, errors):
         page.route("**/*", route)

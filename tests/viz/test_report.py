@@ -7,7 +7,7 @@ import pytest
 
 from viz.tiles import KINDS
 
-from browser_util import ARTIFACTS, browser_page
+from browser_util import ARTIFACTS, browser_page, offline_route
 from conftest import CAPTURES
 
 SNIFFERS = [CAPTURES / f"ns3-11n-ht20-hidden-sniffer{s}.pcap"
@@ -26,18 +26,6 @@ def report(tmp_path_factory):
     return out / "report.html"
 
 
-def _open_offline(path):
-    """A page.route handler letting only ``path`` (file://) through; records what it blocked."""
-    blocked = []
-
-    def route(r):
-        if r.request.url == path.as_uri():
-            return r.continue_()
-        blocked.append(r.request.url)
-        return r.abort()
-    return blocked, route
-
-
 def test_report_is_one_file_without_external_references(report):
     assert [p.name for p in report.parent.iterdir()] == ["report.html"]     # no temp left behind
     html = report.read_text(encoding="utf-8")
@@ -51,7 +39,7 @@ def test_report_is_one_file_without_external_references(report):
 
 @pytest.mark.browser
 def test_report_opens_offline_and_draws(report):
-    blocked, route = _open_offline(report)
+    blocked, route = offline_route(report)
     with browser_page() as (page, errors):
         page.route("**/*", route)
         page.goto(report.as_uri())
@@ -83,7 +71,7 @@ def test_embedded_json_cannot_break_out(tmp_path):
     assert "window.__pwned = 1</script>" not in html
     path = tmp_path / "evil.html"
     path.write_text(html, encoding="utf-8")
-    blocked, route = _open_offline(path)
+    blocked, route = offline_route(path)
     with browser_page() as (page, errors):
         page.route("**/*", route)
         page.goto(path.as_uri())
@@ -113,7 +101,7 @@ def test_report_selection_recomputes_offline(report):
     sel = sel[sel["kind"].astype(str) != "data"]
     busy = ((sel["end_ns"] - sel["start_ns"]).groupby(sel["ta"].map(lambda v: mac_text(int(v)))).sum() // 1000)
     want = sorted(((k, 100.0 * v / busy.sum()) for k, v in busy.items()), key=lambda kv: -kv[1])
-    blocked, route = _open_offline(report)
+    blocked, route = offline_route(report)
     with browser_page() as (page, errors):
         page.route("**/*", route)
         page.goto(report.as_uri())
