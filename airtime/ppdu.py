@@ -27,9 +27,9 @@ _FIRST_COLUMNS = {"ta": "UInt64", "ra": "UInt64", "mcs": "UInt8", "nss": "UInt8"
                   "gi_ns": "UInt16", "signal_dbm": "Int8"}
 # frame columns the extent estimate (airtime.extent, airtime.extent_ba, airtime.blockack)
 # reads: ``group_ppdus(release=True)`` frees the others before it (a test checks the result)
-EXTENT_READS = frozenset({"sniffer", "frame", "ts_ns", "seq", "frag", "tid", "aid", "assoc_aid", "ampdu_ref",
-                          "ampdu_last", "duration_us", "type_subtype", "ta", "ra", "ba_type", "ba_ssn",
-                          "ba_bitmap", "ba_bitmap_lo", "ba_info", "fcs_bad", "retry", "merged_id"})
+EXTENT_READS = frozenset({"seq", "ampdu_ref", "ampdu_last", "duration_us", "type_subtype", "ba_ssn",
+                          "ba_bitmap", "ba_bitmap_lo", "ba_info"})
+MPDU_READS = frozenset({"wirelen", "mpdu_len", "rt_len", "rt_flags"})     # airtime.framecols.mpdu_bytes
 
 
 def _group_starts(frames, order, sniffer):
@@ -163,22 +163,31 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     sniffer = _np(frames, "sniffer", 0, np.int32)        # (held through the grouping: 4 bytes a frame)
     g = _groups(frames, sniffer)
     phy = _cat(frames, "phy", "unknown")
-    mpdu = mpdu_bytes(frames)
-    psdu = _psdu_bytes(mpdu, frames, g, phy)
-    if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
-        mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
 
     def at(name, fill, dtype=np.int64):
         return _np_rows(frames, name, fill, g.first, dtype)
 
     freq = at("freq_mhz", 5180)
     # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
-    phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=at("nss", 1), bw_mhz=at("bw_mhz", -1),
-                    gi_ns=at("gi_ns", 800), ldpc=at("ldpc", 0, bool), stbc=at("stbc", 0),
-                    short_preamble=at("short_preamble", 0, bool),
+    # (those only TXTIME reads held narrow: it casts them to int64, the same values)
+    phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=_narrow(at("nss", 1)),
+                    bw_mhz=_narrow(at("bw_mhz", -1)), gi_ns=_narrow(at("gi_ns", 800)), ldpc=at("ldpc", 0, bool),
+                    stbc=_narrow(at("stbc", 0)), short_preamble=at("short_preamble", 0, bool),
                     ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
-                    ness=at("ness", 0), freq_mhz=freq, he_format=_cat_rows(frames, "he_format", "su", g.first),
-                    he_ltf_size=at("he_ltf_size", 2), he_n_ltf=at("he_n_ltf", 0))
+                    ness=_narrow(at("ness", 0)), freq_mhz=freq, he_format=_cat_rows(frames, "he_format", "su", g.first),
+                    he_ltf_size=_narrow(at("he_ltf_size", 2)), he_n_ltf=_narrow(at("he_n_ltf", 0)))
+    table = _first_columns(frames, g)
+    kind = kind_codes(at("type_subtype", -1))
+    snf = sniffer[g.first].astype(np.int64)
+    ta, ra = at("ta", -1), at("ra", -1)
+    if release:                  # what only the boundaries and the first MPDUs were read for
+        _keep_only(frames, EXTENT_READS | MPDU_READS | {"tsft_us", "ts_ns"})
+    mpdu = mpdu_bytes(frames)
+    psdu = _psdu_bytes(mpdu, frames, g, phy)
+    if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
+        mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
+    if release:
+        _keep_only(frames, EXTENT_READS | {"tsft_us", "ts_ns"})
     phy_first = phy[g.first]
     del phy
 
@@ -187,17 +196,15 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
         return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
 
     airtime = txtime(psdu)
-    table = _first_columns(frames, g)
-    if release:                  # what only the steps above read (~45 bytes a frame)
-        _keep_only(frames, EXTENT_READS | {"tsft_us"})
     tsft = _np(frames, "tsft_us", -2)
     if release:
-        _keep_only(frames, EXTENT_READS)
+        _keep_only(frames, EXTENT_READS | {"ts_ns"})
     t_ns = _reference_ns(frames, sniffer, tsft, g)
     del tsft
-    kind = kind_codes(at("type_subtype", -1))
-    snf = sniffer[g.first].astype(np.int64)
-    ta, ra = at("ta", -1), at("ra", -1)
+    if release:                  # the rest is per PPDU, but for the extent's own columns
+        _keep_only(frames, EXTENT_READS)
+        del sniffer
+        g = g._replace(order=None)
     decided = _decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq)
     if only_if_start and "start" not in decided.values():
         return PpduGrouping(None, g.frame_ppdu, decided)
@@ -215,8 +222,34 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
 
 
+def _narrow(v: np.ndarray) -> np.ndarray:
+    """int64 ``v`` in the narrowest signed integer holding its values (the same values)."""
+    if not len(v):
+        return v
+    lo, hi = int(v.min()), int(v.max())
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return v.astype(t)
+    return v
+
+
+class _InOrder:
+    """The row order 0..n-1 (frames already in sniffer order) without its n-row array."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rows):
+        if isinstance(rows, slice):
+            return np.arange(*rows.indices(self.n))
+        return np.array(rows, np.int64)
+
+
 class _Groups(NamedTuple):
-    order: np.ndarray          # frame rows in (sniffer, capture) order
+    order: np.ndarray          # frame rows in (sniffer, capture) order (or :class:`_InOrder`)
     starts: np.ndarray         # positions in ``order`` where a PPDU begins
     first: np.ndarray          # frame row of each PPDU's first / last MPDU
     last: np.ndarray
@@ -228,14 +261,20 @@ def _groups(frames, sniffer) -> _Groups:
     """PPDU boundaries: frames in capture order per sniffer, cut by :func:`_group_starts`."""
     n = len(frames)
     # (frames already in sniffer order, e.g. one sniffer: the stable sort is the identity)
-    order = np.arange(n) if (sniffer[1:] >= sniffer[:-1]).all() else np.lexsort((np.arange(n), sniffer))
+    order = _InOrder(n) if (sniffer[1:] >= sniffer[:-1]).all() else np.lexsort((np.arange(n), sniffer))
     if "merged_id" in frames and "frame" in frames:
         # A merged table is in common-time order and the subframes of one A-MPDU share
         # that time: restore their capture order (the last-subframe flag ends a PPDU).
         order = np.lexsort((_np(frames, "frame", 0), _np(frames, "ts_ns", 0), sniffer))
     start_mask = _group_starts(frames, order, sniffer)
-    frame_ppdu = np.empty(n, np.int64)
-    frame_ppdu[order] = np.cumsum(start_mask) - 1
+    ids = np.cumsum(start_mask, dtype=np.int64)
+    ids -= 1                                     # (in place: one per-frame temporary)
+    if isinstance(order, _InOrder):
+        frame_ppdu = ids                         # rows already in order
+    else:
+        frame_ppdu = np.empty(n, np.int64)
+        frame_ppdu[order] = ids
+        del ids
     starts = np.flatnonzero(start_mask)
     first = order[starts]
     last = order[np.r_[starts[1:], n] - 1] if n else first
@@ -250,7 +289,8 @@ def _group_sum(values, g: _Groups) -> np.ndarray:
         return np.zeros(0, np.int64)
     if values.dtype == bool:
         return np.bincount(g.frame_ppdu[np.flatnonzero(values)], minlength=len(g.starts)).astype(np.int64)
-    return np.add.reduceat(values if (o[1:] > o[:-1]).all() else values[o], g.starts)
+    in_order = isinstance(o, _InOrder) or (o[1:] > o[:-1]).all()
+    return np.add.reduceat(values if in_order else values[o], g.starts)
 
 
 def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:

@@ -64,6 +64,7 @@ def _captures(paths, keep_bad_fcs=False):
     """One :class:`Capture` per path, read when the analysis reaches it."""
     from sniffsync.io.capture import head_linktypes
     from sniffsync.fairness.core import Capture
+    from sniffsync.fairness.capture import PPDU_AND_TCP, TCP_ONLY
     from sniffsync.decode.frames import WIRED_LINKTYPES, read_columns
     from sniffsync.fairness.lean import read_lean
     from sniffsync.sync.mergedfile import read_merged
@@ -78,7 +79,9 @@ def _captures(paths, keep_bad_fcs=False):
         if columns is COLUMNS or not _all_in(cols["linktype"][0], WIRED_LINKTYPES):
             # 802.11 (or a pcapng interface described after the first packet is not wired):
             # every column the grouping reads, held narrow (sniffsync.fairness.lean)
-            n, cols, marks = read_lean(p, columns := COLUMNS)
+            # the TCP-only columns parked on disk while the PPDUs are grouped, and a copy of
+            # those both read (the grouping frees its own): sniffsync.fairness.spill
+            n, cols, marks = read_lean(p, columns := COLUMNS, spill=TCP_ONLY, spill_copy=PPDU_AND_TCP)
         if keep_bad_fcs:          # no fcs_bad column: every frame is analysed (decode.quality)
             cols.pop("fcs_bad", None)
         # a wired capture is analysed once, without the frame table: its columns are freed as read

@@ -11,7 +11,7 @@ from sniffsync.errors import UsageError
 from sniffsync.runtime import release_free_heap
 from sniffsync.tcp.columns import cat_codes, frame_getter
 
-__all__ = ["STAMPS", "OUTLIER", "TCP_COLUMNS", "Capture", "skipping", "airtime_frames"]
+__all__ = ["STAMPS", "OUTLIER", "TCP_COLUMNS", "TCP_ONLY", "PPDU_AND_TCP", "Capture", "skipping", "airtime_frames"]
 
 STAMPS = ("capture", "end")      # what a table's ts_ns mark (see Capture)
 OUTLIER = "ts_outlier"           # the reader's mark of a wild timestamp: such frames are ignored
@@ -20,6 +20,10 @@ TCP_COLUMNS = {"sniffer", "frame", "ts_ns", "linktype", "ip_src", "ip_dst", "ip_
                "tcp_seq", "tcp_ack", "tcp_flags", "tcp_win", "tcp_wscale", "tcp_payload_len", "tcp_tsval",
                "tcp_tsecr", "udp_len", "ta", "seq", "retry", "mcs"}
 _PPDU_READS = TCP_COLUMNS & set(GROUPING_COLUMNS)      # the grouping reads these too
+# read by the TCP analysis only (not ``linktype``: it says whether to group PPDUs): an
+# 802.11 capture's reader parks them while the PPDUs are grouped (sniffsync.fairness.spill)
+TCP_ONLY = frozenset(TCP_COLUMNS - set(GROUPING_COLUMNS) - {"linktype"})
+PPDU_AND_TCP = frozenset(_PPDU_READS)     # read by both: a copy parked, the grouping frees its own
 
 
 class Capture:
@@ -54,8 +58,10 @@ class Capture:
                 raise ValueError("the columns of a consumed capture are gone")
             from sniffsync.decode.table import frame_table
             return frame_table(n, cols, list(marks), columns)
-        cap = cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
-                  to_frame, stamps, _outliers(n, cols.get("bad"), marks))
+        get, codes = frame_getter(n, cols, consume), (lambda rows: cat_codes(n, cols, rows, consume))
+        if hasattr(cols, "restore"):      # columns parked by the reader: read back when first asked for
+            get, codes, to_frame = _restoring(cols, get, codes, to_frame)
+        cap = cls(get, codes, to_frame, stamps, _outliers(n, cols.get("bad"), marks))
         cap.columns = (n, cols, list(marks)) if release and not consume else None
         return cap
 
@@ -67,6 +73,26 @@ class Capture:
         bad = frames["bad"] if "bad" in frames else None
         skip = None if bad is None else (bad == OUTLIER).to_numpy(bool, na_value=False)
         return cls(get, ip_codes, lambda: frames, stamps, skip if skip is not None and skip.any() else None)
+
+
+def _restoring(cols, get, codes, to_frame):
+    """``get``, ``ip_codes`` and ``to_frame`` that first read back the columns parked in
+    ``cols`` (:class:`sniffsync.fairness.spill.SpilledCols`) when they need one."""
+    parked = cols.spill.names
+
+    def get_(name, fill, dtype, rows=None):
+        if name in parked:
+            cols.restore()
+        return get(name, fill, dtype, rows)
+
+    def codes_(rows):
+        cols.restore()
+        return codes(rows)
+
+    def to_frame_():
+        cols.restore()
+        return to_frame()
+    return get_, codes_, to_frame_
 
 
 def _outliers(n: int, bad, marks) -> np.ndarray | None:
@@ -117,27 +143,36 @@ def airtime_frames(cap: Capture, ppdus):
 def _airtime_columns(cap: Capture, ppdus):
     """:func:`airtime_frames` of decoded columns, with a lower memory peak: the PPDUs are
     grouped on a frame table of the radio columns only (no TCP/IP ones), then the columns
-    only the grouping read are freed and the TCP analysis consumes the rest as it reads them."""
+    only the grouping read are freed and the TCP analysis consumes the rest as it reads them.
+    Columns the reader parked on disk (:mod:`sniffsync.fairness.spill`: the TCP-only ones, and
+    copies of those both stages read, which the grouping then frees) come back after it."""
     from airtime.ppdu import group_ppdus, ppdu_end_shift_ns
     from sniffsync.fairness.lean import lean_frame
     n, cols, marks = cap.columns
     keep = np.ones(n, bool) if cap.skip is None else ~cap.skip     # wild stamps group into no PPDU
+    copied = cols.spill.copy if hasattr(cols, "restore") else frozenset()
     radio = [c for c in cols if c not in TCP_COLUMNS or c in _PPDU_READS]
-    # no widened copies; the columns only the grouping reads move into the table
-    frames = lean_frame(n, cols, marks, radio + ["bad"], consume={c for c in radio if c not in TCP_COLUMNS})
+    # no widened copies; the columns only the grouping reads (or copied on disk) move into the table
+    frames = lean_frame(n, cols, marks, radio + ["bad"],
+                        consume={c for c in radio if c not in TCP_COLUMNS or c in copied})
     if cap.skip is not None:
         frames = frames[keep].reset_index(drop=True)
     release_free_heap()                # the reader's freed batches
-    grouped = group_ppdus(frames, release=True)     # (frees the columns only its first steps read)
-    end_ns = np.array(cols["ts_ns"][0], np.int64)
-    end_ns[keep] += ppdu_end_shift_ns(frames["sniffer"].to_numpy(np.int64, na_value=0), grouped)
+    grouped = group_ppdus(frames, release=True)     # (frees the columns as its steps are done)
+    del frames
     # the cross-layer view reads three PPDU columns (sniffsync.fairness.crosslayer)
     ppdus = _lite(grouped.ppdus) if ppdus is None else ppdus
-    del frames, grouped
+    release_free_heap()                # the grouping's freed temporaries, before the TCP analysis
+    if hasattr(cols, "restore"):
+        cols.restore()                 # the parked columns (fairness.spill)
     for c in [c for c in cols if c not in TCP_COLUMNS]:
         del cols[c]
+    end_ns = np.array(cols["ts_ns"][0], np.int64)
+    sniffer = frame_getter(n, cols)("sniffer", 0, np.int64)
+    end_ns[keep] += ppdu_end_shift_ns(sniffer[keep], grouped)
+    del grouped, sniffer
     cols["ts_ns"] = (end_ns, None)
-    release_free_heap()                # the grouping's freed temporaries, before the TCP analysis
+    release_free_heap()                # (the frame -> PPDU map)
     out = Capture.from_columns(n, cols, marks, consume=True, stamps="end")
     out.skip = cap.skip
     return out, ppdus

@@ -74,16 +74,23 @@ def narrow(cols: dict) -> dict:
     return out
 
 
-def read_lean(path, columns, sniffer: int = 0):
+def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
     """``(n, cols, marks)`` as :func:`sniffsync.decode.frames.read_columns` gives them
-    (``records=False``), with every column narrowed (:func:`narrow`)."""
+    (``records=False``), with every column narrowed (:func:`narrow`).
+
+    ``spill``: names of columns parked in a temporary file as the batches arrive (not held
+    while the caller's first stages run): ``cols`` is then a
+    :class:`sniffsync.fairness.spill.SpilledCols` whose ``restore()`` reads them back;
+    ``spill_copy``: columns also copied there (and kept in ``cols``)."""
     from sniffsync.decode.frames import iter_columns
+    from sniffsync.fairness.spill import Spill, SpilledCols
 
     def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
         end = int(rec.data_off[-1]) + int(rec.caplen[-1]) if n else 1
         return rec.row0, n, narrow(cols), marks, int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
 
     marks, sink, names = [], None, {}
+    parked = Spill(spill, spill_copy)
     for row0, k, cols, batch_marks, rows_estimate in iter_columns(path, sniffer, columns, post=post):
         marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
         for name, (v, ok) in cols.items():        # categories: codes into one list per column
@@ -91,18 +98,26 @@ def read_lean(path, columns, sniffer: int = 0):
                 cols[name] = (_global_codes(v, names.setdefault(name, {})), ok)
         # copied into columns allocated once: the batch's arrays are freed (and their
         # memory reused by the next batches) at once, none kept until a final join
+        parked.add(cols, k)
         sink = sink or ColumnSink(rows_estimate)
         sink.add(cols, k)
         del cols
     if sink is None:                              # an empty capture: the reader's own columns
         from sniffsync.decode.frames import read_columns
         return read_columns(path, sniffer, columns, records=False)[1:]
-    cols = sink.result()
-    for name, (v, ok) in cols.items():
+
+    def finish(name, col):
+        v, ok = col
         if name in names:
-            cols[name] = (Cat(v, list(names[name])), ok)
-        elif v.dtype.kind in "iu":                # batches of different widths met at the widest
-            cols[name] = (v.astype(_smallest(v), copy=False), ok)
+            return Cat(v, list(names[name])), ok
+        if v.dtype.kind in "iu":                  # batches of different widths met at the widest
+            return v.astype(_smallest(v), copy=False), ok
+        return v, ok
+    cols = sink.result()
+    for name in list(cols):
+        cols[name] = finish(name, cols[name])
+    if parked.parts:
+        cols = SpilledCols(cols, parked, finish)
     return sink.n, cols, marks
 
 

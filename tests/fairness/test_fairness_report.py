@@ -181,9 +181,9 @@ def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch
     import sniffsync.fairness.lean as lean
     real_lean = lean.read_lean
 
-    def spy_lean(path, columns, sniffer=0):           # 802.11: the narrow columns
+    def spy_lean(path, columns, sniffer=0, **spill):           # 802.11: the narrow columns
         asked.append(list(columns))
-        return real_lean(path, columns, sniffer)
+        return real_lean(path, columns, sniffer, **spill)
     monkeypatch.setattr(lean, "read_lean", spy_lean)
     caps = list(cmd._captures([ethernet_pcap, NS3[0]]))
     assert asked == [cmd.WIRED_COLUMNS, cmd.COLUMNS] and len(caps) == 2
