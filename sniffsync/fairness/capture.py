@@ -58,10 +58,10 @@ class Capture:
                 raise ValueError("the columns of a consumed capture are gone")
             from sniffsync.decode.table import frame_table
             return frame_table(n, cols, list(marks), columns)
-        get, codes = frame_getter(n, cols, consume), (lambda rows: cat_codes(n, cols, rows, consume))
-        if hasattr(cols, "restore"):      # columns parked by the reader: read back when first asked for
-            get, codes, to_frame = _restoring(cols, get, codes, to_frame)
-        cap = cls(get, codes, to_frame, stamps, _outliers(n, cols.get("bad"), marks))
+        if hasattr(cols, "restore"):      # columns parked by the reader (fairness.spill): all, for a table
+            to_frame = _restoring(cols, to_frame)
+        cap = cls(frame_getter(n, cols, consume), lambda rows: cat_codes(n, cols, rows, consume),
+                  to_frame, stamps, _outliers(n, cols.get("bad"), marks))
         cap.columns = (n, cols, list(marks)) if release and not consume else None
         return cap
 
@@ -75,24 +75,13 @@ class Capture:
         return cls(get, ip_codes, lambda: frames, stamps, skip if skip is not None and skip.any() else None)
 
 
-def _restoring(cols, get, codes, to_frame):
-    """``get``, ``ip_codes`` and ``to_frame`` that first read back the columns parked in
-    ``cols`` (:class:`sniffsync.fairness.spill.SpilledCols`) when they need one."""
-    parked = cols.spill.names
-
-    def get_(name, fill, dtype, rows=None):
-        if name in parked:
-            cols.restore()
-        return get(name, fill, dtype, rows)
-
-    def codes_(rows):
-        cols.restore()
-        return codes(rows)
-
+def _restoring(cols, to_frame):
+    """``to_frame`` that first reads back every column parked in ``cols``
+    (:class:`sniffsync.fairness.spill.SpilledCols`; the analysis reads them one by one)."""
     def to_frame_():
         cols.restore()
         return to_frame()
-    return get_, codes_, to_frame_
+    return to_frame_
 
 
 def _outliers(n: int, bad, marks) -> np.ndarray | None:
@@ -163,8 +152,7 @@ def _airtime_columns(cap: Capture, ppdus):
     # the cross-layer view reads three PPDU columns (sniffsync.fairness.crosslayer)
     ppdus = _lite(grouped.ppdus) if ppdus is None else ppdus
     release_free_heap()                # the grouping's freed temporaries, before the TCP analysis
-    if hasattr(cols, "restore"):
-        cols.restore()                 # the parked columns (fairness.spill)
+    # (parked columns come back from disk as they are read: fairness.spill)
     for c in [c for c in cols if c not in TCP_COLUMNS]:
         del cols[c]
     end_ns = np.array(cols["ts_ns"][0], np.int64)

@@ -1,12 +1,13 @@
-"""Decoded columns parked in an anonymous temporary file while other stages run.
+"""Decoded columns parked in an anonymous temporary file until a stage reads them.
 
 The fairness command reads an 802.11 capture once, but its PPDU grouping and its TCP
 analysis read different columns: the TCP-only ones (addresses, ports, TCP header
 fields: ~38 bytes a frame held narrow) are written out batch by batch as the reader
-streams and read back only when the grouping is over, so the read and the grouping never
-hold them (and the columns both read are copied there, so the grouping may free its
-own). The values come back exactly as written (each batch's raw bytes, promoted to
-the widest batch dtype as the in-memory sink does); the file is deleted when closed.
+streams, so neither the read nor the grouping holds them, and each comes back only when
+the TCP analysis first asks for it (which frees it once read). The columns both stages read are
+written there too (and kept), so the grouping may free its own. Values come back exactly
+as written (each batch's raw bytes, promoted to the widest batch dtype as the in-memory
+sink does); the file is deleted when closed.
 """
 from __future__ import annotations
 
@@ -18,22 +19,21 @@ __all__ = ["Spill", "SpilledCols"]
 
 
 class Spill:
-    """Columns ``{name: (values, valid or None)}`` appended batch by batch, read back once.
+    """Columns ``{name: (values, valid or None)}`` appended batch by batch, read back by name.
 
     ``add(cols, k)`` takes the spilled names out of ``cols`` (a batch of ``k`` rows) and
     appends them (those in ``copy`` are written and left in ``cols``: the caller may hand
-    its in-memory columns to a stage that frees them); ``load_into(cols)`` puts the whole
-    columns back into ``cols`` and closes.
-    A name missing from a batch is null there (as :class:`sniffsync.decode.table.ColumnSink`).
+    its in-memory columns to a stage that frees them); ``load(name)`` reads one whole
+    column back. A name missing from a batch is null there (as
+    :class:`sniffsync.decode.table.ColumnSink`).
     """
 
     def __init__(self, names, copy=()):
         self.copy = frozenset(copy)     # written, but left in the batch too
         self.names = frozenset(names) | self.copy
         self.n = 0
-        self.parts = {}                 # name -> [(row0, k, dtype, has_mask)]
+        self.parts = {}                 # name -> [(row0, k, dtype, has_mask, file offset)]
         self.file = None
-        self.loaded = False
 
     def add(self, cols: dict, k: int) -> None:
         for name in sorted(self.names & cols.keys()):
@@ -44,42 +44,29 @@ class Spill:
             ok = None if ok is None else np.ascontiguousarray(ok, bool)
             if self.file is None:
                 self.file = tempfile.TemporaryFile(prefix="sniffsync-spill-")
+            at = self.file.tell()
             self.file.write(v.tobytes())
             if ok is not None:
                 self.file.write(ok.tobytes())
-            self.parts.setdefault(name, []).append((self.n, k, v.dtype, ok is not None))
+            self.parts.setdefault(name, []).append((self.n, k, v.dtype, ok is not None, at))
         self.n += k
 
-    def load_into(self, cols: dict, finish=None) -> None:
-        """Every spilled column into ``cols`` (values promoted as ``numpy.concatenate``
-        would; a mask only where some batch had one or missed the column), passed through
-        ``finish(name, (values, valid))`` when given; then closes."""
-        if self.loaded:
-            return
+    def load(self, name: str) -> tuple:
+        """``(values, valid or None)`` of ``name``, all rows: values promoted as
+        ``numpy.concatenate`` would; a mask where some batch had one or missed the column."""
+        parts = self.parts[name]
         n = self.n
-        order = []                      # (file position, name, part) in the order written
-        for name, parts in self.parts.items():
-            order.extend((name, p) for p in parts)
-        order.sort(key=lambda x: (x[1][0], x[0]))
-        out = {}
-        for name, parts in self.parts.items():
-            dt = np.result_type(*[p[2] for p in parts])
-            covered = sum(p[1] for p in parts)
-            masked = covered < n or any(p[3] for p in parts)
-            out[name] = (np.zeros(n, dt), np.zeros(n, bool) if masked else None)
-        if self.file is not None:
-            self.file.seek(0)
-        for name, (row0, k, dt, has_mask) in order:
-            v, ok = out[name]
-            v[row0:row0 + k] = np.fromfile(self.file, dt, k)
+        dt = np.result_type(*[p[2] for p in parts])
+        masked = sum(p[1] for p in parts) < n or any(p[3] for p in parts)
+        v, ok = np.zeros(n, dt), (np.zeros(n, bool) if masked else None)
+        for row0, k, pdt, has_mask, at in parts:
+            self.file.seek(at)
+            v[row0:row0 + k] = np.fromfile(self.file, pdt, k)
             if has_mask:
                 ok[row0:row0 + k] = np.fromfile(self.file, bool, k)
             elif ok is not None:
                 ok[row0:row0 + k] = True
-        for name, col in out.items():
-            cols[name] = finish(name, col) if finish else col
-        self.close()
-        self.loaded = True
+        return v, ok
 
     def close(self) -> None:
         if self.file is not None:
@@ -88,13 +75,40 @@ class Spill:
 
 
 class SpilledCols(dict):
-    """Columns ``{name: (values, valid)}`` of which those in ``spill.names`` are parked in
-    ``spill`` until :meth:`restore` (a plain dict otherwise)."""
+    """Columns ``{name: (values, valid)}`` of which the names in ``spill`` not held here
+    are read back from it when first asked for (``[]``, ``get``, ``pop``, ``in``), then
+    passed through ``finish(name, column)``. A column asked for again after it was popped
+    is read again (the grouping frees its copies of the shared columns)."""
 
     def __init__(self, cols: dict, spill: Spill, finish=None):
         super().__init__(cols)
         self.spill, self.finish = spill, finish
+        self.parked = set(spill.parts)
+
+    def _load(self, name) -> bool:
+        if dict.__contains__(self, name) or name not in self.parked:
+            return dict.__contains__(self, name)
+        col = self.spill.load(name)
+        dict.__setitem__(self, name, self.finish(name, col) if self.finish else col)
+        if name not in self.spill.copy:
+            self.parked.discard(name)
+        return True
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or name in self.parked
+
+    def __getitem__(self, name):
+        self._load(name)
+        return dict.__getitem__(self, name)
+
+    def get(self, name, default=None):
+        return self[name] if self._load(name) else default
+
+    def pop(self, name, *default):
+        self._load(name)
+        return dict.pop(self, name, *default)
 
     def restore(self) -> None:
-        """Read the spilled columns back (once)."""
-        self.spill.load_into(self, self.finish)
+        """Every parked column into memory now (e.g. before a frame table is built)."""
+        for name in sorted(self.parked):
+            self._load(name)

@@ -1,0 +1,76 @@
+"""Columns parked on disk while the PPDUs are grouped (sniffsync.fairness.spill): they come
+back with the values, masks and nulls the in-memory columns hold, one by one as read."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from sniffsync.cli.fairness import COLUMNS
+from sniffsync.decode.table import Cat, ColumnSink
+from sniffsync.fairness.capture import PPDU_AND_TCP, TCP_ONLY
+from sniffsync.fairness.lean import read_lean
+from sniffsync.fairness.spill import Spill, SpilledCols
+
+CAP = os.path.join(os.path.dirname(__file__), "..", "data", "captures", "ns3-11n-ht20-hidden-snifferA-nearAP.pcap")
+
+BATCHES = [  # widths change between batches, masks come and go, a column misses a batch
+    ({"a": (np.array([1, -2, 3], np.int8), None), "b": (np.array([7, 8, 9], np.uint16), np.array([1, 0, 1], bool)),
+      "c": (np.array([0.5, 1.5, 2.5]), None)}, 3),
+    ({"a": (np.array([300, 4], np.int16), None), "c": (np.array([3.5, 4.5]), None)}, 2),
+    ({"a": (np.array([5], np.int8), np.array([False])), "b": (np.array([70000], np.uint32), None),
+      "c": (np.array([5.5]), None)}, 1),
+]
+
+
+def _batches():
+    return [({k: (v.copy(), None if ok is None else ok.copy()) for k, (v, ok) in cols.items()}, k) for cols, k in BATCHES]
+
+
+def test_spilled_columns_come_back_as_the_sink_holds_them():
+    sink, spill = ColumnSink(), Spill({"a", "b"}, copy={"c"})
+    want = ColumnSink()
+    for cols, k in _batches():
+        want.add({name: col for name, col in cols.items()}, k)
+        spill.add(cols, k)
+        assert "a" not in cols and "c" in cols          # parked / copied and kept
+        sink.add(cols, k)
+    want = want.result()
+    for name in ("a", "b", "c"):
+        v, ok = spill.load(name)
+        wv, wok = want[name]
+        assert v.dtype == wv.dtype and v.tolist() == wv.tolist(), name
+        assert (ok is None) == (wok is None) and (ok is None or ok.tolist() == wok.tolist()), name
+    assert spill.load("b")[1].tolist() == [True, False, True, False, False, True]   # missed batch: null
+
+
+def test_spilled_cols_read_back_one_by_one_and_again_after_a_pop():
+    spill = Spill({"a"}, copy={"c"})
+    for cols, k in _batches():
+        spill.add(cols, k)
+    cols = SpilledCols({"c": (np.zeros(6), None)}, spill, finish=lambda name, col: (col[0] * 2, col[1]))
+    assert "a" in cols and dict.__contains__(cols, "a") is False      # parked, not read yet
+    assert cols["a"][0].tolist() == [2, -4, 6, 600, 8, 10]              # read back, finished
+    assert cols.pop("c")[0].tolist() == [0] * 6                          # the in-memory copy first
+    assert cols.get("c")[0].tolist() == [1, 3, 5, 7, 9, 11]             # then the parked one
+    assert cols.get("zz", 5) == 5 and "zz" not in cols
+
+
+@pytest.fixture(scope="module")
+def lean_both():
+    return read_lean(CAP, COLUMNS), read_lean(CAP, COLUMNS, spill=TCP_ONLY, spill_copy=PPDU_AND_TCP)
+
+
+def test_read_lean_with_parked_columns_is_read_lean(lean_both):
+    (n, cols, marks), (n2, parked, marks2) = lean_both
+    assert n2 == n and len(marks2) == len(marks) and TCP_ONLY and PPDU_AND_TCP
+    assert not TCP_ONLY & dict.keys(parked) and PPDU_AND_TCP <= dict.keys(parked)   # not held
+    assert set(cols) == set(parked) | parked.parked
+    for name, (v, ok) in cols.items():
+        pv, pok = parked[name]
+        if isinstance(v, Cat):
+            assert list(v.categories) == list(pv.categories), name
+            v, pv = np.asarray(v.codes), np.asarray(pv.codes)
+        assert v.dtype == pv.dtype and np.array_equal(v, pv), name
+        assert (ok is None) == (pok is None) and (ok is None or np.array_equal(ok, pok)), name
