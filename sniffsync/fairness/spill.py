@@ -42,12 +42,16 @@ class Spill:
             if v.dtype == object:
                 raise TypeError(f"cannot spill the object column {name}")
             ok = None if ok is None else np.ascontiguousarray(ok, bool)
-            if self.file is None:
-                self.file = tempfile.TemporaryFile(prefix="sniffsync-spill-")
-            at = self.file.tell()
-            self.file.write(v.tobytes())
-            if ok is not None:
-                self.file.write(ok.tobytes())
+            try:
+                if self.file is None:
+                    self.file = tempfile.TemporaryFile(prefix="sniffsync-spill-")
+                at = self.file.tell()
+                self.file.write(v.tobytes())
+                if ok is not None:
+                    self.file.write(ok.tobytes())
+            except OSError as exc:         # (the CLI prints it as one line)
+                raise OSError(exc.errno, f"cannot park decoded columns in a temporary file in "
+                              f"{tempfile.gettempdir()} (set TMPDIR to a disk with room): {exc.strerror}") from exc
             self.parts.setdefault(name, []).append((self.n, k, v.dtype, ok is not None, at))
         self.n += k
 

@@ -74,3 +74,13 @@ def test_read_lean_with_parked_columns_is_read_lean(lean_both):
             v, pv = np.asarray(v.codes), np.asarray(pv.codes)
         assert v.dtype == pv.dtype and np.array_equal(v, pv), name
         assert (ok is None) == (pok is None) and (ok is None or np.array_equal(ok, pok)), name
+
+
+def test_a_full_temporary_disk_is_one_clear_error(monkeypatch):
+    import tempfile
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
+    with pytest.raises(OSError, match="temporary file .*TMPDIR.*No space left"):
+        Spill({"a"}).add(_batches()[0][0], 3)
