@@ -16,7 +16,8 @@ from sniffsync.fairness.spill import Spill, SpilledCols
 CAP = os.path.join(os.path.dirname(__file__), "..", "data", "captures", "ns3-11n-ht20-hidden-snifferA-nearAP.pcap")
 
 BATCHES = [  # widths change between batches, masks come and go, a column misses a batch
-    ({"a": (np.array([1, -2, 3], np.int8), None), "b": (np.array([7, 8, 9], np.uint16), np.array([1, 0, 1], bool)),
+    ({"a": (np.array([1, -2, 3], np.int8), None),
+      "b": (np.array([7, 8, 9], np.uint16), np.array([1, 0, 1], bool)),
       "c": (np.array([0.5, 1.5, 2.5]), None)}, 3),
     ({"a": (np.array([300, 4], np.int16), None), "c": (np.array([3.5, 4.5]), None)}, 2),
     ({"a": (np.array([5], np.int8), np.array([False])), "b": (np.array([70000], np.uint32), None),
