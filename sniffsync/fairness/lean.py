@@ -108,8 +108,8 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
 
     def finish(name, col):
         v, ok = col
-        if name in names:
-            return Cat(v, list(names[name])), ok
+        if name in names:                         # (nulls of batches that lacked it: code -1)
+            return as_cat(Cat(v, list(names[name])), ok), None
         if v.dtype.kind in "iu":                  # batches of different widths met at the widest
             return v.astype(_smallest(v), copy=False), ok
         return v, ok
