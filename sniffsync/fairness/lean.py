@@ -80,8 +80,9 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
 
     ``spill``: names of columns parked in a temporary file as the batches arrive (not held
     while the caller's first stages run): ``cols`` is then a
-    :class:`sniffsync.fairness.spill.SpilledCols` whose ``restore()`` reads them back;
-    ``spill_copy``: columns also copied there (and kept in ``cols``)."""
+    :class:`sniffsync.fairness.spill.SpilledCols`, which reads each back when first asked
+    for (``restore()``: all at once); ``spill_copy``: columns also copied there (and kept
+    in ``cols``, so a stage may free them)."""
     from sniffsync.decode.frames import iter_columns
     from sniffsync.fairness.spill import Spill, SpilledCols
 
