@@ -7,5 +7,5 @@ from setuptools import Extension, find_packages, setup
 
 setup(packages=find_packages(include=["sniffsync*", "airtime*", "viz*", "web*"]) + ["sniffsync.samples"],
       package_dir={"sniffsync.samples": "samples"},
-      ext_modules=[Extension("sniffsync.io._walk", ["sniffsync/io/_walk.c"], optional=True,
+      ext_modules=[Extension("sniffsync.io._walk", ["sniffsync/io/_walk.c", "sniffsync/io/_l3.c"], optional=True,
                              extra_compile_args=["-O2"])])

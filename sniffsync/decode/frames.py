@@ -87,7 +87,8 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int | None = No
     with Inline() if threads == 1 else pool(len(bounds), limit=threads) as ex:
         done = ex.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
         for (lo, hi), (chunk_cols, chunk_marks) in zip(bounds, done):
-            parts.append(chunk_cols)
+            # (a stage's other columns are not copied into the whole)
+            parts.append(chunk_cols if wanted is None else {k: v for k, v in chunk_cols.items() if k in wanted})
             marks.extend((rows + lo, why) for rows, why in chunk_marks)
             # the chunk's bytes are decoded: drop its file pages
             release(rec, int(rec.data_off[hi]) - 64 if hi < n else int(rec.data_off[-1]) + int(rec.caplen[-1]),
@@ -257,6 +258,8 @@ class _Chunk:
     def stage(self, rows, result) -> None:
         """Merge one stage's subset output into the full-length columns and marks."""
         sub_cols, sub_marks = result
+        if self.wanted is not None:         # a stage's other columns are not placed
+            sub_cols = {k: v for k, v in sub_cols.items() if k in self.wanted}
         self.cols.update(scatter(self.n, rows, sub_cols))
         self.marks.extend((rows[np.asarray(r, np.int64)], why) for r, why in sub_marks)
 

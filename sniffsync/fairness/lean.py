@@ -77,14 +77,16 @@ def narrow(cols: dict) -> dict:
 def read_lean(path, columns, sniffer: int = 0):
     """``(n, cols, marks)`` as :func:`sniffsync.decode.frames.read_columns` gives them
     (``records=False``), with every column narrowed (:func:`narrow`)."""
-    from sniffsync.decode.frames import iter_columns
+    from sniffsync.decode.frames import BATCH_ROWS, iter_columns
 
     def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
         end = int(rec.data_off[-1]) + int(rec.caplen[-1]) if n else 1
         return rec.row0, n, narrow(cols), marks, int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
 
     marks, sink, names = [], None, {}
-    for row0, k, cols, batch_marks, rows_estimate in iter_columns(path, sniffer, columns, post=post):
+    # one decoding chunk a batch: no per-chunk overhead, no join of chunks
+    batches = iter_columns(path, sniffer, columns, post=post, chunk_rows=BATCH_ROWS)
+    for row0, k, cols, batch_marks, rows_estimate in batches:
         marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
         for name, (v, ok) in cols.items():        # categories: codes into one list per column
             if isinstance(v, Cat):
