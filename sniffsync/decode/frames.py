@@ -246,6 +246,8 @@ class _Chunk:
         self.off = np.asarray(rec.data_off[lo:hi], np.int64)
         self.end = self.off + np.asarray(rec.caplen[lo:hi], np.int64)
         self.lt = np.asarray(rec.linktype[lo:hi])
+        # usually one link type in a chunk: tests of it are then one test, not one a frame
+        self.one_lt = int(self.lt[0]) if self.n and (self.lt == self.lt[0]).all() else None
         self.wire = np.asarray(rec.wirelen[lo:hi], np.int64)
         self.truncated = np.asarray(rec.caplen[lo:hi]) < self.wire
         self.cols, self.marks = {}, []
@@ -262,6 +264,12 @@ class _Chunk:
             sub_cols = {k: v for k, v in sub_cols.items() if k in self.wanted}
         self.cols.update(scatter(self.n, rows, sub_cols))
         self.marks.extend((rows[np.asarray(r, np.int64)], why) for r, why in sub_marks)
+
+    def lt_in(self, codes) -> np.ndarray:
+        """Which frames have one of the link types ``codes``."""
+        if self.one_lt is not None:
+            return np.full(self.n, self.one_lt in codes)
+        return np.isin(self.lt, codes)
 
     def with_bad(self):
         """Columns a stage is asked for: the wanted ones and what its marks feed (``bad``)."""
@@ -284,7 +292,7 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
         _dot11_stage(c, need_payload)
     if need_payload:
         _wired_stage(c)
-    unknown = ~np.isin(c.lt, RADIO_LINKTYPES + (LINK_DOT11,) + WIRED_LINKTYPES)
+    unknown = ~c.lt_in(RADIO_LINKTYPES + (LINK_DOT11,) + WIRED_LINKTYPES)
     if unknown.any():
         c.marks.append((np.flatnonzero(unknown), "unsupported link type"))
     rows = np.flatnonzero(c.l3_off >= 0)
@@ -298,7 +306,7 @@ def _radiotap_stage(c: _Chunk) -> None:
     """Radio headers (radiotap, PPI, Prism, AVS); where the 802.11 frame starts (also of
     raw 802.11 records); ``rt_len`` (the radio header's length) and ``mpdu_len``."""
     rt_len = np.zeros(c.n, np.int64)
-    rows = np.flatnonzero(np.isin(c.lt, RADIO_LINKTYPES))
+    rows = np.flatnonzero(c.lt_in(RADIO_LINKTYPES))
     if rows.size:
         rt_cols, hdr_len, fcs, rt_marks = decode_radio(c.buf, c.off[rows], c.end[rows], c.lt[rows],
                                                        c.with_bad(), c.truncated[rows])
@@ -307,7 +315,7 @@ def _radiotap_stage(c: _Chunk) -> None:
         c.dot11_off[rows[ok]] = c.off[rows[ok]] + hdr_len[ok]
         rt_len[rows] = hdr_len
         c.fcs_at_end[rows] = fcs
-    rows = np.flatnonzero(c.lt == LINK_DOT11)
+    rows = np.flatnonzero(c.lt_in((LINK_DOT11,)))
     c.dot11_off[rows] = c.off[rows]
     if c.wanted is None or "rt_len" in c.wanted:
         c.cols["rt_len"] = (rt_len, rt_len > 0)
@@ -336,7 +344,7 @@ def _dot11_stage(c: _Chunk, need_payload: bool) -> None:
 
 def _wired_stage(c: _Chunk) -> None:
     """Ethernet, Linux cooked and raw-IP link headers."""
-    rows = np.flatnonzero(np.isin(c.lt, WIRED_LINKTYPES))
+    rows = np.flatnonzero(c.lt_in(WIRED_LINKTYPES))
     if not rows.size:
         return
     w_cols, sub_l3, w_marks = decode_link(c.buf, _sub(c.off, rows, c.n), _sub(c.end, rows, c.n),
