@@ -18,7 +18,8 @@ from sniffsync.io import walk
 
 from tests.decode.test_radiotap_c import same_cols
 
-pytestmark = pytest.mark.skipif(walk._c is None, reason="sniffsync.io._walk not built (no compiler)")
+pytestmark = pytest.mark.skipif(getattr(walk._c, "l3", None) is None,
+                                reason="sniffsync.io._walk not built (no compiler)")
 
 TS_SEGMENT = (bytes([0x45, 0, 0, 100, 0x12, 0x34, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2])
               + struct.pack(">HHIIBBHHH", 5001, 40000, 7, 9, 0x80, 0x10, 500, 0, 0)
