@@ -298,7 +298,7 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
     rows = np.flatnonzero(c.l3_off >= 0)
     if rows.size:
         c.stage(rows, decode_l3(c.buf, _sub(c.l3_off, rows, c.n), _sub(c.l3_end, rows, c.n),
-                                _sub(c.ethertype, rows, c.n)))
+                                _sub(c.ethertype, rows, c.n), c.wanted))
     return c.cols, c.marks
 
 

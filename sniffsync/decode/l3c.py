@@ -51,9 +51,10 @@ def _outputs(n: int) -> dict:
     return out
 
 
-def decode_l3_c(buf, off, end, ethertype):
+def decode_l3_c(buf, off, end, ethertype, columns=None):
     """``(cols, marks)`` as :func:`sniffsync.decode.payload.decode_l3` gives them, or None
-    when the C extension is not in use."""
+    when the C extension is not in use. Category columns not in ``columns`` (a set, None:
+    all) are left out (their texts are the costly part)."""
     from sniffsync.io import walk
     # (an extension built before this pass existed has no l3: the Python decoder does it)
     l3 = getattr(walk._c, "l3", None) if walk.backend() == "c" else None
@@ -66,6 +67,8 @@ def decode_l3_c(buf, off, end, ethertype):
     o["ip_ok"] = o["v4_ok"] | o["v6_ok"]
     cols = {}
     for name, ok in _VALID.items():
+        if ok is None and columns is not None and name not in columns:
+            continue
         if ok is not None:
             cols[name] = (o[name], o[ok])
         elif name == "tcp_sack_blocks":

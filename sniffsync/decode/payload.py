@@ -154,11 +154,12 @@ def _place(n: int, parts) -> Cols:
     return out
 
 
-def decode_l3(buf, off, end, ethertype):
+def decode_l3(buf, off, end, ethertype, columns=None):
     """IPv4 / IPv6 and the TCP / UDP header above them.
 
-    Rows in the fixed IPv4 + TCP/TS layout (most of a TCP capture) are read from one
-    52-byte window each; the others take the general path; both give the same columns.
+    With the C extension, one pass over the headers (:mod:`sniffsync.decode.l3c`). Else
+    rows in the fixed IPv4 + TCP/TS layout (most of a TCP capture) are read from one
+    52-byte window each; the others take the general path; all give the same columns.
 
     Parameters
     ----------
@@ -169,6 +170,8 @@ def decode_l3(buf, off, end, ethertype):
         End of the captured bytes (FCS excluded).
     ethertype : uint16[n]
         0x0800 IPv4, 0x86DD IPv6; other values are skipped.
+    columns : set of str, optional
+        Columns wanted (default all): the C pass builds no other category column.
 
     Returns
     -------
@@ -180,7 +183,7 @@ def decode_l3(buf, off, end, ethertype):
     end = np.asarray(end, np.int64)
     ethertype = np.asarray(ethertype)
     from sniffsync.decode.l3c import decode_l3_c        # the same columns, one C pass
-    fast = decode_l3_c(buf, off, end, ethertype)
+    fast = decode_l3_c(buf, off, end, ethertype, columns)
     if fast is not None:
         return fast
     n = off.shape[0]
