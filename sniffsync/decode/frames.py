@@ -19,6 +19,7 @@ import numpy as np
 from sniffsync.io.capture import WINDOW_BYTES, concat_records, iter_records, release
 from sniffsync.runtime import Inline, pool, workers
 from sniffsync.decode.linklayer import RADIO_LINKTYPES, decode_link, decode_radio
+from sniffsync.decode.l3c import l3_c_ready
 from sniffsync.decode.payload import decode_l3, decode_llc
 from sniffsync.decode.schema import COLUMNS
 from sniffsync.decode.table import ColumnSink, concat_cols, frame_table, scatter
@@ -296,6 +297,8 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
     if unknown.any():
         c.marks.append((np.flatnonzero(unknown), "unsupported link type"))
     rows = np.flatnonzero(c.l3_off >= 0)
+    if rows.size and l3_c_ready():
+        rows = np.arange(c.n)       # the C pass skips offsets -1 itself: no columns to scatter
     if rows.size:
         c.stage(rows, decode_l3(c.buf, _sub(c.l3_off, rows, c.n), _sub(c.l3_end, rows, c.n),
                                 _sub(c.ethertype, rows, c.n), c.wanted))

@@ -14,7 +14,7 @@ import numpy as np
 
 from sniffsync.decode.table import Cat
 
-__all__ = ["decode_l3_c", "OUTPUTS"]
+__all__ = ["decode_l3_c", "l3_c_ready", "OUTPUTS"]
 
 # the C pass's outputs, in its order (sniffsync/io/_l3.c): name, dtype, items per row
 OUTPUTS = (
@@ -51,20 +51,26 @@ def _outputs(n: int) -> dict:
     return out
 
 
+def l3_c_ready() -> bool:
+    """Whether :func:`decode_l3_c` decodes (the extension built, with this pass, and in use)."""
+    from sniffsync.io import walk
+    return walk.backend() == "c" and getattr(walk._c, "l3", None) is not None
+
+
 def decode_l3_c(buf, off, end, ethertype, columns=None):
     """``(cols, marks)`` as :func:`sniffsync.decode.payload.decode_l3` gives them, or None
     when the C extension is not in use. Category columns not in ``columns`` (a set, None:
     all) are left out (their texts are the costly part)."""
     from sniffsync.io import walk
     # (an extension built before this pass existed has no l3: the Python decoder does it)
-    l3 = getattr(walk._c, "l3", None) if walk.backend() == "c" else None
-    if l3 is None or not len(off):
+    if not l3_c_ready() or not len(off):
         return None
     n = len(off)
     o = _outputs(n)
-    l3(buf, np.ascontiguousarray(off, np.int64), np.ascontiguousarray(end, np.int64),
+    walk._c.l3(buf, np.ascontiguousarray(off, np.int64), np.ascontiguousarray(end, np.int64),
        np.ascontiguousarray(ethertype, np.uint16), list(o.values()))
     o["ip_ok"] = o["v4_ok"] | o["v6_ok"]
+    o["n_l3"] = int(np.count_nonzero(off >= 0))     # rows a caller may also give as offset -1
     cols = {}
     for name, ok in _VALID.items():
         if ok is None and columns is not None and name not in columns:
@@ -84,7 +90,8 @@ def decode_l3_c(buf, off, end, ethertype, columns=None):
 def _addresses(o: dict, v4: str, at6: int, n: int) -> Cat:
     """The address category column, with the categories in the order the Python decoder
     gives them: sorted, except in a chunk of which at least half but not all rows have
-    the fixed IPv4 + TCP/TS layout (its fixed rows' addresses first, then the others')."""
+    the fixed IPv4 + TCP/TS layout (its fixed rows' addresses first, then the others').
+    Rows of offset -1 count for neither (the Python decoder is given the others only)."""
     from sniffsync.decode.payload import _ip_category, _ipv4_category
     from sniffsync.decode.table import _union_cats
 
@@ -92,8 +99,8 @@ def _addresses(o: dict, v4: str, at6: int, n: int) -> Cat:
         i4, i6 = np.flatnonzero(o["v4_ok"][rows]), np.flatnonzero(o["v6_ok"][rows])
         return _ip_category(o[v4][rows[i4]], i4, o["addr6"][rows[i6], at6:at6 + 16], i6, len(rows))
 
-    k = int(np.count_nonzero(o["fixed"]))
-    if k == n or k == 0 or k < n // 2:
+    k, n_l3 = int(np.count_nonzero(o["fixed"])), o["n_l3"]
+    if k == n_l3 or k == 0 or k < n_l3 // 2:
         return general(np.arange(n))
     fr, gr = np.flatnonzero(o["fixed"]), np.flatnonzero(~o["fixed"])
     cat = _union_cats([_ipv4_category(o[v4][fr]), general(gr)])
