@@ -97,6 +97,8 @@ def _addresses(o: dict, v4: str, at6: int, n: int) -> Cat:
 
     def general(rows):
         i4, i6 = np.flatnonzero(o["v4_ok"][rows]), np.flatnonzero(o["v6_ok"][rows])
+        if len(i4) == len(rows):               # every row IPv4 (a wired TCP capture): the same, directly
+            return _ipv4_category(o[v4][rows])
         return _ip_category(o[v4][rows[i4]], i4, o["addr6"][rows[i6], at6:at6 + 16], i6, len(rows))
 
     k, n_l3 = int(np.count_nonzero(o["fixed"])), o["n_l3"]
