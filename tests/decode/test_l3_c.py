@@ -164,3 +164,16 @@ def test_outputs_table_matches_the_extension():
     with pytest.raises(ValueError):
         walk._c.l3(b"", np.zeros(2, np.int64), np.zeros(2, np.int64), np.zeros(2, np.uint16), o)
 
+
+
+def test_extension_built_before_the_pass(monkeypatch):
+    # an older build of sniffsync.io._walk (no l3): the Python decoder answers
+    buf = np.frombuffer(TS_SEGMENT * 3, np.uint8)
+    off = np.arange(3, dtype=np.int64) * len(TS_SEGMENT)
+    args = (buf, off, off + len(TS_SEGMENT), np.full(3, 0x0800, np.uint16))
+    with walk.use_backend("python"):
+        py_cols, _ = decode_l3(*args)
+    monkeypatch.setattr(walk, "_c", type("Old", (), {"pcap": walk._c.pcap})())
+    assert not l3c.l3_c_ready() and l3c.decode_l3_c(*args) is None
+    with walk.use_backend("c"):
+        same_cols(decode_l3(*args)[0], py_cols)
