@@ -7,7 +7,7 @@ invariants :func:`check_table` asserts) or in the project's own error
 (:class:`sniffsync.errors.SniffsyncError`); anything else is a crash. With the C record
 walk built (the default then), every input is walked again in Python
 (:func:`check_walks`): records that differ are a crash too; and decoded again with the
-Python radiotap decoder (:func:`check_decode`, the C one reading 64-frame chunks so that
+Python radiotap and IP decoders (:func:`check_decode`, the C ones reading 64-frame chunks so that
 a damaged frame sends few others to Python): any column or mark that differs is a crash.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ def check_walks(path, rec) -> None:
 
 
 def check_decode(rec) -> None:
-    """With the C extension in use: its radiotap pass and the Python decoder (the fallback)
+    """With the C extension in use: its radiotap and IP passes and the Python decoders (the fallbacks)
     give the same columns and marks, in 64-frame chunks (a damaged frame sends its chunk
     to Python: small chunks leave the others to the C pass)."""
     if walk.backend() != "c":

@@ -19,6 +19,7 @@ import numpy as np
 from sniffsync.io.capture import WINDOW_BYTES, concat_records, iter_records, release
 from sniffsync.runtime import Inline, pool, workers
 from sniffsync.decode.linklayer import RADIO_LINKTYPES, decode_link, decode_radio
+from sniffsync.decode.l3c import l3_c_ready
 from sniffsync.decode.payload import decode_l3, decode_llc
 from sniffsync.decode.schema import COLUMNS
 from sniffsync.decode.table import ColumnSink, concat_cols, frame_table, scatter
@@ -87,7 +88,8 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int | None = No
     with Inline() if threads == 1 else pool(len(bounds), limit=threads) as ex:
         done = ex.map(lambda b: _decode_chunk(rec, b[0], b[1], wanted), bounds)
         for (lo, hi), (chunk_cols, chunk_marks) in zip(bounds, done):
-            parts.append(chunk_cols)
+            # (a stage's other columns are not copied into the whole)
+            parts.append(chunk_cols if wanted is None else {k: v for k, v in chunk_cols.items() if k in wanted})
             marks.extend((rows + lo, why) for rows, why in chunk_marks)
             # the chunk's bytes are decoded: drop its file pages
             release(rec, int(rec.data_off[hi]) - 64 if hi < n else int(rec.data_off[-1]) + int(rec.caplen[-1]),
@@ -245,6 +247,8 @@ class _Chunk:
         self.off = np.asarray(rec.data_off[lo:hi], np.int64)
         self.end = self.off + np.asarray(rec.caplen[lo:hi], np.int64)
         self.lt = np.asarray(rec.linktype[lo:hi])
+        # usually one link type in a chunk: tests of it are then one test, not one a frame
+        self.one_lt = int(self.lt[0]) if self.n and (self.lt == self.lt[0]).all() else None
         self.wire = np.asarray(rec.wirelen[lo:hi], np.int64)
         self.truncated = np.asarray(rec.caplen[lo:hi]) < self.wire
         self.cols, self.marks = {}, []
@@ -257,8 +261,16 @@ class _Chunk:
     def stage(self, rows, result) -> None:
         """Merge one stage's subset output into the full-length columns and marks."""
         sub_cols, sub_marks = result
+        if self.wanted is not None:         # a stage's other columns are not placed
+            sub_cols = {k: v for k, v in sub_cols.items() if k in self.wanted}
         self.cols.update(scatter(self.n, rows, sub_cols))
         self.marks.extend((rows[np.asarray(r, np.int64)], why) for r, why in sub_marks)
+
+    def lt_in(self, codes) -> np.ndarray:
+        """Which frames have one of the link types ``codes``."""
+        if self.one_lt is not None:
+            return np.full(self.n, self.one_lt in codes)
+        return np.isin(self.lt, codes)
 
     def with_bad(self):
         """Columns a stage is asked for: the wanted ones and what its marks feed (``bad``)."""
@@ -281,13 +293,15 @@ def _decode_chunk(rec, lo: int, hi: int, wanted):
         _dot11_stage(c, need_payload)
     if need_payload:
         _wired_stage(c)
-    unknown = ~np.isin(c.lt, RADIO_LINKTYPES + (LINK_DOT11,) + WIRED_LINKTYPES)
+    unknown = ~c.lt_in(RADIO_LINKTYPES + (LINK_DOT11,) + WIRED_LINKTYPES)
     if unknown.any():
         c.marks.append((np.flatnonzero(unknown), "unsupported link type"))
     rows = np.flatnonzero(c.l3_off >= 0)
+    if rows.size and l3_c_ready():
+        rows = np.arange(c.n)       # the C pass skips offsets -1 itself: no columns to scatter
     if rows.size:
         c.stage(rows, decode_l3(c.buf, _sub(c.l3_off, rows, c.n), _sub(c.l3_end, rows, c.n),
-                                _sub(c.ethertype, rows, c.n)))
+                                _sub(c.ethertype, rows, c.n), c.wanted))
     return c.cols, c.marks
 
 
@@ -295,7 +309,7 @@ def _radiotap_stage(c: _Chunk) -> None:
     """Radio headers (radiotap, PPI, Prism, AVS); where the 802.11 frame starts (also of
     raw 802.11 records); ``rt_len`` (the radio header's length) and ``mpdu_len``."""
     rt_len = np.zeros(c.n, np.int64)
-    rows = np.flatnonzero(np.isin(c.lt, RADIO_LINKTYPES))
+    rows = np.flatnonzero(c.lt_in(RADIO_LINKTYPES))
     if rows.size:
         rt_cols, hdr_len, fcs, rt_marks = decode_radio(c.buf, c.off[rows], c.end[rows], c.lt[rows],
                                                        c.with_bad(), c.truncated[rows])
@@ -304,7 +318,7 @@ def _radiotap_stage(c: _Chunk) -> None:
         c.dot11_off[rows[ok]] = c.off[rows[ok]] + hdr_len[ok]
         rt_len[rows] = hdr_len
         c.fcs_at_end[rows] = fcs
-    rows = np.flatnonzero(c.lt == LINK_DOT11)
+    rows = np.flatnonzero(c.lt_in((LINK_DOT11,)))
     c.dot11_off[rows] = c.off[rows]
     if c.wanted is None or "rt_len" in c.wanted:
         c.cols["rt_len"] = (rt_len, rt_len > 0)
@@ -333,7 +347,7 @@ def _dot11_stage(c: _Chunk, need_payload: bool) -> None:
 
 def _wired_stage(c: _Chunk) -> None:
     """Ethernet, Linux cooked and raw-IP link headers."""
-    rows = np.flatnonzero(np.isin(c.lt, WIRED_LINKTYPES))
+    rows = np.flatnonzero(c.lt_in(WIRED_LINKTYPES))
     if not rows.size:
         return
     w_cols, sub_l3, w_marks = decode_link(c.buf, _sub(c.off, rows, c.n), _sub(c.end, rows, c.n),

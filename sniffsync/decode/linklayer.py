@@ -123,7 +123,7 @@ def decode_link(buf, off, end, linktype):
             e, ok, h, sub_marks = decode(buf, off[rows], end[rows])
             etype[rows], valid[rows], hlen[rows] = e, ok, h
         marks.extend((rows[r], why) for r, why in sub_marks if len(r))
-    is_ip = valid & np.isin(etype, IP_ETHERTYPES) & (off + hlen < end)
+    is_ip = valid & ((etype == IP_ETHERTYPES[0]) | (etype == IP_ETHERTYPES[1])) & (off + hlen < end)
     l3_off = np.where(is_ip, off + hlen, -1)
     return {"ethertype": (etype, valid)}, l3_off, marks
 

@@ -58,8 +58,8 @@ def _dotted(addrs: np.ndarray) -> list:
 
 
 def _ipv4_category(addr) -> Cat:
-    """:func:`_ip_category` of rows that all hold an IPv4 address (``addr``: (n, 4) bytes)."""
-    c, uniq = factorize(be(addr, 0, 4))
+    """:func:`_ip_category` of rows that all hold an IPv4 address (``addr``: their 32-bit values)."""
+    c, uniq = factorize(addr)
     names = _dotted(uniq)
     order = sorted(range(len(names)), key=names.__getitem__)      # text order, as np.unique
     remap = np.empty(len(names), np.int32)
@@ -67,19 +67,20 @@ def _ipv4_category(addr) -> Cat:
     return Cat(remap[c], [names[i] for i in order])
 
 
-def _ip_category(w, r4, a4, r6, a6, n):
-    """Category column of the IPv4 (window column ``a4``) / IPv6 (``a6``) address of each row."""
+def _ip_category(v4, r4, v6, r6, n):
+    """Category column of the IPv4 (``v4``: 32-bit values of rows ``r4``) / IPv6 (``v6``:
+    (k, 16) bytes of rows ``r6``) address of each of ``n`` rows."""
     codes = np.full(n, -1, np.int64)
     names: list = []
     if r4.size:      # IPv4: hash the 32-bit value, format each distinct address once
-        c, uniq = factorize(be(w[r4, a4:a4 + 4], 0, 4))
+        c, uniq = factorize(v4)
         codes[r4] = c
         names += _dotted(uniq)
     if r6.size:
         import socket
 
         from sniffsync.decode.bytecat import categorical_from_bytes  # (IPv6 only: wired IPv4 captures skip both)
-        cat = categorical_from_bytes(w[r6, a6:a6 + 16], lambda b: socket.inet_ntop(socket.AF_INET6, b))
+        cat = categorical_from_bytes(v6, lambda b: socket.inet_ntop(socket.AF_INET6, b))
         codes[r6] = cat.codes + len(names)
         names += list(cat.categories)
     cats, remap = np.unique(np.array(names, dtype=object), return_inverse=True)
@@ -112,7 +113,7 @@ def _fixed_cols(w) -> Cols:
     cols: Cols = {"ip_proto": (w[:, 9].copy(), yes), "ip_len": (ip_len.astype(np.uint32), yes),
                   "ip_id": (be(w, 4, 2), yes)}
     for name, at in (("ip_src", 12), ("ip_dst", 16)):
-        cols[name] = (_ipv4_category(w[:, at:at + 4]), yes)
+        cols[name] = (_ipv4_category(be(w, at, 4)), yes)
     cols.update({
         "sport": (be(w, 20, 2), yes), "dport": (be(w, 22, 2), yes),
         "tcp_seq": (be(w, 24, 4), yes), "tcp_ack": (be(w, 28, 4), yes),
@@ -153,11 +154,12 @@ def _place(n: int, parts) -> Cols:
     return out
 
 
-def decode_l3(buf, off, end, ethertype):
+def decode_l3(buf, off, end, ethertype, columns=None):
     """IPv4 / IPv6 and the TCP / UDP header above them.
 
-    Rows in the fixed IPv4 + TCP/TS layout (most of a TCP capture) are read from one
-    52-byte window each; the others take the general path; both give the same columns.
+    With the C extension, one pass over the headers (:mod:`sniffsync.decode.l3c`). Else
+    rows in the fixed IPv4 + TCP/TS layout (most of a TCP capture) are read from one
+    52-byte window each; the others take the general path; all give the same columns.
 
     Parameters
     ----------
@@ -168,6 +170,8 @@ def decode_l3(buf, off, end, ethertype):
         End of the captured bytes (FCS excluded).
     ethertype : uint16[n]
         0x0800 IPv4, 0x86DD IPv6; other values are skipped.
+    columns : set of str, optional
+        Columns wanted (default all): the C pass builds no other category column.
 
     Returns
     -------
@@ -178,16 +182,28 @@ def decode_l3(buf, off, end, ethertype):
     off = np.asarray(off, np.int64)
     end = np.asarray(end, np.int64)
     ethertype = np.asarray(ethertype)
+    from sniffsync.decode.l3c import decode_l3_c        # the same columns, one C pass
+    fast = decode_l3_c(buf, off, end, ethertype, columns)
+    if fast is not None:
+        return fast
     n = off.shape[0]
     fixed, w = _fixed_layout(buf, off, end, ethertype)
     k = int(fixed.sum())
     if k == n:
-        return _fixed_cols(w), []
+        return _zero_invalid(_fixed_cols(w)), []
     if k == 0 or k < n // 2:             # mostly other layouts: one general pass
-        return _decode_l3(buf, off, end, ethertype)
+        cols, marks = _decode_l3(buf, off, end, ethertype)
+        return _zero_invalid(cols), marks
     fr, gr = np.flatnonzero(fixed), np.flatnonzero(~fixed)
     g_cols, g_marks = _decode_l3(buf, off[gr], end[gr], ethertype[gr])
-    return _place(n, [(fr, _fixed_cols(w[fr])), (gr, g_cols)]), [(gr[r], why) for r, why in g_marks]
+    return (_zero_invalid(_place(n, [(fr, _fixed_cols(w[fr])), (gr, g_cols)])),
+            [(gr[r], why) for r, why in g_marks])
+
+
+def _zero_invalid(cols: Cols) -> Cols:
+    """Values 0 where not valid (the windows held other bytes there), as the C pass gives them."""
+    return {k: (v if isinstance(v, Cat) else np.where(ok, v, np.zeros(1, v.dtype)), ok)
+            for k, (v, ok) in cols.items()}
 
 
 def _decode_l3(buf, off, end, ethertype):
@@ -237,7 +253,7 @@ def _decode_l3(buf, off, end, ethertype):
     }
     r4, r6 = np.flatnonzero(v4_ok), np.flatnonzero(v6_ok)
     for name, a4, a6 in (("ip_src", 12, 8), ("ip_dst", 16, 24)):
-        cat = _ip_category(w, r4, a4, r6, a6, n)
+        cat = _ip_category(be(w[r4, a4:a4 + 4], 0, 4), r4, w[r6, a6:a6 + 16], r6, n)
         cols[name] = (cat, cat.codes >= 0)
 
     l4 = ip_ok & first_frag & (l4_off < end)

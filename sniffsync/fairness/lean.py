@@ -83,7 +83,7 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
     :class:`sniffsync.fairness.spill.SpilledCols`, which reads each back when first asked
     for (``restore()``: all at once); ``spill_copy``: columns also copied there (and kept
     in ``cols``, so a stage may free them)."""
-    from sniffsync.decode.frames import iter_columns
+    from sniffsync.decode.frames import BATCH_ROWS, iter_columns
     from sniffsync.fairness.spill import Spill, SpilledCols
 
     def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
@@ -92,7 +92,9 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
 
     marks, sink, names = [], None, {}
     parked = Spill(spill, spill_copy)
-    for row0, k, cols, batch_marks, rows_estimate in iter_columns(path, sniffer, columns, post=post):
+    # one decoding chunk a batch: no per-chunk overhead, no join of chunks
+    batches = iter_columns(path, sniffer, columns, post=post, chunk_rows=BATCH_ROWS)
+    for row0, k, cols, batch_marks, rows_estimate in batches:
         marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
         for name, (v, ok) in cols.items():        # categories: codes into one list per column
             if isinstance(v, Cat):

@@ -276,15 +276,25 @@ out:
     return result;
 }
 
+/* sniffsync/io/_l3.c */
+PyObject *walk_l3(PyObject *self, PyObject *args);
+
+PyDoc_STRVAR(l3_doc,
+"l3(buf, off, end, ethertype, outs) -> None\n\n"
+"The IP / TCP / UDP / ICMP fields of the rows at the int64 offsets off (ends in end,\n"
+"ethertype uint16) written into the list of writable buffers outs (n items each, in the\n"
+"order of sniffsync.decode.l3c.OUTPUTS; zeroed by the caller, the SACK offsets -1).");
+
 static PyMethodDef methods[] = {
     {"pcap", walk_pcap, METH_VARARGS, pcap_doc},
     {"pcapng", walk_pcapng, METH_VARARGS, pcapng_doc},
     {"radiotap", radiotap, METH_VARARGS, radiotap_doc},
+    {"l3", walk_l3, METH_VARARGS, l3_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_walk", "Record walk of pcap / pcapng and radiotap headers at C speed (see sniffsync.io.walk).",
+    PyModuleDef_HEAD_INIT, "_walk", "Record walk of pcap / pcapng, radiotap and IP / TCP / UDP headers at C speed (see sniffsync.io.walk).",
     -1, methods,
 };
 

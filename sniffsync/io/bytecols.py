@@ -51,6 +51,10 @@ def field(w: np.ndarray, at: int, dtype: str) -> np.ndarray:
     """Values of numpy ``dtype`` (e.g. ``'>u2'``) at column ``at`` of every row of ``w``
     (an ``(n, k)`` uint8 array), in native byte order."""
     dt = np.dtype(dtype)
+    if w.ndim == 2 and w.flags.c_contiguous and len(w) and 0 <= at <= w.shape[1] - dt.itemsize and dt.itemsize > 1:
+        # the field of every row read in place (a strided view), converted in one pass
+        view = np.ndarray(w.shape[:1], dt, w, at, (w.shape[1],))
+        return view.astype(dt.newbyteorder("="))
     vals = np.ascontiguousarray(w[:, at:at + dt.itemsize]).view(dt)[:, 0]
     return vals if dt.isnative else vals.astype(dt.newbyteorder("="))
 

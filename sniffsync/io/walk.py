@@ -8,8 +8,9 @@ the package installs and runs on the Python walks) gives the same offsets and st
 position as the Python walks, byte for byte (the tests compare both on every test
 capture); the loop is about 7x faster (docs/benchmarks.md, issue 17).
 The extension also reads the radiotap headers of clean chunks
-(:func:`sniffsync.decode.radiotap.decode_radiotap`). ``SNIFFSYNC_WALK=python`` in the
-environment, or :func:`use_backend`, selects the Python walk and radiotap decoder.
+(:func:`sniffsync.decode.radiotap.decode_radiotap`) and the IP / TCP / UDP / ICMP headers
+(:mod:`sniffsync.decode.l3c`, source ``_l3.c``). ``SNIFFSYNC_WALK=python`` in the
+environment, or :func:`use_backend`, selects the Python walk and decoders.
 """
 from __future__ import annotations
 
