@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_within", "grouped_cummax", "group_median",
-           "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "restart_cumsum", "wrap32",
+           "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts", "rank_within", "restart_cumsum", "wrap32",
            "diff32", "unwrap32", "frame_getter",
            "cat_codes"]
 
@@ -55,6 +55,35 @@ def fd_slices(fd: np.ndarray, rows: int | None = None) -> list:
         out.append(slice(a, b))
         a = b
     return out
+
+
+def flow_parts(fd: np.ndarray, parts: int, min_rows: int = 1) -> list:
+    """Slices of a table sorted by ``fd`` into at most ``parts`` groups of whole flows (both
+    directions: the ACK analysis pairs fd with fd ^ 1) of about equal rows, each analysable
+    on its own thread. One slice when the table has fewer than ``min_rows`` rows, one
+    flow, is not sorted by fd, or no cut would leave its largest group under 90 % of the rows."""
+    n = len(fd)
+    if parts < 2 or n < max(min_rows, 2) or not is_sorted(fd) or fd[0] >> 1 == fd[-1] >> 1:
+        return [slice(0, n)]
+    b = np.append(np.flatnonzero(group_starts(fd >> 1)), n)     # first row of each flow, and n
+    t = np.arange(1, parts, dtype=np.int64) * n // parts
+    i = np.clip(np.searchsorted(b, t), 1, len(b) - 1)
+    near = np.where(b[i] - t < t - b[i - 1], b[i], b[i - 1])    # the flow boundary nearest each target
+    cuts = np.unique(np.concatenate([[0], near, [n]]))
+    if np.diff(cuts).max() > 0.9 * n:
+        return [slice(0, n)]
+    return [slice(int(a), int(c)) for a, c in zip(cuts[:-1], cuts[1:])]
+
+
+def rank_within(values: np.ndarray, n: int) -> np.ndarray:
+    """Ranks of ``values`` (distinct integers in [0, n)) among themselves: a subset of a
+    time rank re-ranked without a sort."""
+    seen = np.zeros(n, np.int32 if n < 1 << 31 else np.int64)
+    seen[values] = 1
+    np.cumsum(seen, out=seen)
+    rank = seen[values].astype(np.int64)
+    rank -= 1
+    return rank
 
 
 def sorted_within(starts: np.ndarray, v: np.ndarray) -> bool:

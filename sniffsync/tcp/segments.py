@@ -25,7 +25,7 @@ import numpy as np
 from sniffsync.tcp.columns import Lazy, group_starts, is_sorted, lex_order
 
 __all__ = ["TH_FIN", "TH_SYN", "TH_RST", "TH_ACK", "DEDUP_MAX_GAP_NS", "SEG_COLUMNS",
-           "segment_arrays", "is_proto", "live_tcp", "dedup_mac"]
+           "segment_arrays", "part_table", "is_proto", "live_tcp", "dedup_mac"]
 
 TH_FIN, TH_SYN, TH_RST, TH_ACK = 0x01, 0x02, 0x04, 0x10
 DEDUP_MAX_GAP_NS = 1_000_000_000  # MAC copies of one MPDU are never a second apart
@@ -194,7 +194,31 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     for name, (col, fill, dtype) in _FROM_FRAME.items():
         seg.thunks[name] = (lambda c=col, f=fill, d=dtype: get(c, f, d, idx))
     seg.thunks["mac_dup"] = (lambda: dedup_mac(seg)) if dedup else (lambda: np.zeros(m, bool))
+    seg.dedup = dedup
     return seg, names
+
+
+def part_table(seg: Lazy, sl: slice, lock) -> Lazy:
+    """Rows ``sl`` of ``seg`` (whole flows, :func:`sniffsync.tcp.columns.flow_parts`) as a
+    table of their own, to analyse its flows on another thread.
+
+    Columns already computed are views; a lazy column is computed once on ``seg`` (under
+    ``lock``: tables of other parts read it too) and sliced. MAC duplicates are marked on
+    the part itself (an MPDU identity includes its fd). No ``tr``: time ranks must be
+    ranked within the part (:func:`sniffsync.tcp.columns.rank_within`). Build every part
+    before any runs (the thunks are listed here).
+    """
+    def shared(name):
+        with lock:
+            return seg[name][sl]
+    part = Lazy({k: v[sl] for k, v in dict.items(seg) if k != "tr"})
+    part.thunks = {k: (lambda k=k: shared(k)) for k in seg.thunks}
+    if "mac_dup" not in part:
+        n = sl.stop - sl.start
+        part.thunks["mac_dup"] = (lambda: dedup_mac(part)) if getattr(seg, "dedup", True) else \
+            (lambda: np.zeros(n, bool))
+    part.per_fd = getattr(seg, "per_fd", None)
+    return part
 
 
 def is_proto(seg, proto: int) -> np.ndarray:
