@@ -79,7 +79,8 @@ def _per_fd(fd: np.ndarray, mask: np.ndarray, fds: np.ndarray, size: int) -> np.
 _UNREAD_LAZY = ("dup_ack", "dup_ack_num", "acked", "bytes_in_flight", "frontier")
 
 
-def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, lean: bool = False):
+def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, lean: bool = False,
+                   horizon_ns: int | None = None):
     """Segments (classified and ACK-analysed), flow table and RTT samples of one capture.
 
     Returns ``(seg, names, ft, rtt)``: segment columns, endpoint names of the
@@ -89,15 +90,17 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     (their arrays freed right after the ACK analysis: a lower peak) and, for a big
     table of several flows, only the columns :func:`run_tables` reads: its flows are
     then analysed in groups on :func:`sniffsync.runtime.workers` threads (flows are
-    independent; numpy releases the GIL).
+    independent; numpy releases the GIL). ``horizon_ns``: ``rtt`` also gets
+    :func:`queue_delay`'s columns (per fd: computed with each group).
     """
     seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
     parts = flow_parts(seg["fd"], workers(), PARALLEL_MIN_ROWS) if lean else [slice(None)]
-    ft, rtt = _analyze_parts(seg, parts, min_rto_ns) if len(parts) > 1 else _analyze(seg, min_rto_ns, lean)
+    ft, rtt = _analyze_parts(seg, parts, min_rto_ns, horizon_ns) if len(parts) > 1 else \
+        _analyze(seg, min_rto_ns, lean, horizon_ns=horizon_ns)
     return seg, names, ft, rtt
 
 
-def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True):
+def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True, horizon_ns=None):
     """``(ft, rtt)`` of :func:`analyze_arrays` on a segment table (or a part of whole
     flows of one: ``end_ns`` the capture's end, :func:`outstanding_arrays`)."""
     classify_arrays(seg)
@@ -128,10 +131,12 @@ def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True
                          if len(hs["flow"]) else 1), -1, np.int64)
     hs_lut[hs["flow"]] = hs["hs_rtt_ns"]
     ft["hs_rtt_ns"] = hs_lut[flows]
+    if horizon_ns is not None:
+        rtt.update(queue_delay(rtt, horizon_ns))
     return ft, rtt
 
 
-def _analyze_parts(seg, parts: list, min_rto_ns: int):
+def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     """:func:`_analyze` of each part of whole flows on its own thread; the flow table and
     RTT samples concatenated in part order (= fd order, as one table gives them), and the
     segment columns :func:`run_tables` reads and ``seg.inferred`` put together in ``seg``."""
@@ -142,8 +147,14 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int):
     for t, sl in zip(tables, parts):
         t["tr"] = rank_within(tr[sl], len(tr))      # the ACK analysis keys on (fd, rank < part rows)
     del tr
-    with pool(len(parts)) as ex:
-        out = list(ex.map(lambda t: _analyze(t, min_rto_ns, lean=True, end_ns=end_ns), tables))
+
+    def run(t):
+        return _analyze(t, min_rto_ns, lean=True, end_ns=end_ns, release=False, horizon_ns=horizon_ns)
+    big = max(range(len(parts)), key=lambda i: parts[i].stop - parts[i].start)
+    with pool(len(parts) - 1, limit=len(parts) - 1) as ex:    # the largest part on this thread
+        rest = {i: ex.submit(run, t) for i, t in enumerate(tables) if i != big}
+        mine = run(tables[big])
+        out = [mine if i == big else rest[i].result() for i in range(len(parts))]
     ft, rtt = ({k: np.concatenate([o[j][k] for o in out]) for k in out[0][j]} for j in (0, 1))
     for name in _WINDOW_COLUMNS:
         if name not in seg and all(name in t for t in tables):
@@ -184,15 +195,14 @@ def data_units(seg, ft: dict):
     return units, lut, live
 
 
-def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None, events=None):
-    """Per-window goodput/throughput matrices (units x windows), activity and Jain
-    (``events``: :func:`_goodput_events` when already computed)."""
+def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None):
+    """Per-window goodput/throughput matrices (units x windows), activity and Jain."""
     units, lut, live = prepared or data_units(seg, ft)
     u = lut[seg["fd"][live]]
     nu = len(units["fd"])
     # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), bytes of a
     # sniffer's hole by the ACK that covered them (tcp.holes), throughput by sending
-    g_u, g_ts, g_b = events or _goodput_events(seg, lut, live)
+    g_u, g_ts, g_b = _goodput_events(seg, lut, live)
     good = window_sums(g_u, g_ts, g_b, nu, starts, window_ns)
     thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
     active = ((starts[None, :] <= units["active_until_ns"][:, None]) &
@@ -230,7 +240,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     """
     if (cap.get("linktype", 0, np.int64) == 127).any():
         cap, ppdus = airtime_frames(cap, ppdus)
-    seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns, lean=True)
+    seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns, lean=True, horizon_ns=horizon_ns)
     # the windows and the cross-layer view read only these: free the rest (a lower peak)
     for name in [c for c in seg if c not in _WINDOW_COLUMNS]:
         del seg[name]
@@ -238,21 +248,16 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     if not data.any():
         raise NoDataError("no TCP/UDP data segments in the capture")
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
-    # the queueing delay (RTT samples only) on a second thread, beside the windows
-    with pool(limit=1) as ex:
-        qdelay = ex.submit(queue_delay, rtt, horizon_ns)
-        prepared = data_units(seg, ft)
-        # only the windows that hold a goodput or throughput event (bounded by the frames)
-        _, lut, live = prepared
-        events = _goodput_events(seg, lut, live)
-        ks = data_windows(np.concatenate([events[1], seg["ts_ns"][live]]), t0, int(ft["last_ns"][data].max()),
-                          window_ns, step_ns, max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
-        starts = t0 + step_ns * ks
-        rtt.update(qdelay.result())
-        qd = ex.submit(window_quantiles, rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
-        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared, events)
-        del events
-        qd = qd.result()
+    prepared = data_units(seg, ft)
+    # only the windows that hold a goodput or throughput event (bounded by the frames)
+    _, lut, live = prepared
+    events = np.concatenate([_goodput_events(seg, lut, live)[1], seg["ts_ns"][live]])
+    ks = data_windows(events, t0, int(ft["last_ns"][data].max()), window_ns, step_ns,
+                      max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
+    del events
+    starts = t0 + step_ns * ks
+    qd = window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
+    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
     st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
     jt["why"] = why_texts(j, st, units, names, good, active, below)

@@ -50,9 +50,9 @@ def split(monkeypatch):
     ran = []
     whole = core._analyze_parts
 
-    def spy(seg, parts, min_rto_ns):
+    def spy(seg, parts, *args):
         ran.append(len(parts))
-        return whole(seg, parts, min_rto_ns)
+        return whole(seg, parts, *args)
     monkeypatch.setenv("SNIFFSYNC_THREADS", "2")
     monkeypatch.setattr(core, "PARALLEL_MIN_ROWS", 1)
     monkeypatch.setattr(core, "_analyze_parts", spy)
