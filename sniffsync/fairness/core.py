@@ -20,7 +20,7 @@ from sniffsync.runtime import pool, release_free_heap, workers
 from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summarize, trailing_min,
                                         window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays, time_rank
-from sniffsync.tcp.columns import flow_parts, group_median, rank_within
+from sniffsync.tcp.columns import flow_parts, group_median
 from sniffsync.tcp.flows import capture_end_ns, flow_arrays, outstanding_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, handshake_arrays, rtt_arrays
 from sniffsync.tcp.segments import part_table, segment_arrays
@@ -145,7 +145,7 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     lock = threading.RLock()
     tables = [part_table(seg, sl, lock) for sl in parts]
     for t, sl in zip(tables, parts):
-        t["tr"] = rank_within(tr[sl], len(tr))      # the ACK analysis keys on (fd, rank < part rows)
+        t["tr"] = tr[sl]                 # the capture's time ranks (tcp.columns.rank_span)
     del tr
 
     def run(t):

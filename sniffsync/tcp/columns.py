@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_within", "grouped_cummax", "group_median",
-           "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts", "rank_within", "restart_cumsum", "wrap32",
+           "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts", "rank_span", "restart_cumsum", "wrap32",
            "diff32", "unwrap32", "frame_getter",
            "cat_codes"]
 
@@ -75,15 +75,10 @@ def flow_parts(fd: np.ndarray, parts: int, min_rows: int = 1) -> list:
     return [slice(int(a), int(c)) for a, c in zip(cuts[:-1], cuts[1:])]
 
 
-def rank_within(values: np.ndarray, n: int) -> np.ndarray:
-    """Ranks of ``values`` (distinct integers in [0, n)) among themselves: a subset of a
-    time rank re-ranked without a sort."""
-    seen = np.zeros(n, np.int32 if n < 1 << 31 else np.int64)
-    seen[values] = 1
-    np.cumsum(seen, out=seen)
-    rank = seen[values].astype(np.int64)
-    rank -= 1
-    return rank
+def rank_span(tr: np.ndarray) -> int:
+    """Multiplier of a (fd, time rank) composite key ``fd * span + tr``: above every rank
+    (a table of some flows keeps the ranks of the whole capture: no re-ranking)."""
+    return int(tr.max()) + 1 if len(tr) else 1
 
 
 def sorted_within(starts: np.ndarray, v: np.ndarray) -> bool:

@@ -15,7 +15,7 @@ from sniffsync.cli.fairness import _captures
 from sniffsync.decode.frames import read_capture
 from sniffsync.fairness.core import Capture, fairness_tables
 from sniffsync.fairness.report import write_json
-from sniffsync.tcp.columns import flow_parts, rank_within
+from sniffsync.tcp.columns import flow_parts
 
 CAPS = os.path.join(os.path.dirname(__file__), "..", "data", "captures")
 NS3 = os.path.join(CAPS, "ns3-11n-ht20-hidden-sniffer{}.pcap")
@@ -30,11 +30,6 @@ def test_flow_parts_cut_between_flows_only():
     assert flow_parts(fd[::-1], 2) == [slice(0, 20)]                # not sorted by fd
     assert flow_parts(np.array([0, 0, 1, 1, 1]), 2) == [slice(0, 5)]   # one flow
     assert flow_parts(np.repeat([0, 2], [99, 1]), 2) == [slice(0, 100)]  # a cut would save nothing
-
-
-def test_rank_within_ranks_a_subset():
-    tr = np.array([7, 2, 9, 4])
-    assert rank_within(tr, 10).tolist() == [2, 0, 3, 1]
 
 
 def _report(caps):
@@ -56,13 +51,6 @@ def split(monkeypatch):
     monkeypatch.setenv("SNIFFSYNC_THREADS", "2")
     monkeypatch.setattr(core, "PARALLEL_MIN_ROWS", 1)
     monkeypatch.setattr(core, "_analyze_parts", spy)
-    analyze = core._analyze
-
-    def part(seg, *args, **kw):
-        # the ACK analysis keys rows on (fd, time rank < rows of the table): ranks within the part
-        assert "end_ns" not in kw or np.array_equal(np.sort(seg["tr"]), np.arange(len(seg["fd"])))
-        return analyze(seg, *args, **kw)
-    monkeypatch.setattr(core, "_analyze", part)
     return ran
 
 
