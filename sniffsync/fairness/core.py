@@ -23,7 +23,7 @@ from sniffsync.tcp.acks import RETX_NAMES, ack_arrays, time_rank
 from sniffsync.tcp.columns import flow_parts, group_median
 from sniffsync.tcp.flows import capture_end_ns, flow_arrays, outstanding_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, handshake_arrays, rtt_arrays
-from sniffsync.tcp.segments import part_table, segment_arrays
+from sniffsync.tcp.segments import join_parts, part_tables, segment_arrays
 from sniffsync.tcp.sequence import classify_arrays
 
 __all__ = ["Capture", "DEFINITIONS", "TABLES", "PROTO_NAMES", "STAMPS", "queue_delay", "analyze_arrays",
@@ -143,7 +143,7 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     tr = seg["tr"] if "tr" in seg else time_rank(seg["row"], seg["ts_ns"])
     end_ns = capture_end_ns(seg["ts_ns"])
     lock = threading.RLock()
-    tables = [part_table(seg, sl, lock) for sl in parts]
+    tables = part_tables(seg, parts, lock)
     for t, sl in zip(tables, parts):
         t["tr"] = tr[sl]                 # the capture's time ranks (tcp.columns.rank_span)
     del tr
@@ -156,10 +156,7 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
         mine = run(tables[big])
         out = [mine if i == big else rest[i].result() for i in range(len(parts))]
     ft, rtt = ({k: np.concatenate([o[j][k] for o in out]) for k in out[0][j]} for j in (0, 1))
-    for name in _WINDOW_COLUMNS:
-        if name not in seg and all(name in t for t in tables):
-            seg[name] = np.concatenate([t.pop(name) for t in tables])
-            seg.thunks.pop(name, None)
+    join_parts(seg, tables, _WINDOW_COLUMNS)
     inf = [t.inferred for t in tables]
     seg.inferred = {"row": np.concatenate([i["row"] + sl.start for i, sl in zip(inf, parts)]),
                     "fd": np.concatenate([i["fd"] for i in inf]), "bytes": np.concatenate([i["bytes"] for i in inf])}

@@ -236,14 +236,15 @@ def frame_getter(n: int, cols: dict, consume: bool = False):
     the frame table's nullable column ``.to_numpy(dtype, na_value=fill)`` gives them.
     With ``consume``, a column is removed from ``cols`` once read (its memory goes back
     to the analysis: a lower peak for a capture analysed once) and reading it again
-    raises KeyError.
+    raises KeyError. ``get.peek`` reads without consuming, ``get.drop(name)`` consumes
+    (frees) a column without reading it.
     """
     from sniffsync.decode.schema import COLUMNS
     schema = {c.name: c.dtype for c in COLUMNS}
 
     all_valid, consumed = {}, set()
 
-    def get(name, fill, dtype, rows=None):
+    def read(name, fill, dtype, rows=None, keep=False):
         if rows is not None and len(rows) == n and (n == 0 or rows[-1] == n - 1):
             rows = None                   # every frame, in order: no gather
         size = n if rows is None else len(rows)
@@ -251,9 +252,9 @@ def frame_getter(n: int, cols: dict, consume: bool = False):
             raise KeyError(f"frame column {name} was read already (consumed)")
         if name not in cols:              # e.g. 802.11 fields of a wired capture: no memory
             return np.broadcast_to(np.asarray(fill, dtype), (size,))
-        if consume:
+        if consume and not keep:
             consumed.add(name)
-        v, ok = cols.pop(name) if consume else cols[name]
+        v, ok = cols.pop(name) if consume and not keep else cols[name]
         if ok is not None and all_valid.setdefault(name, bool(ok.all())):
             ok = None
         v = np.asarray(v) if rows is None else np.asarray(v)[rows]
@@ -264,6 +265,17 @@ def frame_getter(n: int, cols: dict, consume: bool = False):
             return v
         ok = ok if rows is None else ok[rows]
         return v if ok.all() else np.where(ok, v, np.asarray(fill, dtype))
+
+    def get(name, fill, dtype, rows=None):
+        return read(name, fill, dtype, rows)
+
+    def drop(name):
+        if consume and name in cols:
+            consumed.add(name)
+            del cols[name]
+    # several threads may each gather their rows of a column (peek), then drop it once
+    get.peek = lambda name, fill, dtype, rows=None: read(name, fill, dtype, rows, keep=True)
+    get.drop = drop
     return get
 
 
