@@ -140,13 +140,10 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     """:func:`_analyze` of each part of whole flows on its own thread; the flow table and
     RTT samples concatenated in part order (= fd order, as one table gives them), and the
     segment columns :func:`run_tables` reads and ``seg.inferred`` put together in ``seg``."""
-    tr = seg["tr"] if "tr" in seg else time_rank(seg["row"], seg["ts_ns"])
+    if "tr" not in seg:                  # the capture's time ranks, computed by a group
+        seg.thunks["tr"] = lambda: time_rank(seg["row"], seg["ts_ns"])
     end_ns = capture_end_ns(seg["ts_ns"])
-    lock = threading.RLock()
-    tables = part_tables(seg, parts, lock)
-    for t, sl in zip(tables, parts):
-        t["tr"] = tr[sl]                 # the capture's time ranks (tcp.columns.rank_span)
-    del tr
+    tables = part_tables(seg, parts, threading.RLock())
 
     def run(t):
         return _analyze(t, min_rto_ns, lean=True, end_ns=end_ns, release=False, horizon_ns=horizon_ns)

@@ -132,7 +132,8 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     (:func:`sniffsync.tcp.holes.inferred_arrays`).
     """
     n = len(seg["fd"])
-    seg["tr"] = seg["tr"] if "tr" in seg else time_rank(seg["row"], seg["ts_ns"])
+    if "tr" not in seg and "tr" not in getattr(seg, "thunks", ()):    # (a thunk: a group's share)
+        seg["tr"] = time_rank(seg["row"], seg["ts_ns"])
     live = live_tcp(seg)
     flags = seg["flags"]
     a = _AckRows(seg, live)

@@ -206,7 +206,8 @@ def part_tables(seg: Lazy, parts: list, lock) -> list:
     when the getter can read without consuming (``get.peek``: the parts gather at once;
     the column is freed once every part has), else computed once on ``seg`` (under
     ``lock``) and sliced, as other lazy columns. MAC duplicates are marked on each part
-    (an MPDU identity includes its fd). No ``tr``.
+    (an MPDU identity includes its fd). Time ranks ``tr`` are the capture's
+    (:func:`sniffsync.tcp.columns.rank_span`), computed by the first group that needs them.
     """
     get, idx = getattr(seg, "frame", (None, None))
     peek = getattr(get, "peek", None)
@@ -227,7 +228,7 @@ def part_tables(seg: Lazy, parts: list, lock) -> list:
 
     tables = []
     for sl in parts:
-        part = Lazy({k: v[sl] for k, v in dict.items(seg) if k != "tr"})
+        part = Lazy({k: v[sl] for k, v in dict.items(seg)})
         part.thunks = {k: (lambda k=k, sl=sl: shared(k, sl)) for k in seg.thunks}
         if peek is not None:
             part.thunks.update({k: (lambda k=k, rows=idx[sl]: gather(k, rows))
