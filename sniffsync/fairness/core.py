@@ -250,9 +250,11 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
                       max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
     del events
     starts = t0 + step_ns * ks
-    qd = window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
-    units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
-    st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
+    with pool(2, limit=1) as ex:         # the RTT samples' quantiles beside the goodput sums
+        qd = ex.submit(window_quantiles, rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
+        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
+        st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
+        qd = qd.result()
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
     jt["why"] = why_texts(j, st, units, names, good, active, below)
     jt["window"] = ks                    # grid index: window k starts at t0 + k * step
