@@ -66,12 +66,13 @@ def ethernet_pcap(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("kind", ["A-nearAP", "B-nearSTA1", "wired"])
+@pytest.mark.parametrize("kind", ["A-nearAP", "B-nearSTA1", "B-nearSTA1 command", "wired"])
 def test_split_analysis_equals_one_table(kind, ethernet_pcap, split, monkeypatch):
     def caps():
-        if kind != "wired":
+        if kind in ("A-nearAP", "B-nearSTA1"):        # the API's path: a frame table
             return [Capture.from_frame(read_capture(NS3.format(kind)))]
-        return list(_captures([ethernet_pcap]))       # the command's path: columns consumed as read
+        # the command's path: columns consumed as read (each group gathers its rows)
+        return list(_captures([ethernet_pcap if kind == "wired" else NS3.format(kind.split()[0])]))
     with monkeypatch.context() as mp:
         mp.setenv("SNIFFSYNC_THREADS", "1")
         one, runs1 = _report(caps())
@@ -87,4 +88,5 @@ def test_split_analysis_equals_one_table(kind, ethernet_pcap, split, monkeypatch
             assert a[k].dtype == b[k].dtype
     fl = runs1[0]["flows"]         # the parts had work: RTT samples, bytes across holes, MAC duplicates
     assert (fl["rtt_samples"] > 0).sum() >= 2
-    assert {"A-nearAP": fl["inferred_bytes"], "B-nearSTA1": fl["mac_duplicates"]}.get(kind, np.ones(1)).sum() > 0
+    assert {"A-nearAP": fl["inferred_bytes"], "B-nearSTA1": fl["mac_duplicates"],
+            "B-nearSTA1 command": fl["mac_duplicates"]}.get(kind, np.ones(1)).sum() > 0
