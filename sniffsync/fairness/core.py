@@ -23,7 +23,7 @@ from sniffsync.tcp.acks import RETX_NAMES, ack_arrays, time_rank
 from sniffsync.tcp.columns import flow_parts, group_median
 from sniffsync.tcp.flows import capture_end_ns, flow_arrays, outstanding_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, handshake_arrays, rtt_arrays
-from sniffsync.tcp.segments import join_parts, part_tables, segment_arrays
+from sniffsync.tcp.segments import copy_part, join_parts, part_tables, segment_arrays
 from sniffsync.tcp.sequence import classify_arrays
 
 __all__ = ["Capture", "DEFINITIONS", "TABLES", "PROTO_NAMES", "STAMPS", "queue_delay", "analyze_arrays",
@@ -142,22 +142,25 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     segment columns :func:`run_tables` reads and ``seg.inferred`` put together in ``seg``."""
     if "tr" not in seg:                  # the capture's time ranks, computed by a group
         seg.thunks["tr"] = lambda: time_rank(seg["row"], seg["ts_ns"])
-    end_ns = capture_end_ns(seg["ts_ns"])
-    tables = part_tables(seg, parts, threading.RLock())
+    n, end_ns, lock, copied = len(seg["fd"]), capture_end_ns(seg["ts_ns"]), threading.RLock(), {}
+    tables = part_tables(seg, parts, lock)
 
-    def run(t):
-        return _analyze(t, min_rto_ns, lean=True, end_ns=end_ns, release=False, horizon_ns=horizon_ns)
+    def run(i):
+        out = _analyze(tables[i], min_rto_ns, lean=True, end_ns=end_ns, release=False, horizon_ns=horizon_ns)
+        copy_part(tables[i], parts[i], n, _WINDOW_COLUMNS, copied, lock)     # (on this part's thread)
+        return out
     big = max(range(len(parts)), key=lambda i: parts[i].stop - parts[i].start)
     with pool(len(parts) - 1, limit=len(parts) - 1) as ex:    # the largest part on this thread
-        rest = {i: ex.submit(run, t) for i, t in enumerate(tables) if i != big}
-        mine = run(tables[big])
+        rest = {i: ex.submit(run, i) for i in range(len(parts)) if i != big}
+        mine = run(big)
         out = [mine if i == big else rest[i].result() for i in range(len(parts))]
     ft, rtt = ({k: np.concatenate([o[j][k] for o in out]) for k in out[0][j]} for j in (0, 1))
-    join_parts(seg, tables, _WINDOW_COLUMNS)
+    join_parts(seg, tables, _WINDOW_COLUMNS, copied)
     inf = [t.inferred for t in tables]
     seg.inferred = {"row": np.concatenate([i["row"] + sl.start for i, sl in zip(inf, parts)]),
                     "fd": np.concatenate([i["fd"] for i in inf]), "bytes": np.concatenate([i["bytes"] for i in inf])}
-    del tables, out
+    tables.clear()                        # (the groups' columns: freed before the trim)
+    del out
     release_free_heap()
     return ft, rtt
 

@@ -25,7 +25,7 @@ import numpy as np
 from sniffsync.tcp.columns import Lazy, group_starts, is_sorted, lex_order
 
 __all__ = ["TH_FIN", "TH_SYN", "TH_RST", "TH_ACK", "DEDUP_MAX_GAP_NS", "SEG_COLUMNS",
-           "segment_arrays", "part_tables", "join_parts", "is_proto", "live_tcp", "dedup_mac"]
+           "segment_arrays", "part_tables", "copy_part", "join_parts", "is_proto", "live_tcp", "dedup_mac"]
 
 TH_FIN, TH_SYN, TH_RST, TH_ACK = 0x01, 0x02, 0x04, 0x10
 DEDUP_MAX_GAP_NS = 1_000_000_000  # MAC copies of one MPDU are never a second apart
@@ -241,14 +241,32 @@ def part_tables(seg: Lazy, parts: list, lock) -> list:
     return tables
 
 
-def join_parts(seg: Lazy, tables: list, keep) -> None:
+def copy_part(part: Lazy, sl: slice, n: int, keep, into: dict, lock) -> None:
+    """On a part's own thread, once it ran: its columns of ``keep`` (not broadcast from a
+    fill value) copied into ``into``'s full-length arrays (``name -> (array, slices
+    done)``, created by the first part), so that :func:`join_parts` need not concatenate."""
+    for name in keep:
+        v = part.get(name) if name in part else None
+        if v is None or v.strides == (0,):
+            continue
+        with lock:
+            full, done = into.setdefault(name, (np.empty(n, v.dtype), []))
+        if full.dtype == v.dtype:
+            full[sl] = v
+            done.append(sl)
+
+
+def join_parts(seg: Lazy, tables: list, keep, copied=None) -> None:
     """After the parts of :func:`part_tables` ran: the columns in ``keep`` that every part
-    computed become ``seg``'s (concatenated; a column broadcast from a fill value stays
-    lazy); frame columns the parts gathered and ``seg`` does not keep are freed."""
+    computed become ``seg``'s (copied by :func:`copy_part`, else concatenated; a column
+    broadcast from a fill value stays lazy); frame columns the parts gathered and ``seg``
+    does not keep are freed."""
+    copied = copied or {}
     for name in keep:
         if name not in seg and all(name in t for t in tables) and \
                 not any(t[name].strides == (0,) for t in tables):
-            seg[name] = np.concatenate([t.pop(name) for t in tables])
+            full, done = copied.get(name, (None, ()))
+            seg[name] = full if len(done) == len(tables) else np.concatenate([t[name] for t in tables])
             seg.thunks.pop(name, None)
     get = getattr(seg, "frame", (None,))[0]
     if getattr(get, "peek", None) is None:
