@@ -17,8 +17,8 @@ from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, skipping
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
 from sniffsync.runtime import pool, release_free_heap, workers
-from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summarize, trailing_min,
-                                        window_quantiles, window_sums)
+from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, last_window, summarize,
+                                        trailing_min, window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays, time_rank
 from sniffsync.tcp.columns import flow_parts, group_median
 from sniffsync.tcp.flows import capture_end_ns, flow_arrays, outstanding_arrays
@@ -245,19 +245,29 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     if not data.any():
         raise NoDataError("no TCP/UDP data segments in the capture")
     t0 = int(ft["first_ns"][data].min()) if t0_ns is None else int(t0_ns)
-    prepared = data_units(seg, ft)
-    # only the windows that hold a goodput or throughput event (bounded by the frames)
-    _, lut, live = prepared
-    events = np.concatenate([_goodput_events(seg, lut, live)[1], seg["ts_ns"][live]])
-    ks = data_windows(events, t0, int(ft["last_ns"][data].max()), window_ns, step_ns,
-                      max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
-    del events
-    starts = t0 + step_ns * ks
-    with pool(2, limit=1) as ex:         # the RTT samples' quantiles beside the goodput sums
-        qd = ex.submit(window_quantiles, rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
+    t_last = int(ft["last_ns"][data].max())
+    with pool(2, limit=1) as ex:         # the RTT samples' quantiles beside the windows' sums
+        # on every window of a grid not much longer than the samples (a window's quantiles
+        # depend on its samples only: the listed windows' rows are taken below), so they
+        # start before the windows holding data are known
+        k_all = last_window(t0, t_last, window_ns, step_ns) + 1
+        every = k_all <= 4 * len(rtt["ts_ns"]) + 4096
+
+        def quantiles(starts):
+            return ex.submit(window_quantiles, rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
+        qd = quantiles(t0 + step_ns * np.arange(k_all, dtype=np.int64)) if every else None
+        prepared = data_units(seg, ft)
+        # only the windows that hold a goodput or throughput event (bounded by the frames)
+        _, lut, live = prepared
+        events = np.concatenate([_goodput_events(seg, lut, live)[1], seg["ts_ns"][live]])
+        ks = data_windows(events, t0, t_last, window_ns, step_ns,
+                          max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
+        del events
+        starts = t0 + step_ns * ks
+        qd = qd or quantiles(starts)
         units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
         st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
-        qd = qd.result()
+        qd = qd.result()[ks] if every else qd.result()
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
     jt["why"] = why_texts(j, st, units, names, good, active, below)
     jt["window"] = ks                    # grid index: window k starts at t0 + k * step

@@ -12,7 +12,7 @@ import numpy as np
 
 from sniffsync.errors import UsageError
 
-__all__ = ["window_starts", "data_windows", "window_sums", "jain", "summarize", "cdf_arrays", "window_quantiles",
+__all__ = ["window_starts", "last_window", "data_windows", "window_sums", "jain", "summarize", "cdf_arrays", "window_quantiles",
            "trailing_min"]
 
 
@@ -22,6 +22,12 @@ def window_starts(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> n
         raise UsageError("window and step must be positive")
     k = max(1, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns) + 1)
     return t0_ns + step_ns * np.arange(k, dtype=np.int64)
+
+
+def last_window(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> int:
+    """Grid index of the last window :func:`data_windows` may list: the first that reaches
+    past ``t_last_ns`` (0 at least)."""
+    return max(0, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns))
 
 
 def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int,
@@ -37,7 +43,7 @@ def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, 
     """
     if window_ns <= 0 or step_ns <= 0:
         raise UsageError("window and step must be positive")
-    k_max = max(0, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns))
+    k_max = last_window(t0_ns, t_last_ns, window_ns, step_ns)
     ts = np.asarray(ts_ns, np.int64)
     if k_max < 4 * len(ts) + 4096:
         return _marked_windows(ts, t0_ns, k_max, window_ns, step_ns, max_windows)
