@@ -12,7 +12,7 @@ import numpy as np
 
 from sniffsync.errors import UsageError
 
-__all__ = ["window_starts", "data_windows", "window_sums", "jain", "summarize", "cdf_arrays", "window_quantiles",
+__all__ = ["window_starts", "last_window", "data_windows", "window_sums", "jain", "summarize", "cdf_arrays", "window_quantiles",
            "trailing_min"]
 
 
@@ -22,6 +22,12 @@ def window_starts(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> n
         raise UsageError("window and step must be positive")
     k = max(1, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns) + 1)
     return t0_ns + step_ns * np.arange(k, dtype=np.int64)
+
+
+def last_window(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> int:
+    """Grid index of the last window :func:`data_windows` may list: the first that reaches
+    past ``t_last_ns`` (0 at least)."""
+    return max(0, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns))
 
 
 def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int,
@@ -37,7 +43,7 @@ def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, 
     """
     if window_ns <= 0 or step_ns <= 0:
         raise UsageError("window and step must be positive")
-    k_max = max(0, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns))
+    k_max = last_window(t0_ns, t_last_ns, window_ns, step_ns)
     ts = np.asarray(ts_ns, np.int64)
     if k_max < 4 * len(ts) + 4096:
         return _marked_windows(ts, t0_ns, k_max, window_ns, step_ns, max_windows)
@@ -67,13 +73,34 @@ def _event_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int):
 
 
 def _marked_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int, max_windows) -> np.ndarray:
-    """:func:`data_windows` on a grid not much longer than the events: each event's windows
-    marked by +1/-1 at their ends and a running sum (no sort of the events)."""
-    lo, hi = _event_windows(ts, t0_ns, k_max, window_ns, step_ns)
-    if not len(lo):
+    """:func:`data_windows` on a grid not much longer than the events (no sort of them).
+
+    An event's windows depend only on its step bin ``q`` and on whether its offset in
+    the bin reaches the window's remainder ``w0`` (window = m * step + w0): windows
+    ``max(q - m + late, 0) .. min(q, k_max)``. So the events mark their (bin, late)
+    cells (one division each), and only the occupied cells' windows are marked by
+    +1/-1 at their ends and a running sum.
+    """
+    d = ts[(ts >= t0_ns) & (ts < t0_ns + k_max * step_ns + window_ns)]
+    d -= t0_ns
+    if not len(d):
         return np.zeros(1, np.int64)
+    q = d // step_ns
+    d -= q * step_ns                                 # offset in the bin
+    m, w0 = divmod(window_ns, step_ns)
+    q *= 2
+    q += d >= w0
+    cell = np.flatnonzero(np.bincount(q))            # occupied (bin, late) cells
+    del d, q
+    b = cell >> 1
+    hi = np.minimum(b, k_max)
+    lo = np.maximum(b - m + (cell & 1), 0)
+    ok = lo <= hi
+    lo, hi = lo[ok], hi[ok]
     mark = np.bincount(lo, minlength=k_max + 2) - np.bincount(hi + 1, minlength=k_max + 2)
     ks = np.flatnonzero(np.cumsum(mark[:k_max + 1]) > 0)
+    if not len(ks):
+        return np.zeros(1, np.int64)
     if max_windows is not None and len(ks) > max_windows:
         raise UsageError(f"{len(ks)} windows of {window_ns / 1e9:g} s every {step_ns / 1e9:g} s hold data: "
                          f"more than {max_windows} (use a larger --step)")
