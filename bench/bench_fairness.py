@@ -143,7 +143,10 @@ def timed(cmd, env=None, label=None) -> float:
     import resource
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    # from a neutral directory: `python -m` puts the working directory first on sys.path,
+    # so run from a checkout it would time that checkout whatever PYTHONPATH says
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=env, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - t
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.setdefault(label, []).append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
@@ -223,7 +226,7 @@ def main(argv=None) -> int:
     ours, theirs, peer = [], [], []
     for i in range(max(args.repeat, args.tshark_repeat if tshark else 0)):
         if i < args.repeat:
-            ours.append(timed(ours_cmd, label="ours"))
+            ours.append(timed(ours_cmd, _tree_env(os.path.join(HERE, "..")), label="ours"))
             if args.peer:
                 peer.append(timed(peer_cmd, _tree_env(args.peer), label="peer"))
         if tshark and i < args.tshark_repeat:
