@@ -248,7 +248,7 @@ def best_copy(group, sniffer, sig) -> np.ndarray:
 def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarray | None,
                  group: np.ndarray, synced: np.ndarray, n_sniffers: int,
                  keep_duplicates: bool = False, best=None, consume: bool = False,
-                 retimed=None) -> pd.DataFrame:
+                 retimed=None, clusters=None) -> pd.DataFrame:
     """One row per group (the strongest copy), or every copy with ``keep_duplicates``.
 
     Adds ``sniffers_heard`` (bitmask), ``n_heard``, ``best_sniffer``, ``merged_id``,
@@ -259,6 +259,8 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     ``retimed`` (:class:`sniffsync.sync.retime.Retimed`, its shift already in
     ``common_ns``/``tsft_common``): the group's time is the mean of its least-error
     copies, and ``ts_err_ns``/``ts_src`` are added (:func:`_provenance`).
+    ``clusters``: :func:`sniffsync.sync.ampdu.ppdu_clusters` of these rows when already
+    computed, or a future of it (a thread works on it while this starts).
     """
     n = len(df)
     sniffer = df["sniffer"].to_numpy(np.int64)
@@ -271,7 +273,9 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     top, low = (np.ones(n, bool), None) if retimed is None else _best_source(group, retimed.src, ng)
     t_mean = group_mean(group, common_ns, ng, top)
     # subframes of one A-MPDU: one time (the mean of all their copies), the air's order
-    _, rank, t_cl = ppdu_clusters(sniffer, common_ns, group, ng)
+    if clusters is None:
+        clusters = ppdu_clusters(sniffer, common_ns, group, ng)
+    _, rank, t_cl = clusters.result() if hasattr(clusters, "result") else clusters
     t_mean = np.where(t_cl >= 0, t_cl, t_mean)
     best = best_copy(group, sniffer, sig) if best is None else best
     rows = np.arange(n) if keep_duplicates else best

@@ -20,6 +20,7 @@ from airtime.columns import GROUPING_COLUMNS
 from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
+from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import hash_key
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
@@ -221,16 +222,18 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     del best_ns
     del ts_ns
     say("build merged table")
-    best = best_copy(group, df["sniffer"].to_numpy(np.int64),
-                     df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
-    n_out = len(df) if keep_duplicates else len(best)
     sniffer = df["sniffer"].to_numpy(np.int64)
+    # the A-MPDU clusters, then the report (reads only) on threads beside the merged table
+    with runtime.pool(2) as ex:
+        ng = int(group.max()) + 1 if len(group) else 0
+        clusters = ex.submit(ppdu_clusters, sniffer, common_epoch, group, ng)
+        best = best_copy(group, sniffer, df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
+        n_out = len(df) if keep_duplicates else len(best)
 
-    def report_of(res, few):
-        rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
-        add_provenance(rep, rt, sniffer, res)
-        return rep
-    with runtime.pool(limit=1) as ex:    # the report (reads only) beside the merged table
+        def report_of(res, few):
+            rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+            add_provenance(rep, rt, sniffer, res)
+            return rep
         # plain arrays, not df[[...]]: a frame sharing df's blocks would make every pop of
         # merged_table (consume) copy what is left of them
         few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64),
@@ -241,7 +244,8 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
         # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
         rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
         out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
-                           consume=True, retimed=rt)
+                           consume=True, retimed=rt, clusters=clusters)
+        del clusters
         report = report.result()
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
