@@ -88,7 +88,7 @@ def test_reserve_only_where_a_map_can_write(tmp_path, monkeypatch):
         assert W._reserve(fh, 100) is None
     assert W._reserve(io.BytesIO(), 100) is None
     r, w = os.pipe()
-    with os.fdopen(r, "rb") as rf, os.fdopen(w, "w+b", buffering=0) as wf:
+    with os.fdopen(r, "rb"), os.fdopen(w, "w+b", buffering=0) as wf:
         assert W._reserve(wf, 100) is None
     with open(tmp_path / "rw", "w+b") as fh:
         fh.write(b"abc")
