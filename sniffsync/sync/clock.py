@@ -227,11 +227,11 @@ def _refine(f: _Fit, model: ClockModel, gate: np.ndarray, final: bool):
     with runtime.pool(limit=1) as ex:    # the pairs' weight shares beside the fit's set-up
         P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, ex=ex)
         del cid, i, j                    # the fit's peak memory sets much of its time
-        return _refit(f, P, final)
+        return _refit(f, P, gate, final)
 
 
-def _refit(f: _Fit, P: _Pairs, final: bool):
-    """The fit of :func:`_refine` on its pairs ``P``."""
+def _refit(f: _Fit, P: _Pairs, gate: np.ndarray, final: bool):
+    """The fit of :func:`_refine` on its pairs ``P`` (``gate``: kept when no pair is left)."""
     nclk = len(f.clocks)
     per_clock = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
     knots = _knots(f.clocks, per_clock, f.knot_ns, f.max_knots, linear=False)
