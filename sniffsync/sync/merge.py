@@ -122,22 +122,29 @@ def _validate(paths, tables):
             if p in real[:i]:
                 raise UsageError(f"{paths[i]}: the same file is given twice")
     for s, t in enumerate(tables):
-        name = paths[s] if paths is not None else f"table {s}"
-        if len(t) == 0:
-            raise CaptureError(f"{name}: no frames")
-        lt = np.unique(t["linktype"].to_numpy())
-        if not np.isin(lt, RADIO_LINKTYPES).all():
-            raise CaptureError(f"{name}: not an 802.11 capture (link type {', '.join(map(str, lt))});"
-                               " merge needs 802.11 (+radiotap) captures")
+        _check_table(paths[s] if paths is not None else f"table {s}", t)
     kinds = {int(np.unique(t["linktype"].to_numpy())[0]) for t in tables if len(t)}
     if len(kinds) > 1:
         raise CaptureError("mismatched link types: " + ", ".join(
             f"{paths[s] if paths else s}={int(t['linktype'].iloc[0])}" for s, t in enumerate(tables)))
 
 
-def _read_all(paths, columns):
+def _check_table(name, t) -> None:
+    """One clear error for an input table that cannot be merged."""
+    if len(t) == 0:
+        raise CaptureError(f"{name}: no frames")
+    lt = np.unique(t["linktype"].to_numpy())
+    if not np.isin(lt, RADIO_LINKTYPES).all():
+        raise CaptureError(f"{name}: not an 802.11 capture (link type {', '.join(map(str, lt))});"
+                           " merge needs 802.11 (+radiotap) captures")
+
+
+def _read_all(paths, columns, tsft_at=None):
     """Records, frame tables and whether each is a merged file (stamps at PPDU ends, one
-    clock) of every input (``columns``: see :func:`merge`)."""
+    clock) of every input (``columns``: see :func:`merge`). With ``tsft_at``, each table
+    is checked and aligned (:func:`_align_one`) on a thread while the next input is read,
+    and comes as a future of ``(table, what its stamps marked)``: an error is raised by
+    its ``result()``, in input order."""
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
@@ -155,14 +162,30 @@ def _read_all(paths, columns):
             return (*read_as_input(paths[s], s, want), True)
         rec, n, cols, marks = read_columns(paths[s], s, read)     # walk and decode overlap
         return rec, drop_cut_fcs(frame_table(n, cols, marks, want), snaplen), False
-    out = [one(s) for s in range(len(paths))]   # one after the other: bounded peak memory
+    out = []
+    with runtime.pool(limit=1) as ex:
+        for s in range(len(paths)):      # one after the other: bounded peak memory
+            rec, t, ends = one(s)
+            if tsft_at is not None:      # checked and aligned while the next input is read
+                t = ex.submit(_align_one, paths[s], t, tsft_at, ends)
+            out.append((rec, t, ends))
+            del t
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
 
 
-def _load(items, names, columns, say):
+def _align_one(name, t, tsft_at, ends):
+    """``(table, conv)``: ``t`` checked, its stamps moved to PPDU ends
+    (:func:`airtime.ppdu.align_to_ppdu_end`; ``ends``: they already are)."""
+    from airtime.ppdu import align_to_ppdu_end
+    _check_table(name, t)
+    return align_to_ppdu_end(t, "end" if ends else tsft_at)
+
+
+def _load(items, names, columns, say, tsft_at=None):
     """``(paths, records, tables, names, ends)`` of the inputs: files read, or the caller's
     tables copied with their ``sniffer`` column set to their index; ``ends``: per input,
-    whether its stamps already mark PPDU ends (a merged file)."""
+    whether its stamps already mark PPDU ends (a merged file). Files with ``tsft_at``:
+    futures of the aligned tables (:func:`_read_all`)."""
     paths = None if isinstance(items[0], pd.DataFrame) else [os.fspath(p) for p in items]
     _validate(paths, [])
     if paths is None:
@@ -170,7 +193,7 @@ def _load(items, names, columns, say):
         return None, None, tables, names or [f"s{s}" for s in range(len(items))], [False] * len(items)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     say(f"read {', '.join(map(os.path.basename, paths))}")
-    recs, tables, ends = _read_all(paths, columns)
+    recs, tables, ends = _read_all(paths, columns, tsft_at)
     return paths, recs, tables, names, ends
 
 
@@ -317,15 +340,22 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         again = read_merged(items[0], columns, records=True)
         if again is not None:            # one merged file: nothing to merge, as it was
             return again
-    paths, recs, tables, names, ends = _load(items, names, columns, say)
+    paths, recs, tables, names, ends = _load(items, names, columns, say, tsft_at)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    _validate(paths, tables)
     tsft_conv = None
     if tsft_at is not None:
         # every sniffer's stamps must mean the same instant: the end of the PPDU
         say("align stamps to PPDU ends")
-        tables, tsft_conv = _align(tables, tsft_at, names, ends)
+        if paths is None:
+            _validate(paths, tables)
+            tables, tsft_conv = _align(tables, tsft_at, names, ends)
+        else:                            # aligned while the next input was read
+            done = [f.result() for f in tables]
+            tables = [t for t, _ in done]
+            tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(done)}
+            del done
+    _validate(paths, tables)
     df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
