@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
-from sniffsync.sync.anchors import hash_key
+from sniffsync.sync.anchors import anchor_candidates, hash_key
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
@@ -139,12 +140,12 @@ def _check_table(name, t) -> None:
                            " merge needs 802.11 (+radiotap) captures")
 
 
-def _read_all(paths, columns, tsft_at=None):
+def _read_all(paths, columns, prep=None):
     """Records, frame tables and whether each is a merged file (stamps at PPDU ends, one
-    clock) of every input (``columns``: see :func:`merge`). With ``tsft_at``, each table
-    is checked and aligned (:func:`_align_one`) on a thread while the next input is read,
-    and comes as a future of ``(table, what its stamps marked)``: an error is raised by
-    its ``result()``, in input order."""
+    clock) of every input (``columns``: see :func:`merge`). With ``prep``, each table
+    goes to ``prep(s, table, ends)`` on a thread while the next input is read
+    (:func:`_prepare`) and comes as a future of its result: an error is raised by its
+    ``result()``, in input order."""
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
@@ -166,26 +167,49 @@ def _read_all(paths, columns, tsft_at=None):
     with runtime.pool(limit=1) as ex:
         for s in range(len(paths)):      # one after the other: bounded peak memory
             rec, t, ends = one(s)
-            if tsft_at is not None:      # checked and aligned while the next input is read
-                t = ex.submit(_align_one, paths[s], t, tsft_at, ends)
+            if prep is not None:         # checked and aligned while the next input is read
+                t = ex.submit(prep, s, t, ends)
             out.append((rec, t, ends))
             del t
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
 
 
-def _align_one(name, t, tsft_at, ends):
-    """``(table, conv)``: ``t`` checked, its stamps moved to PPDU ends
-    (:func:`airtime.ppdu.align_to_ppdu_end`; ``ends``: they already are)."""
+def _prepare(paths, tsft_at, anchors, s, t, ends):
+    """``(table, conv, candidates)`` of input ``s``: ``t`` checked, its stamps moved to
+    PPDU ends (:func:`airtime.ppdu.align_to_ppdu_end`, with what they marked; ``ends``:
+    they already do; ``tsft_at=None``: left), and its anchor candidates
+    (:func:`sniffsync.sync.anchors.anchor_candidates`: rows of ``t``)."""
     from airtime.ppdu import align_to_ppdu_end
-    _check_table(name, t)
-    return align_to_ppdu_end(t, "end" if ends else tsft_at)
+    _check_table(paths[s], t)
+    conv = {}
+    if tsft_at is not None:
+        t, conv = align_to_ppdu_end(t, "end" if ends else tsft_at)
+    return t, conv, anchor_candidates(t, anchors)
 
 
-def _load(items, names, columns, say, tsft_at=None):
+def _join_candidates(parts, sizes) -> tuple:
+    """The anchor candidates of the concatenated tables from each table's (``sizes``: their
+    rows): the rows of a kind, then of the next, each kind in row order -- what
+    :func:`sniffsync.sync.anchors.anchor_candidates` gives on the concatenated table."""
+    base = np.cumsum([0, *sizes[:-1]])
+    n_kinds = max((int(kind.max()) + 1 for _, kind, _ in parts if len(kind)), default=0)
+    rows, kinds, keys = [], [], []
+    for k in range(n_kinds):             # per kind, per table
+        for (r, kind, key), b in zip(parts, base):
+            lo, hi = np.searchsorted(kind, [k, k + 1])      # a table's rows come kind by kind
+            rows.append(r[lo:hi] + b)
+            kinds.append(kind[lo:hi])
+            keys.append(key[lo:hi])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.uint64)
+    return np.concatenate(rows), np.concatenate(kinds), np.concatenate(keys)
+
+
+def _load(items, names, columns, say, prep=None):
     """``(paths, records, tables, names, ends)`` of the inputs: files read, or the caller's
     tables copied with their ``sniffer`` column set to their index; ``ends``: per input,
-    whether its stamps already mark PPDU ends (a merged file). Files with ``tsft_at``:
-    futures of the aligned tables (:func:`_read_all`)."""
+    whether its stamps already mark PPDU ends (a merged file). Files with ``prep``:
+    futures of its results (:func:`_read_all`)."""
     paths = None if isinstance(items[0], pd.DataFrame) else [os.fspath(p) for p in items]
     _validate(paths, [])
     if paths is None:
@@ -193,7 +217,7 @@ def _load(items, names, columns, say, tsft_at=None):
         return None, None, tables, names or [f"s{s}" for s in range(len(items))], [False] * len(items)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     say(f"read {', '.join(map(os.path.basename, paths))}")
-    recs, tables, ends = _read_all(paths, columns, tsft_at)
+    recs, tables, ends = _read_all(paths, columns, prep)
     return paths, recs, tables, names, ends
 
 
@@ -208,12 +232,14 @@ def _align(tables, tsft_at, names, ends):
 
 
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say, window_ns=None):
-    """The merged table and report of the concatenated table ``df`` (emptied on the way)."""
+                    names, say, window_ns=None, found=None):
+    """The merged table and report of the concatenated table ``df`` (emptied on the way;
+    ``found``: its anchor candidates when known)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
-        cand = ex.submit(sync_candidates, df, anchors)
+        cand = ex.submit(sync_candidates, df, anchors, found)
+        del found
         clocks = local_clocks(df)
         key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
@@ -340,28 +366,32 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         again = read_merged(items[0], columns, records=True)
         if again is not None:            # one merged file: nothing to merge, as it was
             return again
-    paths, recs, tables, names, ends = _load(items, names, columns, say, tsft_at)
+    prep = None if isinstance(items[0], pd.DataFrame) else \
+        partial(_prepare, [os.fspath(p) for p in items], tsft_at, anchors)
+    paths, recs, tables, names, ends = _load(items, names, columns, say, prep)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    tsft_conv = None
+    tsft_conv = cand = None
+    # every sniffer's stamps must mean the same instant: the end of the PPDU
     if tsft_at is not None:
-        # every sniffer's stamps must mean the same instant: the end of the PPDU
         say("align stamps to PPDU ends")
-        if paths is None:
-            _validate(paths, tables)
-            tables, tsft_conv = _align(tables, tsft_at, names, ends)
-        else:                            # aligned while the next input was read
-            done = [f.result() for f in tables]
-            tables = [t for t, _ in done]
-            tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(done)}
-            del done
+    if paths is not None:                # checked, aligned, candidates found while reading
+        done = [f.result() for f in tables]
+        tables = [t for t, _, _ in done]
+        if tsft_at is not None:
+            tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
+        cand = _join_candidates([c for _, _, c in done], [len(t) for t in tables])
+        del done
+    elif tsft_at is not None:
+        _validate(paths, tables)
+        tables, tsft_conv = _align(tables, tsft_at, names, ends)
     _validate(paths, tables)
     df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
-                                  None if window_s is None else _window_ns(window_s))
+                                  None if window_s is None else _window_ns(window_s), cand)
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv
