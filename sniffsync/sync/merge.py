@@ -234,12 +234,11 @@ def _align(tables, tsft_at, names, ends):
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
                     names, say, window_ns=None, found=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way;
-    ``found``: its anchor candidates when known)."""
+    ``found``: a list holding its anchor candidates when known, emptied)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
-        cand = ex.submit(sync_candidates, df, anchors, found)
-        del found
+        cand = ex.submit(sync_candidates, df, anchors, found.pop() if found else None)
         clocks = local_clocks(df)
         key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
@@ -272,8 +271,9 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     del ts_ns
     say("build merged table")
     sniffer = df["sniffer"].to_numpy(np.int64)
-    # the A-MPDU clusters, then the report (reads only) on threads beside the merged table
-    with runtime.pool(2) as ex:
+    # the A-MPDU clusters, then the report (reads only), on a thread beside the merged table
+    # (one after the other: their temporaries are not held at once)
+    with runtime.pool(limit=1) as ex:
         ng = int(group.max()) + 1 if len(group) else 0
         clusters = ex.submit(ppdu_clusters, sniffer, common_epoch, group, ng)
         best = best_copy(group, sniffer, df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
@@ -371,7 +371,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     paths, recs, tables, names, ends = _load(items, names, columns, say, prep)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    tsft_conv = cand = None
+    tsft_conv, found = None, []          # found: the anchor candidates, when known
     # every sniffer's stamps must mean the same instant: the end of the PPDU
     if tsft_at is not None:
         say("align stamps to PPDU ends")
@@ -380,8 +380,8 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         tables = [t for t, _, _ in done]
         if tsft_at is not None:
             tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
-        cand = _join_candidates([c for _, _, c in done], [len(t) for t in tables])
-        del done
+        found.append(_join_candidates([c for _, _, c in done], [len(t) for t in tables]))
+        del done                         # (the per-input candidates)
     elif tsft_at is not None:
         _validate(paths, tables)
         tables, tsft_conv = _align(tables, tsft_at, names, ends)
@@ -391,7 +391,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     del tables                          # only the concatenated table stays alive
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
-                                  None if window_s is None else _window_ns(window_s), cand)
+                                  None if window_s is None else _window_ns(window_s), found)
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv
