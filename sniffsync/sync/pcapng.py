@@ -230,6 +230,11 @@ def _reserve(fh, size: int):
         if exc.errno in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV):
             return None
         raise
+    try:                                 # a file system that cannot map it shared: written
+        o0 = start - start % mmap.ALLOCATIONGRANULARITY
+        mmap.mmap(fd, start + size - o0, offset=o0).close()
+    except (OSError, ValueError):        # (the write fills the reserved bytes exactly)
+        return None
     return fd, start
 
 

@@ -95,6 +95,12 @@ def test_reserve_only_where_a_map_can_write(tmp_path, monkeypatch):
         assert W._reserve(fh, 100) == (fh.fileno(), 3)
         assert os.fstat(fh.fileno()).st_size == 103
 
+    def no_map(*a, **k):
+        raise OSError(errno.ENODEV, "No such device")
+    with monkeypatch.context() as m, open(tmp_path / "nomap", "w+b") as fh:
+        m.setattr(W.mmap, "mmap", no_map)
+        assert W._reserve(fh, 100) is None
+
     def full(*a):
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(os, "posix_fallocate", full)
