@@ -215,14 +215,14 @@ def _reserve(fh, size: int):
     for reading and writing, or a system or file system without ``posix_fallocate``)."""
     if size < MAP_MIN_BYTES or not hasattr(os, "posix_fallocate"):
         return None
+    import fcntl                         # POSIX, as posix_fallocate
     try:
         fd = fh.fileno()
-        import fcntl
         if not stat.S_ISREG(os.fstat(fd).st_mode) or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDWR:
             return None
         fh.flush()
         start = fh.tell()
-    except (AttributeError, OSError, ValueError, ImportError):   # io.UnsupportedOperation is both
+    except (AttributeError, OSError, ValueError):   # io.UnsupportedOperation is both of the last
         return None
     try:
         os.posix_fallocate(fd, start, size)
