@@ -74,11 +74,13 @@ def copy_gates(res, gate_ns: float) -> np.ndarray:
 
 
 def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
-                 gate_ns: float, key=None, clock=None, clock_gate_ns=None) -> np.ndarray:
+                 gate_ns: float, key=None, clock=None, clock_gate_ns=None, by_key=None) -> np.ndarray:
     """Group id per frame: frames with one content key, within the gate, one per sniffer.
 
     Frames of unsynced clocks (``synced`` False) are never grouped with others.
-    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed. ``clock`` (per frame)
+    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed, ``by_key`` its
+    :func:`sniffsync.sync.anchors.key_order` (then the clustering re-sorts only inside
+    runs of one key; the same clusters). ``clock`` (per frame)
     and ``clock_gate_ns`` (per clock, :func:`copy_gates`): clocks with a gate wider
     than ``gate_ns`` are attached after the others (module docstring).
     """
@@ -89,7 +91,8 @@ def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
     key = np.where(synced, key, np.arange(len(df), dtype=np.uint64) * np.uint64(0x9E3779B1) + np.uint64(1))
     wide_gate = None if clock is None or clock_gate_ns is None else np.asarray(clock_gate_ns)[clock]
     if wide_gate is None or not (synced & (wide_gate > gate_ns)).any():
-        return cluster(key, t, sniffer, gate_ns)
+        # the key order holds while no key was replaced above
+        return cluster(key, t, sniffer, gate_ns, by_key if synced.all() else None)
     tight = ~synced | (wide_gate <= gate_ns)
     group = np.full(len(df), -1, np.int64)
     group[tight] = cluster(key[tight], t[tight], sniffer[tight], gate_ns)

@@ -22,7 +22,7 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
-from sniffsync.sync.anchors import anchor_candidates, hash_key
+from sniffsync.sync.anchors import anchor_candidates, hash_key, key_order
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
@@ -231,6 +231,14 @@ def _align(tables, tsft_at, names, ends):
     return [t for t, _ in done], {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(done)}
 
 
+def _merge_key(cols: pd.DataFrame, sort: bool) -> tuple:
+    """The copies' content key of every row and (``sort``) its key order
+    (:func:`sniffsync.sync.anchors.key_order`): computed beside the clock fit, so the
+    matching sorts only inside runs of one key."""
+    key = hash_key(cols, MERGE_KEY)
+    return key, key_order(key) if sort else None
+
+
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
                     names, say, window_ns=None, found=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way;
@@ -240,12 +248,12 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
         cand = ex.submit(sync_candidates, df, anchors, found.pop() if found else None)
         clocks = local_clocks(df)
-        key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
+        key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
         to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
                    allow_unsynced=allow_unsynced, names=names, clocks=clocks, candidates=cand.result())
-        key, to_epoch = key.result(), to_epoch.result()
+        (key, by_key), to_epoch = key.result(), to_epoch.result()
     del cand
     del clocks, on_ref
     model = res.model
@@ -255,13 +263,13 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     say("match copies")
     gates = copy_gates(res, gate_ns)
     if window_ns is None:
-        group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, gates)
+        group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, gates, by_key)
     else:                                # windows cut on the output time before re-timing
         first_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
         group = match_windowed(df, res.common_ns, first_epoch, synced, gate_ns, key, window_ns,
                                clock=res.clock, clock_gate_ns=gates)
         del first_epoch
-    del key
+    del key, by_key
     ref_tsft = bool(model.clocks.tsft[model.reference])
     rt = retime(df, res, group, synced)   # best time per copy: TSFT, other sniffer, protocol, host
     best_ns = res.common_ns + rt.shift_ns
