@@ -55,8 +55,10 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     ppdu = np.cumsum(new) - 1                     # per row; ascends along the rows
     p_start = np.flatnonzero(new)
     g_order = order_by(group)            # = argsort(group, kind="stable")
-    g_start = np.flatnonzero(np.r_[True, group[g_order][1:] != group[g_order][:-1]])
-    g_ids = group[g_order][g_start]
+    gs = group[g_order]
+    g_start = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+    g_ids = gs[g_start]
+    del gs
     for _ in range(MAX_PASSES):                   # components: a few passes
         lab_p = np.minimum.reduceat(cluster[group], p_start)
         nxt = cluster.copy()
@@ -69,18 +71,36 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     after = p_end[ppdu] - 1 - np.arange(n)        # later subframes in this sniffer's PPDU
     np.maximum.at(rank, group, after)
     src, dst = group[:-1][link], group[1:][link]
-    edges = np.arange(len(src))
-    changed = np.zeros(n_groups, bool)
-    for _ in range(MAX_PASSES):          # only edges into a rank that just grew can grow more
-        s, cand = src[edges], rank[dst[edges]] + 1
+    _longest_paths(rank, src, dst)
+    return cluster, rank, _cluster_time(cluster, group, ppdu, p_start, common_ns, alone)
+
+
+def _longest_paths(rank, src, dst) -> None:
+    """Bellman-Ford passes, in place: ``rank[s] >= rank[d] + 1`` for every edge ``s -> d``.
+
+    Only edges into a rank that just grew can grow more: each pass takes those edges from
+    a table of the edges by ``dst`` (CSR: the edges of a grown group are one slice), so a
+    pass costs its grown groups, not all edges. Ranks only grow, by the maximum of what
+    the pass's edges offer: the edge set of each pass, not its order, sets the result.
+    """
+    if not len(src):
+        return
+    by_dst = order_by(dst)
+    src_d = src[by_dst]
+    first = np.searchsorted(dst[by_dst], np.arange(len(rank) + 1))    # CSR row starts
+    s = src                               # first pass: every edge, in edge order
+    cand = rank[dst] + 1
+    for _ in range(MAX_PASSES):
         grow = cand > rank[s]
         if not grow.any():
             break
         np.maximum.at(rank, s[grow], cand[grow])
-        changed[:] = False
-        changed[s[grow]] = True
-        edges = np.flatnonzero(changed[dst])
-    return cluster, rank, _cluster_time(cluster, group, ppdu, p_start, common_ns, alone)
+        grown = np.unique(s[grow])        # groups whose rank grew: their in-edges next
+        lo, hi = first[grown], first[grown + 1]
+        cnt = hi - lo
+        edges = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()))
+        s = src_d[edges]
+        cand = np.repeat(rank[grown], cnt) + 1
 
 
 def _cluster_time(cluster, group, ppdu, p_start, common_ns, alone) -> np.ndarray:

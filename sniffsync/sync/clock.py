@@ -43,11 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from sniffsync import runtime
 from sniffsync.errors import SyncError
 from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidates, anchor_pairs, key_order
 from sniffsync.sync.coarse import coarse_offsets
-from sniffsync.sync.fit import ClockModel, _robust_fit, clock_sigma
-from sniffsync.sync.order import order_by
+from sniffsync.sync.fit import ClockModel, _Pairs, _robust_fit, clock_sigma
 from sniffsync.sync.viahost import place_by_host
 
 __all__ = ["local_clocks", "reference_clock", "sync", "SyncResult", "place_via_host"]
@@ -167,37 +167,6 @@ def _knots(clocks, n_per_clock, knot_ns, max_knots, linear):
     return out
 
 
-class _Pairs:
-    """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id, and ``share``:
-    1 / the number of pairs with the same two stamps (the subframes of one A-MPDU share
-    one stamp, so one draw of its jitter: together they weigh as one measurement)."""
-
-    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows, share=True):
-        self.ra, self.rb = rows[i], rows[j]
-        self.ca, self.cb = a_clock[i], a_clock[j]
-        self.ta, self.tb = a_local[i], a_local[j]
-        self.kind, self.cid = a_kind[i], cid[i]
-        self.y = ((self.tb + offset[self.cb]) - (self.ta + offset[self.ca])).astype(np.float64)
-        self.share = _share(self.ca, self.ta, self.cb, self.tb) if share else 1.0
-
-
-def _share(ca, ta, cb, tb) -> np.ndarray:
-    """1 / size of each pair's group of equal (clocks, stamps), found by a 64-bit hash."""
-    if len(ca) == 0:
-        return np.ones(0)
-    with np.errstate(over="ignore"):
-        h = ta.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        h ^= (tb.astype(np.uint64) + (ca.astype(np.uint64) << np.uint64(48))) * np.uint64(0xC2B2AE3D27D4EB4F)
-        h ^= cb.astype(np.uint64) << np.uint64(56)
-    order = order_by(h)
-    hs = h[order]
-    start = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
-    count = np.diff(np.r_[start, len(hs)])
-    out = np.empty(len(h))
-    out[order] = 1.0 / np.repeat(count, count)
-    return out
-
-
 @dataclass
 class _Fit:
     """What every stage of :func:`sync` works on: the anchor candidates (rows of the
@@ -250,14 +219,20 @@ def _refine(f: _Fit, model: ClockModel, gate: np.ndarray, final: bool):
     noise from its residuals (``f.sigma``: the next stage's weights and gates). Returns
     the model, the next gate per clock, the pairs and their held-out, used and residual
     arrays."""
-    nclk = len(f.clocks)
     t_est = model.apply(f.local, f.clock)
     cid, by_cid = _cluster(f.key, t_est, f.clock, gate[f.clock], f.by_key, pairs=True)
     del t_est
     i, j = anchor_pairs(cid, f.clock, by_cid)
     del by_cid
-    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows)
-    del cid, i, j                        # the fit's peak memory sets much of its time
+    with runtime.pool(limit=1) as ex:    # the pairs' weight shares beside the fit's set-up
+        P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, ex=ex)
+        del cid, i, j                    # the fit's peak memory sets much of its time
+        return _refit(f, P, gate, final)
+
+
+def _refit(f: _Fit, P: _Pairs, gate: np.ndarray, final: bool):
+    """The fit of :func:`_refine` on its pairs ``P`` (``gate``: kept when no pair is left)."""
+    nclk = len(f.clocks)
     per_clock = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
     knots = _knots(f.clocks, per_clock, f.knot_ns, f.max_knots, linear=False)
     held = (P.cid % f.holdout == f.holdout - 1) if (final and f.holdout) else np.zeros(len(P.y), bool)
@@ -319,10 +294,11 @@ def place_via_host(res: SyncResult, local, clock, sniffer, ts_ns, allow_unsynced
     return common
 
 
-def sync_candidates(df: pd.DataFrame, anchors) -> tuple:
+def sync_candidates(df: pd.DataFrame, anchors, found=None) -> tuple:
     """``(rows, kind, key, key order)`` of the anchor candidates :func:`sync` fits on
-    (:func:`sniffsync.sync.anchors.anchor_candidates`, then the one full key sort)."""
-    rows, kind, key = anchor_candidates(df, anchors)
+    (:func:`sniffsync.sync.anchors.anchor_candidates`, or ``found`` when already known
+    (e.g. per input, joined), then the one full key sort)."""
+    rows, kind, key = anchor_candidates(df, anchors) if found is None else found
     return rows, kind, key, key_order(key)
 
 

@@ -74,11 +74,13 @@ def copy_gates(res, gate_ns: float) -> np.ndarray:
 
 
 def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
-                 gate_ns: float, key=None, clock=None, clock_gate_ns=None) -> np.ndarray:
+                 gate_ns: float, key=None, clock=None, clock_gate_ns=None, by_key=None) -> np.ndarray:
     """Group id per frame: frames with one content key, within the gate, one per sniffer.
 
     Frames of unsynced clocks (``synced`` False) are never grouped with others.
-    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed. ``clock`` (per frame)
+    ``key``: ``hash_key(df, MERGE_KEY)`` when already computed, ``by_key`` its
+    :func:`sniffsync.sync.anchors.key_order` (then the clustering re-sorts only inside
+    runs of one key; the same clusters). ``clock`` (per frame)
     and ``clock_gate_ns`` (per clock, :func:`copy_gates`): clocks with a gate wider
     than ``gate_ns`` are attached after the others (module docstring).
     """
@@ -89,7 +91,8 @@ def match_copies(df: pd.DataFrame, common_ns: np.ndarray, synced: np.ndarray,
     key = np.where(synced, key, np.arange(len(df), dtype=np.uint64) * np.uint64(0x9E3779B1) + np.uint64(1))
     wide_gate = None if clock is None or clock_gate_ns is None else np.asarray(clock_gate_ns)[clock]
     if wide_gate is None or not (synced & (wide_gate > gate_ns)).any():
-        return cluster(key, t, sniffer, gate_ns)
+        # the key order holds while no key was replaced above
+        return cluster(key, t, sniffer, gate_ns, by_key if synced.all() else None)
     tight = ~synced | (wide_gate <= gate_ns)
     group = np.full(len(df), -1, np.int64)
     group[tight] = cluster(key[tight], t[tight], sniffer[tight], gate_ns)
@@ -248,7 +251,7 @@ def best_copy(group, sniffer, sig) -> np.ndarray:
 def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarray | None,
                  group: np.ndarray, synced: np.ndarray, n_sniffers: int,
                  keep_duplicates: bool = False, best=None, consume: bool = False,
-                 retimed=None) -> pd.DataFrame:
+                 retimed=None, clusters=None) -> pd.DataFrame:
     """One row per group (the strongest copy), or every copy with ``keep_duplicates``.
 
     Adds ``sniffers_heard`` (bitmask), ``n_heard``, ``best_sniffer``, ``merged_id``,
@@ -259,6 +262,8 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     ``retimed`` (:class:`sniffsync.sync.retime.Retimed`, its shift already in
     ``common_ns``/``tsft_common``): the group's time is the mean of its least-error
     copies, and ``ts_err_ns``/``ts_src`` are added (:func:`_provenance`).
+    ``clusters``: :func:`sniffsync.sync.ampdu.ppdu_clusters` of these rows when already
+    computed, or a future of it (a thread works on it while this starts).
     """
     n = len(df)
     sniffer = df["sniffer"].to_numpy(np.int64)
@@ -271,7 +276,9 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     top, low = (np.ones(n, bool), None) if retimed is None else _best_source(group, retimed.src, ng)
     t_mean = group_mean(group, common_ns, ng, top)
     # subframes of one A-MPDU: one time (the mean of all their copies), the air's order
-    _, rank, t_cl = ppdu_clusters(sniffer, common_ns, group, ng)
+    if clusters is None:
+        clusters = ppdu_clusters(sniffer, common_ns, group, ng)
+    _, rank, t_cl = clusters.result() if hasattr(clusters, "result") else clusters
     t_mean = np.where(t_cl >= 0, t_cl, t_mean)
     best = best_copy(group, sniffer, sig) if best is None else best
     rows = np.arange(n) if keep_duplicates else best

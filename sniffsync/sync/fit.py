@@ -13,6 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from sniffsync import runtime
+from sniffsync.sync.order import order_by
+
 __all__ = ["ClockModel", "clock_sigma"]
 
 SIGMA_FLOOR_NS = 250.0        # a 1 µs stamp alone is ±0.29 µs (uniform rounding)
@@ -159,6 +162,46 @@ def _smoothness(knots, base, ref, reg_sigma_ns):
     return np.bincount(p, weights=wv, minlength=u * u).reshape(u, u)
 
 
+class _Pairs:
+    """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id, and ``share``:
+    1 / the number of pairs with the same two stamps (the subframes of one A-MPDU share
+    one stamp, so one draw of its jitter: together they weigh as one measurement)."""
+
+    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows, share=True, ex=None):
+        self.ra, self.rb = rows[i], rows[j]
+        self.ca, self.cb = a_clock[i], a_clock[j]
+        self.ta, self.tb = a_local[i], a_local[j]
+        self.kind, self.cid = a_kind[i], cid[i]
+        self.y = ((self.tb + offset[self.cb]) - (self.ta + offset[self.ca])).astype(np.float64)
+        # on ``ex`` (a pool) when given: the fit's set-up runs meanwhile, the weights wait
+        self._share = 1.0 if not share else (ex or runtime.Inline).submit(_share, self.ca, self.ta,
+                                                                         self.cb, self.tb)
+
+    @property
+    def share(self):
+        """Per pair (or 1.0): its weight's share."""
+        if hasattr(self._share, "result"):
+            self._share = self._share.result()
+        return self._share
+
+
+def _share(ca, ta, cb, tb) -> np.ndarray:
+    """1 / size of each pair's group of equal (clocks, stamps), found by a 64-bit hash."""
+    if len(ca) == 0:
+        return np.ones(0)
+    with np.errstate(over="ignore"):
+        h = ta.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= (tb.astype(np.uint64) + (ca.astype(np.uint64) << np.uint64(48))) * np.uint64(0xC2B2AE3D27D4EB4F)
+        h ^= cb.astype(np.uint64) << np.uint64(56)
+    order = order_by(h)
+    hs = h[order]
+    start = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+    count = np.diff(np.r_[start, len(hs)])
+    out = np.empty(len(h))
+    out[order] = 1.0 / np.repeat(count, count)
+    return out
+
+
 def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=8):
     """Fit on rows ``ok``; reject |residual| > max(5 robust sigma, floor) and refit."""
     t0, base = clocks.t0_ns.to_numpy(np.int64), np.cumsum([0] + [len(k) for k in knots])
@@ -173,6 +216,7 @@ def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=
         up_a, up_b = sol[np.minimum(ja + 1, u - 1)], sol[np.minimum(jb + 1, u - 1)]
         return sol[ja] * (1 - fa) + up_a * fa - (sol[jb] * (1 - fb) + up_b * fb) - P.y
 
+    r = None                             # the residuals of the current sol
     for _ in range(iters):
         if not ok.any():
             break
@@ -187,7 +231,7 @@ def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=
         if (new == ok).all():
             break
         ok = new
-    return [sol[base[c]:base[c + 1]] for c in range(len(knots))], ok, residual()
+    return [sol[base[c]:base[c + 1]] for c in range(len(knots))], ok, residual() if r is None else r
 
 
 def clock_sigma(ca, cb, r, prior_ns, floor_ns=SIGMA_FLOOR_NS):

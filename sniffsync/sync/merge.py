@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,8 @@ from airtime.columns import GROUPING_COLUMNS
 from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
-from sniffsync.sync.anchors import hash_key
+from sniffsync.sync.ampdu import ppdu_clusters
+from sniffsync.sync.anchors import anchor_candidates, hash_key, key_order
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
@@ -121,22 +123,29 @@ def _validate(paths, tables):
             if p in real[:i]:
                 raise UsageError(f"{paths[i]}: the same file is given twice")
     for s, t in enumerate(tables):
-        name = paths[s] if paths is not None else f"table {s}"
-        if len(t) == 0:
-            raise CaptureError(f"{name}: no frames")
-        lt = np.unique(t["linktype"].to_numpy())
-        if not np.isin(lt, RADIO_LINKTYPES).all():
-            raise CaptureError(f"{name}: not an 802.11 capture (link type {', '.join(map(str, lt))});"
-                               " merge needs 802.11 (+radiotap) captures")
+        _check_table(paths[s] if paths is not None else f"table {s}", t)
     kinds = {int(np.unique(t["linktype"].to_numpy())[0]) for t in tables if len(t)}
     if len(kinds) > 1:
         raise CaptureError("mismatched link types: " + ", ".join(
             f"{paths[s] if paths else s}={int(t['linktype'].iloc[0])}" for s, t in enumerate(tables)))
 
 
-def _read_all(paths, columns):
+def _check_table(name, t) -> None:
+    """One clear error for an input table that cannot be merged."""
+    if len(t) == 0:
+        raise CaptureError(f"{name}: no frames")
+    lt = np.unique(t["linktype"].to_numpy())
+    if not np.isin(lt, RADIO_LINKTYPES).all():
+        raise CaptureError(f"{name}: not an 802.11 capture (link type {', '.join(map(str, lt))});"
+                           " merge needs 802.11 (+radiotap) captures")
+
+
+def _read_all(paths, columns, prep=None):
     """Records, frame tables and whether each is a merged file (stamps at PPDU ends, one
-    clock) of every input (``columns``: see :func:`merge`)."""
+    clock) of every input (``columns``: see :func:`merge`). With ``prep``, each table
+    goes to ``prep(s, table, ends)`` on a thread while the next input is read
+    (:func:`_prepare`) and comes as a future of its result: an error is raised by its
+    ``result()``, in input order."""
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
@@ -154,14 +163,53 @@ def _read_all(paths, columns):
             return (*read_as_input(paths[s], s, want), True)
         rec, n, cols, marks = read_columns(paths[s], s, read)     # walk and decode overlap
         return rec, drop_cut_fcs(frame_table(n, cols, marks, want), snaplen), False
-    out = [one(s) for s in range(len(paths))]   # one after the other: bounded peak memory
+    out = []
+    with runtime.pool(limit=1) as ex:
+        for s in range(len(paths)):      # one after the other: bounded peak memory
+            rec, t, ends = one(s)
+            if prep is not None:         # checked and aligned while the next input is read
+                t = ex.submit(prep, s, t, ends)
+            out.append((rec, t, ends))
+            del t
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
 
 
-def _load(items, names, columns, say):
+def _prepare(paths, tsft_at, anchors, s, t, ends):
+    """``(table, conv, candidates)`` of input ``s``: ``t`` checked, its stamps moved to
+    PPDU ends (:func:`airtime.ppdu.align_to_ppdu_end`, with what they marked; ``ends``:
+    they already do; ``tsft_at=None``: left), and its anchor candidates
+    (:func:`sniffsync.sync.anchors.anchor_candidates`: rows of ``t``)."""
+    from airtime.ppdu import align_to_ppdu_end
+    _check_table(paths[s], t)
+    conv = {}
+    if tsft_at is not None:
+        t, conv = align_to_ppdu_end(t, "end" if ends else tsft_at)
+    return t, conv, anchor_candidates(t, anchors)
+
+
+def _join_candidates(parts, sizes) -> tuple:
+    """The anchor candidates of the concatenated tables from each table's (``sizes``: their
+    rows): the rows of a kind, then of the next, each kind in row order -- what
+    :func:`sniffsync.sync.anchors.anchor_candidates` gives on the concatenated table."""
+    base = np.cumsum([0, *sizes[:-1]])
+    n_kinds = max((int(kind.max()) + 1 for _, kind, _ in parts if len(kind)), default=0)
+    rows, kinds, keys = [], [], []
+    for k in range(n_kinds):             # per kind, per table
+        for (r, kind, key), b in zip(parts, base):
+            lo, hi = np.searchsorted(kind, [k, k + 1])      # a table's rows come kind by kind
+            rows.append(r[lo:hi] + b)
+            kinds.append(kind[lo:hi])
+            keys.append(key[lo:hi])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.uint64)
+    return np.concatenate(rows), np.concatenate(kinds), np.concatenate(keys)
+
+
+def _load(items, names, columns, say, prep=None):
     """``(paths, records, tables, names, ends)`` of the inputs: files read, or the caller's
     tables copied with their ``sniffer`` column set to their index; ``ends``: per input,
-    whether its stamps already mark PPDU ends (a merged file)."""
+    whether its stamps already mark PPDU ends (a merged file). Files with ``prep``:
+    futures of its results (:func:`_read_all`)."""
     paths = None if isinstance(items[0], pd.DataFrame) else [os.fspath(p) for p in items]
     _validate(paths, [])
     if paths is None:
@@ -169,7 +217,7 @@ def _load(items, names, columns, say):
         return None, None, tables, names or [f"s{s}" for s in range(len(items))], [False] * len(items)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     say(f"read {', '.join(map(os.path.basename, paths))}")
-    recs, tables, ends = _read_all(paths, columns)
+    recs, tables, ends = _read_all(paths, columns, prep)
     return paths, recs, tables, names, ends
 
 
@@ -183,20 +231,29 @@ def _align(tables, tsft_at, names, ends):
     return [t for t, _ in done], {names[s]: conv.get(s, "end") for s, (_, conv) in enumerate(done)}
 
 
+def _merge_key(cols: pd.DataFrame, sort: bool) -> tuple:
+    """The copies' content key of every row and (``sort``) its key order
+    (:func:`sniffsync.sync.anchors.key_order`): computed beside the clock fit, so the
+    matching sorts only inside runs of one key."""
+    key = hash_key(cols, MERGE_KEY)
+    return key, key_order(key) if sort else None
+
+
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say, window_ns=None):
-    """The merged table and report of the concatenated table ``df`` (emptied on the way)."""
+                    names, say, window_ns=None, found=None):
+    """The merged table and report of the concatenated table ``df`` (emptied on the way;
+    ``found``: a list holding its anchor candidates when known, emptied)."""
     say("sync clocks")
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
-        cand = ex.submit(sync_candidates, df, anchors)
+        cand = ex.submit(sync_candidates, df, anchors, found.pop() if found else None)
         clocks = local_clocks(df)
-        key = ex.submit(hash_key, df[list(MERGE_KEY)], MERGE_KEY)
+        key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
         to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
                    allow_unsynced=allow_unsynced, names=names, clocks=clocks, candidates=cand.result())
-        key, to_epoch = key.result(), to_epoch.result()
+        (key, by_key), to_epoch = key.result(), to_epoch.result()
     del cand
     del clocks, on_ref
     model = res.model
@@ -206,13 +263,13 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     say("match copies")
     gates = copy_gates(res, gate_ns)
     if window_ns is None:
-        group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, gates)
+        group = match_copies(df, res.common_ns, synced, gate_ns, key, res.clock, gates, by_key)
     else:                                # windows cut on the output time before re-timing
         first_epoch = np.where(synced, to_epoch(res.common_ns), ts_ns)
         group = match_windowed(df, res.common_ns, first_epoch, synced, gate_ns, key, window_ns,
                                clock=res.clock, clock_gate_ns=gates)
         del first_epoch
-    del key
+    del key, by_key
     ref_tsft = bool(model.clocks.tsft[model.reference])
     rt = retime(df, res, group, synced)   # best time per copy: TSFT, other sniffer, protocol, host
     best_ns = res.common_ns + rt.shift_ns
@@ -221,16 +278,19 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     del best_ns
     del ts_ns
     say("build merged table")
-    best = best_copy(group, df["sniffer"].to_numpy(np.int64),
-                     df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
-    n_out = len(df) if keep_duplicates else len(best)
     sniffer = df["sniffer"].to_numpy(np.int64)
+    # the A-MPDU clusters, then the report (reads only), on a thread beside the merged table
+    # (one after the other: their temporaries are not held at once)
+    with runtime.pool(limit=1) as ex:
+        ng = int(group.max()) + 1 if len(group) else 0
+        clusters = ex.submit(ppdu_clusters, sniffer, common_epoch, group, ng)
+        best = best_copy(group, sniffer, df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
+        n_out = len(df) if keep_duplicates else len(best)
 
-    def report_of(res, few):
-        rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
-        add_provenance(rep, rt, sniffer, res)
-        return rep
-    with runtime.pool(limit=1) as ex:    # the report (reads only) beside the merged table
+        def report_of(res, few):
+            rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+            add_provenance(rep, rt, sniffer, res)
+            return rep
         # plain arrays, not df[[...]]: a frame sharing df's blocks would make every pop of
         # merged_table (consume) copy what is left of them
         few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64),
@@ -241,7 +301,8 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
         # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
         rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
         out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
-                           consume=True, retimed=rt)
+                           consume=True, retimed=rt, clusters=clusters)
+        del clusters
         report = report.result()
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
@@ -313,21 +374,32 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         again = read_merged(items[0], columns, records=True)
         if again is not None:            # one merged file: nothing to merge, as it was
             return again
-    paths, recs, tables, names, ends = _load(items, names, columns, say)
+    prep = None if isinstance(items[0], pd.DataFrame) else \
+        partial(_prepare, [os.fspath(p) for p in items], tsft_at, anchors)
+    paths, recs, tables, names, ends = _load(items, names, columns, say, prep)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    _validate(paths, tables)
-    tsft_conv = None
+    tsft_conv, found = None, []          # found: the anchor candidates, when known
+    # every sniffer's stamps must mean the same instant: the end of the PPDU
     if tsft_at is not None:
-        # every sniffer's stamps must mean the same instant: the end of the PPDU
         say("align stamps to PPDU ends")
+    if paths is not None:                # checked, aligned, candidates found while reading
+        done = [f.result() for f in tables]
+        tables = [t for t, _, _ in done]
+        if tsft_at is not None:
+            tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
+        found.append(_join_candidates([c for _, _, c in done], [len(t) for t in tables]))
+        del done                         # (the per-input candidates)
+    elif tsft_at is not None:
+        _validate(paths, tables)
         tables, tsft_conv = _align(tables, tsft_at, names, ends)
+    _validate(paths, tables)
     df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
-                                  None if window_s is None else _window_ns(window_s))
+                                  None if window_s is None else _window_ns(window_s), found)
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv

@@ -6,12 +6,21 @@ of output) at a time, so the output never exists in memory. pcapng blocks are 4-
 aligned, so every block's header and trailer are written as ``uint32`` words; packet
 bytes and padding + comment option are copied one run of equal-length pieces at a time
 (a few hundred distinct lengths per chunk) through sliding-window views. After each
-chunk the input pages no later chunk needs are released; a chunk is written by a helper
-thread while the next is assembled. The "heard by" texts are built
-once per distinct (bitmask, signals) combination, their option bytes once per text.
+chunk the input pages no later chunk needs are released. Into a regular file opened for
+reading and writing (:func:`sniffsync.io.atomic.atomic_output`'s), the blocks are built
+straight in the file's pages: its space is reserved first (``posix_fallocate``: a full
+disk fails there, not in the middle of a mapped write) and each chunk's range is mapped
+while it is built, so the kernel's copy of every output byte (a ``write``) is gone;
+elsewhere a chunk is written by a helper thread while the next is assembled. The "heard
+by" texts are built once per distinct (bitmask, signals) combination, their option bytes
+once per text.
 """
 from __future__ import annotations
 
+import errno
+import mmap
+import os
+import stat
 import struct
 from collections import deque
 from typing import TYPE_CHECKING
@@ -29,6 +38,7 @@ __all__ = ["heard_by", "comment_blob", "write_epbs", "write_merged", "merged_hea
            "CHUNK_BYTES"]
 
 CHUNK_BYTES = 32 << 20      # pcapng bytes assembled per step: memory stays bounded
+MAP_MIN_BYTES = 1 << 20     # smaller outputs are written (a map's set-up costs more than the copy)
 
 
 def heard_by(mask, signals: dict, names: list[str]):
@@ -182,6 +192,10 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
                        (tail_off[r], tail_len[r]), blob, None if fixed is None else fixed[r], into)
 
     spans = list(zip(cuts[:-1], cuts[1:]))
+    at = _reserve(fh, int(first[-1] + blen[-1]))
+    if at is not None:                   # built in the file's own pages: no write() copy
+        _build_mapped(fh, at, spans, first, blen, build, records, low, big, nb)
+        return
     with runtime.pool(nb) as bx, runtime.pool(limit=1) as wx:   # the kernel copies one chunk
         builds, written = deque(), deque()                       # while the next ones are built
         for j, (a, b) in enumerate(spans):
@@ -193,6 +207,63 @@ def write_epbs(fh, records, sn, start, caplen, wirelen, ts_ns, opt, chunk_bytes:
             _write_next(fh, records, low, big, builds, written, wx, free)
         while written:
             written.popleft()[1].result()
+
+
+def _reserve(fh, size: int):
+    """``(fd, offset)``: where the next ``size`` bytes of ``fh``'s file go, that space
+    allocated; None when they are to be written instead (small, not a regular file open
+    for reading and writing, or a system or file system without ``posix_fallocate``)."""
+    if size < MAP_MIN_BYTES or not hasattr(os, "posix_fallocate"):
+        return None
+    import fcntl                         # POSIX, as posix_fallocate
+    try:
+        fd = fh.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDWR:
+            return None
+        fh.flush()
+        start = fh.tell()
+    except (AttributeError, OSError, ValueError):   # io.UnsupportedOperation is both of the last
+        return None
+    try:
+        os.posix_fallocate(fd, start, size)
+    except OSError as exc:               # ENOSPC and the like: the caller's error
+        if exc.errno in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV):
+            return None
+        raise
+    try:                                 # a file system that cannot map it shared: written
+        o0 = start - start % mmap.ALLOCATIONGRANULARITY
+        mmap.mmap(fd, start + size - o0, offset=o0).close()
+    except (OSError, ValueError):        # (the write fills the reserved bytes exactly)
+        return None
+    return fd, start
+
+
+def _build_mapped(fh, at, spans, first, blen, build, records, low, big, nb) -> None:
+    """Each chunk of :func:`write_epbs` built in a map of its range of the file (``at``:
+    :func:`_reserve`), ``nb`` at once; input pages released behind them in order, and
+    ``fh`` left at the end of what was written."""
+    from sniffsync import runtime
+    from sniffsync.io.capture import release
+    fd, base = at
+
+    def one(a, b):
+        lo, hi = base + int(first[a]), base + int(first[b - 1] + blen[b - 1])
+        o0 = lo - lo % mmap.ALLOCATIONGRANULARITY
+        with mmap.mmap(fd, hi - o0, offset=o0) as m:     # shared: the bytes are the file's
+            view = np.frombuffer(m, np.uint8)
+            build(a, b, view[lo - o0:])
+            del view                     # no view may outlive the map
+    with runtime.pool(nb) as bx:
+        pending = deque()
+        for j, (a, b) in enumerate(spans):
+            pending.append((b, bx.submit(one, a, b)))
+            while pending and (len(pending) >= nb or j + 1 == len(spans)):
+                done, fut = pending.popleft()
+                fut.result()
+                for s, rec in enumerate(records):    # later chunks need offsets >= low[s][done]
+                    if low[s][done] < big:
+                        release(rec, int(low[s][done]))
+    fh.seek(base + int(first[-1] + blen[-1]))
 
 
 def _write_next(fh, records, low, big, builds, written, wx, free) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import anchor_candidates
@@ -72,3 +73,35 @@ def test_bad_fcs_frames_are_never_anchors():
         "duration_us": pd.array([0] * n, "Int64"), "fcs": pd.array([7] * n, "UInt64")})
     rows, _, _ = anchor_candidates(df, ("beacon", "ba", "unique"))
     assert sorted(rows.tolist()) == [0, 2, 4]
+
+
+def _passes_over_all_edges(rank, src, dst, max_passes):
+    """The longest-path passes as first written: every pass scans all edges for the ones
+    into a rank that just grew (the slow oracle of ``ampdu._longest_paths``)."""
+    edges = np.arange(len(src))
+    changed = np.zeros(len(rank), bool)
+    for _ in range(max_passes):
+        s, cand = src[edges], rank[dst[edges]] + 1
+        grow = cand > rank[s]
+        if not grow.any():
+            break
+        np.maximum.at(rank, s[grow], cand[grow])
+        changed[:] = False
+        changed[s[grow]] = True
+        edges = np.flatnonzero(changed[dst])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_longest_paths_equal_the_all_edge_passes(seed, monkeypatch):
+    """Chains, shared nodes and cycles (stopped by MAX_PASSES, lowered here): same ranks."""
+    from sniffsync.sync import ampdu
+    monkeypatch.setattr(ampdu, "MAX_PASSES", 7)
+    rng = np.random.default_rng(seed)
+    n = 60
+    src = rng.integers(0, n, 150)
+    dst = np.where(rng.random(150) < 0.8, np.minimum(src + rng.integers(1, 4, 150), n - 1), rng.integers(0, n, 150))
+    start = rng.integers(0, 3, n)
+    want, got = start.copy(), start.copy()
+    _passes_over_all_edges(want, src, dst, 7)
+    ampdu._longest_paths(got, src, dst)
+    assert got.tolist() == want.tolist()

@@ -45,7 +45,13 @@ def test_gather_equals_slices_of_any_buffer(kind):
 
 
 @pytest.mark.parametrize("chunk", [1, 700, 1 << 20])
-def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
+@pytest.mark.parametrize("mapped", [False, True])
+def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chunk, mapped):
+    """Written (``write``) and built in a map of the file (``_reserve``: an O_RDWR regular
+    file, as atomic_output's), every chunk size: the generic writer's bytes."""
+    monkeypatch.setattr(W, "MAP_MIN_BYTES", 0 if mapped else 1 << 62)
+    taken = []
+    monkeypatch.setattr(W, "_build_mapped", lambda *a, f=W._build_mapped: taken.append(f(*a)))
     rng = np.random.default_rng(chunk)
     recs = [_records(rng, 400, 24), _records(rng, 300, 5000)]
     n = 600
@@ -59,14 +65,47 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, chunk):
     inv = rng.integers(0, len(texts), n)
     head = _shb() + _idb({"name": "a", "linktype": 127}) + _idb({"name": "b", "linktype": 127})
     got = tmp_path / "got.pcapng"
-    with open(got, "wb") as fh:
+    with open(got, "w+b") as fh:
         fh.write(head)
         W.write_epbs(fh, recs, sn, start, caplen, wirelen, ts, W.comment_blob(texts) + (inv,), chunk)
+        fh.write(b"tail")                # the file position is after the blocks
+    assert len(taken) == mapped
     data = np.concatenate([recs[s].buf[o:o + c] for s, o, c in zip(sn, start, caplen)])
     want = tmp_path / "want.pcapng"
     write_pcapng(want, [{"name": "a", "linktype": 127}, {"name": "b", "linktype": 127}], sn, ts, data,
                  np.r_[0, np.cumsum(caplen)], wirelen=wirelen, comments=[texts[i] for i in inv])
-    assert got.read_bytes() == want.read_bytes()
+    assert got.read_bytes() == want.read_bytes() + b"tail"
+
+
+def test_reserve_only_where_a_map_can_write(tmp_path, monkeypatch):
+    """A write-only file, a pipe or BytesIO are written, not mapped; a full disk is the
+    caller's error (atomic_output turns it into a CaptureError), not a fallback."""
+    import errno
+    import io
+    import os
+    monkeypatch.setattr(W, "MAP_MIN_BYTES", 0)
+    with open(tmp_path / "w", "wb") as fh:
+        assert W._reserve(fh, 100) is None
+    assert W._reserve(io.BytesIO(), 100) is None
+    r, w = os.pipe()
+    with os.fdopen(r, "rb"), os.fdopen(w, "w+b", buffering=0) as wf:
+        assert W._reserve(wf, 100) is None
+    with open(tmp_path / "rw", "w+b") as fh:
+        fh.write(b"abc")
+        assert W._reserve(fh, 100) == (fh.fileno(), 3)
+        assert os.fstat(fh.fileno()).st_size == 103
+
+    def no_map(*a, **k):
+        raise OSError(errno.ENODEV, "No such device")
+    with monkeypatch.context() as m, open(tmp_path / "nomap", "w+b") as fh:
+        m.setattr(W.mmap, "mmap", no_map)
+        assert W._reserve(fh, 100) is None
+
+    def full(*a):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with open(tmp_path / "rw2", "w+b") as fh, pytest.raises(OSError):
+        W._reserve(fh, 100)
 
 
 def test_write_merged_needs_no_hidden_state(tmp_path):

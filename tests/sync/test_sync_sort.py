@@ -102,3 +102,19 @@ def test_clock_model_apply_matches_per_row_interpolation(grouped):
             g = v[j] * (1 - f) + v[j + 1] * f
         want = local[r] + model.offset_ns[c] + int(np.rint(g)) if model.synced[c] else local[r]
         assert got[r] == want
+
+
+def test_match_copies_with_the_key_order_equals_without():
+    """merge() sorts the copies' keys beside the fit and hands the order to match_copies:
+    the same groups; with unsynced rows (their keys are replaced) the order is not used."""
+    from sniffsync.sync.copies import match_copies
+    rng = np.random.default_rng(5)
+    n = 3000
+    df = pd.DataFrame({"sniffer": rng.integers(0, 3, n)})
+    key = rng.integers(0, 200, n).astype(np.uint64)
+    t = rng.integers(0, 10**6, n)
+    synced = np.ones(n, bool)
+    for _ in range(2):
+        want = match_copies(df, t, synced, 5000, key)
+        assert match_copies(df, t, synced, 5000, key, by_key=key_order(key)).tolist() == want.tolist()
+        synced[::7] = False
