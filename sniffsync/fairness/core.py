@@ -9,20 +9,21 @@ DataFrames for the Python API; :mod:`sniffsync.fairness.report` writes them as J
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 
 from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, skipping
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
-from sniffsync.runtime import release_free_heap
+from sniffsync.runtime import pool, release_free_heap, workers
 from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, summarize, trailing_min,
                                         window_quantiles, window_sums)
-from sniffsync.tcp.acks import RETX_NAMES, ack_arrays
-from sniffsync.tcp.columns import group_median
-from sniffsync.tcp.flows import flow_arrays, outstanding_arrays
+from sniffsync.tcp.acks import RETX_NAMES, ack_arrays, time_rank
+from sniffsync.tcp.columns import flow_parts, group_median
+from sniffsync.tcp.flows import capture_end_ns, flow_arrays, outstanding_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, handshake_arrays, rtt_arrays
-from sniffsync.tcp.segments import segment_arrays
+from sniffsync.tcp.segments import join_parts, part_tables, segment_arrays
 from sniffsync.tcp.sequence import classify_arrays
 
 __all__ = ["Capture", "DEFINITIONS", "TABLES", "PROTO_NAMES", "STAMPS", "queue_delay", "analyze_arrays",
@@ -60,6 +61,7 @@ DEFINITIONS = {
 PROTO_NAMES = {6: "tcp", 17: "udp"}
 MAX_CELLS = 20_000_000          # (flow direction, window) cells of one run: ~1.6 GB of tables
 MAX_STEPS_PER_WINDOW = 1000     # window / step
+PARALLEL_MIN_ROWS = 1 << 17     # segments below which the flows are analysed on one thread
 MAX_WINDOW_NS = 10**18          # window and step: at most ~31 years (int64 ns arithmetic)
 
 
@@ -77,25 +79,41 @@ def _per_fd(fd: np.ndarray, mask: np.ndarray, fds: np.ndarray, size: int) -> np.
 _UNREAD_LAZY = ("dup_ack", "dup_ack_num", "acked", "bytes_in_flight", "frontier")
 
 
-def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, lean: bool = False):
+def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_NS, lean: bool = False,
+                   horizon_ns: int | None = None):
     """Segments (classified and ACK-analysed), flow table and RTT samples of one capture.
 
     Returns ``(seg, names, ft, rtt)``: segment columns, endpoint names of the
     ``src``/``dst`` codes, per-fd flow table (with retransmission kinds, RTT and
     handshake statistics), RTT samples (ACK samples; TSecr samples only for directions
     without any). ``lean``: ``seg`` without the lazy columns of :data:`_UNREAD_LAZY`
-    (their arrays freed right after the ACK analysis: a lower peak).
+    (their arrays freed right after the ACK analysis: a lower peak) and, for a big
+    table of several flows, only the columns :func:`run_tables` reads: its flows are
+    then analysed in groups on :func:`sniffsync.runtime.workers` threads (flows are
+    independent; numpy releases the GIL). ``horizon_ns``: ``rtt`` also gets
+    :func:`queue_delay`'s columns (per fd: computed with each group).
     """
     seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
+    parts = flow_parts(seg["fd"], workers(), PARALLEL_MIN_ROWS) if lean else [slice(None)]
+    ft, rtt = _analyze_parts(seg, parts, min_rto_ns, horizon_ns) if len(parts) > 1 else \
+        _analyze(seg, min_rto_ns, lean, horizon_ns=horizon_ns)
+    return seg, names, ft, rtt
+
+
+def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True, horizon_ns=None):
+    """``(ft, rtt)`` of :func:`analyze_arrays` on a segment table (or a part of whole
+    flows of one: ``end_ns`` the capture's end, :func:`outstanding_arrays`)."""
     classify_arrays(seg)
-    release_free_heap()                  # each stage's freed temporaries (a lower peak)
+    if release:
+        release_free_heap()              # each stage's freed temporaries (a lower peak)
     pairs = ack_arrays(seg, min_rto_ns)
     if lean:
         for name in _UNREAD_LAZY:
             seg.thunks.pop(name, None)
-    release_free_heap()
+    if release:
+        release_free_heap()
     ft = flow_arrays(seg)
-    ft.update(outstanding_arrays(seg, ft))
+    ft.update(outstanding_arrays(seg, ft, end_ns))
     fds, fd = ft["fd"], seg["fd"]
     size = int(fds.max()) + 3 if len(fds) else 3          # room for fd ^ 1
     rk = seg["retx_kind"]
@@ -113,7 +131,38 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
                          if len(hs["flow"]) else 1), -1, np.int64)
     hs_lut[hs["flow"]] = hs["hs_rtt_ns"]
     ft["hs_rtt_ns"] = hs_lut[flows]
-    return seg, names, ft, rtt
+    if horizon_ns is not None:
+        rtt.update(queue_delay(rtt, horizon_ns))
+    return ft, rtt
+
+
+def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
+    """:func:`_analyze` of each part of whole flows on its own thread; the flow table and
+    RTT samples concatenated in part order (= fd order, as one table gives them), and the
+    segment columns :func:`run_tables` reads and ``seg.inferred`` put together in ``seg``."""
+    tr = seg["tr"] if "tr" in seg else time_rank(seg["row"], seg["ts_ns"])
+    end_ns = capture_end_ns(seg["ts_ns"])
+    lock = threading.RLock()
+    tables = part_tables(seg, parts, lock)
+    for t, sl in zip(tables, parts):
+        t["tr"] = tr[sl]                 # the capture's time ranks (tcp.columns.rank_span)
+    del tr
+
+    def run(t):
+        return _analyze(t, min_rto_ns, lean=True, end_ns=end_ns, release=False, horizon_ns=horizon_ns)
+    big = max(range(len(parts)), key=lambda i: parts[i].stop - parts[i].start)
+    with pool(len(parts) - 1, limit=len(parts) - 1) as ex:    # the largest part on this thread
+        rest = {i: ex.submit(run, t) for i, t in enumerate(tables) if i != big}
+        mine = run(tables[big])
+        out = [mine if i == big else rest[i].result() for i in range(len(parts))]
+    ft, rtt = ({k: np.concatenate([o[j][k] for o in out]) for k in out[0][j]} for j in (0, 1))
+    join_parts(seg, tables, _WINDOW_COLUMNS)
+    inf = [t.inferred for t in tables]
+    seg.inferred = {"row": np.concatenate([i["row"] + sl.start for i, sl in zip(inf, parts)]),
+                    "fd": np.concatenate([i["fd"] for i in inf]), "bytes": np.concatenate([i["bytes"] for i in inf])}
+    del tables, out
+    release_free_heap()
+    return ft, rtt
 
 
 def _rtt_stats(ft: dict, rtt: dict, size: int) -> None:
@@ -177,12 +226,6 @@ def queue_delay(rtt: dict, horizon_ns: int) -> dict:
     return {"min_rtt_ns": mins, "qdelay_ns": rtt["rtt_ns"] - mins}
 
 
-def _queueing(rtt: dict, starts: np.ndarray, window_ns: int, horizon_ns: int, step_ns: int) -> np.ndarray:
-    """Adds ``min_rtt_ns``/``qdelay_ns`` to ``rtt``; p50/p95 queueing delay per window."""
-    rtt.update(queue_delay(rtt, horizon_ns))
-    return window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
-
-
 def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
                qdelay_threshold_ns: int = 50_000_000, busy_fraction: float = 0.5, below: float = 0.8,
                horizon_ns: int = 10_000_000_000, dedup: bool = True, min_rto_ns: int = MIN_RTO_NS,
@@ -194,7 +237,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     """
     if (cap.get("linktype", 0, np.int64) == 127).any():
         cap, ppdus = airtime_frames(cap, ppdus)
-    seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns, lean=True)
+    seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns, lean=True, horizon_ns=horizon_ns)
     # the windows and the cross-layer view read only these: free the rest (a lower peak)
     for name in [c for c in seg if c not in _WINDOW_COLUMNS]:
         del seg[name]
@@ -210,7 +253,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
                       max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
     del events
     starts = t0 + step_ns * ks
-    qd = _queueing(rtt, starts, window_ns, horizon_ns, step_ns)
+    qd = window_quantiles(rtt["ts_ns"], rtt["qdelay_ns"], starts, window_ns, step_ns=step_ns)
     units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
     st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)

@@ -67,13 +67,34 @@ def _event_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int):
 
 
 def _marked_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int, max_windows) -> np.ndarray:
-    """:func:`data_windows` on a grid not much longer than the events: each event's windows
-    marked by +1/-1 at their ends and a running sum (no sort of the events)."""
-    lo, hi = _event_windows(ts, t0_ns, k_max, window_ns, step_ns)
-    if not len(lo):
+    """:func:`data_windows` on a grid not much longer than the events (no sort of them).
+
+    An event's windows depend only on its step bin ``q`` and on whether its offset in
+    the bin reaches the window's remainder ``w0`` (window = m * step + w0): windows
+    ``max(q - m + late, 0) .. min(q, k_max)``. So the events mark their (bin, late)
+    cells (one division each), and only the occupied cells' windows are marked by
+    +1/-1 at their ends and a running sum.
+    """
+    d = ts[(ts >= t0_ns) & (ts < t0_ns + k_max * step_ns + window_ns)]
+    d -= t0_ns
+    if not len(d):
         return np.zeros(1, np.int64)
+    q = d // step_ns
+    d -= q * step_ns                                 # offset in the bin
+    m, w0 = divmod(window_ns, step_ns)
+    q *= 2
+    q += d >= w0
+    cell = np.flatnonzero(np.bincount(q))            # occupied (bin, late) cells
+    del d, q
+    b = cell >> 1
+    hi = np.minimum(b, k_max)
+    lo = np.maximum(b - m + (cell & 1), 0)
+    ok = lo <= hi
+    lo, hi = lo[ok], hi[ok]
     mark = np.bincount(lo, minlength=k_max + 2) - np.bincount(hi + 1, minlength=k_max + 2)
     ks = np.flatnonzero(np.cumsum(mark[:k_max + 1]) > 0)
+    if not len(ks):
+        return np.zeros(1, np.int64)
     if max_windows is not None and len(ks) > max_windows:
         raise UsageError(f"{len(ks)} windows of {window_ns / 1e9:g} s every {step_ns / 1e9:g} s hold data: "
                          f"more than {max_windows} (use a larger --step)")

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, restart_cumsum,
+from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, rank_span, restart_cumsum,
                                    unwrap32, wrap32)
 from sniffsync.tcp.holes import inferred_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, ack_sample_rows, advancing_rows, rto_arrays
@@ -48,12 +48,13 @@ def time_rank(row: np.ndarray, ts: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _last_before(key_fd, key_tr, q_fd, q_tr, n) -> np.ndarray:
-    """Index into the (fd, tr)-sorted keys of the last row of fd ``q_fd`` with tr < ``q_tr``; -1 if none."""
+def _last_before(key_fd, key_tr, q_fd, q_tr, span) -> np.ndarray:
+    """Index into the (fd, tr)-sorted keys of the last row of fd ``q_fd`` with tr < ``q_tr``
+    (``span``: :func:`rank_span` of the ranks); -1 if none."""
     if not len(key_fd):
         return np.full(len(q_fd), -1, np.int64)
-    comp = key_fd * (n + 1) + key_tr
-    j = np.searchsorted(comp, q_fd * (n + 1) + q_tr, side="left") - 1
+    comp = key_fd * span + key_tr
+    j = np.searchsorted(comp, q_fd * span + q_tr, side="left") - 1
     ok = (j >= 0) & (key_fd[np.maximum(j, 0)] == q_fd)
     return np.where(ok, j, -1)
 
@@ -82,6 +83,7 @@ class _AckRows:
     def __init__(self, seg, live):
         fd, flags = seg["fd"], seg["flags"]
         self.seg, self.n, self.tr = seg, len(fd), seg["tr"]
+        self.span = rank_span(self.tr)
         # base of each fd's sequence space = raw seq of its first live TCP row
         base = np.full(int(fd.max()) + 2 if self.n else 2, -1, np.int64)
         li = np.flatnonzero(live)
@@ -116,7 +118,7 @@ class _AckRows:
 
     def before(self, rows):
         """Index into ``ai`` of the last ACK the other side sent before each row (-1: none)."""
-        return _last_before(self.afd, self.tr[self.ai], self.seg["fd"][rows] ^ 1, self.tr[rows], self.n)
+        return _last_before(self.afd, self.tr[self.ai], self.seg["fd"][rows] ^ 1, self.tr[rows], self.span)
 
 
 def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):

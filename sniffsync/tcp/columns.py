@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_within", "grouped_cummax", "group_median",
-           "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "restart_cumsum", "wrap32",
+           "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts", "rank_span", "restart_cumsum", "wrap32",
            "diff32", "unwrap32", "frame_getter",
            "cat_codes"]
 
@@ -55,6 +55,30 @@ def fd_slices(fd: np.ndarray, rows: int | None = None) -> list:
         out.append(slice(a, b))
         a = b
     return out
+
+
+def flow_parts(fd: np.ndarray, parts: int, min_rows: int = 1) -> list:
+    """Slices of a table sorted by ``fd`` into at most ``parts`` groups of whole flows (both
+    directions: the ACK analysis pairs fd with fd ^ 1) of about equal rows, each analysable
+    on its own thread. One slice when the table has fewer than ``min_rows`` rows, one
+    flow, is not sorted by fd, or no cut would leave its largest group under 90 % of the rows."""
+    n = len(fd)
+    if parts < 2 or n < max(min_rows, 2) or not is_sorted(fd) or fd[0] >> 1 == fd[-1] >> 1:
+        return [slice(0, n)]
+    b = np.append(np.flatnonzero(group_starts(fd >> 1)), n)     # first row of each flow, and n
+    t = np.arange(1, parts, dtype=np.int64) * n // parts
+    i = np.clip(np.searchsorted(b, t), 1, len(b) - 1)
+    near = np.where(b[i] - t < t - b[i - 1], b[i], b[i - 1])    # the flow boundary nearest each target
+    cuts = np.unique(np.concatenate([[0], near, [n]]))
+    if np.diff(cuts).max() > 0.9 * n:
+        return [slice(0, n)]
+    return [slice(int(a), int(c)) for a, c in zip(cuts[:-1], cuts[1:])]
+
+
+def rank_span(tr: np.ndarray) -> int:
+    """Multiplier of a (fd, time rank) composite key ``fd * span + tr``: above every rank
+    (a table of some flows keeps the ranks of the whole capture: no re-ranking)."""
+    return int(tr.max()) + 1 if len(tr) else 1
 
 
 def sorted_within(starts: np.ndarray, v: np.ndarray) -> bool:
@@ -212,14 +236,15 @@ def frame_getter(n: int, cols: dict, consume: bool = False):
     the frame table's nullable column ``.to_numpy(dtype, na_value=fill)`` gives them.
     With ``consume``, a column is removed from ``cols`` once read (its memory goes back
     to the analysis: a lower peak for a capture analysed once) and reading it again
-    raises KeyError.
+    raises KeyError. ``get.peek`` reads without consuming, ``get.drop(name)`` consumes
+    (frees) a column without reading it.
     """
     from sniffsync.decode.schema import COLUMNS
     schema = {c.name: c.dtype for c in COLUMNS}
 
     all_valid, consumed = {}, set()
 
-    def get(name, fill, dtype, rows=None):
+    def read(name, fill, dtype, rows=None, keep=False):
         if rows is not None and len(rows) == n and (n == 0 or rows[-1] == n - 1):
             rows = None                   # every frame, in order: no gather
         size = n if rows is None else len(rows)
@@ -227,9 +252,9 @@ def frame_getter(n: int, cols: dict, consume: bool = False):
             raise KeyError(f"frame column {name} was read already (consumed)")
         if name not in cols:              # e.g. 802.11 fields of a wired capture: no memory
             return np.broadcast_to(np.asarray(fill, dtype), (size,))
-        if consume:
+        if consume and not keep:
             consumed.add(name)
-        v, ok = cols.pop(name) if consume else cols[name]
+        v, ok = cols.pop(name) if consume and not keep else cols[name]
         if ok is not None and all_valid.setdefault(name, bool(ok.all())):
             ok = None
         v = np.asarray(v) if rows is None else np.asarray(v)[rows]
@@ -240,6 +265,17 @@ def frame_getter(n: int, cols: dict, consume: bool = False):
             return v
         ok = ok if rows is None else ok[rows]
         return v if ok.all() else np.where(ok, v, np.asarray(fill, dtype))
+
+    def get(name, fill, dtype, rows=None):
+        return read(name, fill, dtype, rows)
+
+    def drop(name):
+        if consume and name in cols:
+            consumed.add(name)
+            del cols[name]
+    # several threads may each gather their rows of a column (peek), then drop it once
+    get.peek = lambda name, fill, dtype, rows=None: read(name, fill, dtype, rows, keep=True)
+    get.drop = drop
     return get
 
 

@@ -12,7 +12,7 @@ from sniffsync.tcp.columns import fd_slices, group_starts, is_sorted, pair_order
 from sniffsync.tcp.segments import TH_FIN, TH_RST, TH_SYN, is_proto
 from sniffsync.tcp.sequence import KIND
 
-__all__ = ["flow_arrays", "outstanding_arrays"]
+__all__ = ["flow_arrays", "outstanding_arrays", "capture_end_ns"]
 
 
 def _groups(fd: np.ndarray):
@@ -115,18 +115,19 @@ def _main_ta_into(out: np.ndarray, fd: np.ndarray, ta: np.ndarray, fds: np.ndarr
     out[np.searchsorted(fds, rf[last])] = rt[last]
 
 
-def outstanding_arrays(seg, ft: dict) -> dict:
+def outstanding_arrays(seg, ft: dict, end_ns: int | None = None) -> dict:
     """Per fd of ``ft`` (after the ACK analysis): ``completed_ns``, the first ACK of the
     receiver covering the direction's highest payload byte (-1: none captured);
     ``fct_ns`` = that ACK - the flow's first captured frame (its SYN), -1 when not
     completed; ``active_until_ns``: until when the direction has data outstanding: its
     ``completed_ns``, or the end of the capture when the receiver's ACKs were captured
-    but none covers it (a starved or stalled flow), at least its ``last_ns``."""
+    but none covers it (a starved or stalled flow), at least its ``last_ns``. ``end_ns``:
+    that end when ``seg`` holds some flows of a capture (its latest stamp, -1: none)."""
     fd, ts, fds = seg["fd"], seg["ts_ns"], ft["fd"]
     size = int(max(fd.max() if len(fd) else 0, fds.max() if len(fds) else 0)) + 2
     big = np.iinfo(np.int64).max
     if not is_sorted(fd):                              # (segment_arrays sorts by fd, time)
-        return _outstanding_unsorted(seg, ft, size)
+        return _outstanding_unsorted(seg, ft, size, end_ns)
     # rows are sorted by (fd, time): per-fd maxima by reduceat, first rows by group starts,
     # one group of whole fds at a time (fd_slices: their temporaries only)
     slices = fd_slices(fd)
@@ -157,9 +158,14 @@ def outstanding_arrays(seg, ft: dict) -> dict:
         done[f[first] ^ 1] = t[first]
     has_ack &= top >= 0                                # ACK-only directions have nothing outstanding
     start = np.minimum(flow_first[0::2], flow_first[1::2])        # fd = 2 * flow + dir
-    t_max = int(ts.max()) if len(ts) else -1
-    end = t_max if t_max >= 0 else -1
+    end = end_ns if end_ns is not None else capture_end_ns(ts)
     return _outstanding_table(ft, fds, done, has_ack, start, end, big)
+
+
+def capture_end_ns(ts: np.ndarray) -> int:
+    """The latest stamp of ``ts`` (-1: none), the end :func:`outstanding_arrays` reads."""
+    t_max = int(ts.max()) if len(ts) else -1
+    return t_max if t_max >= 0 else -1
 
 
 def _outstanding_table(ft, fds, done, has_ack, start, end, big) -> dict:
@@ -171,7 +177,7 @@ def _outstanding_table(ft, fds, done, has_ack, start, end, big) -> dict:
             "active_until_ns": np.maximum(ft["last_ns"], until)}
 
 
-def _outstanding_unsorted(seg, ft: dict, size: int) -> dict:
+def _outstanding_unsorted(seg, ft: dict, size: int, end_ns: int | None) -> dict:
     """:func:`outstanding_arrays` of a table not sorted by fd (scatter reductions)."""
     fd, ts, fds = seg["fd"], seg["ts_ns"], ft["fd"]
     big = np.iinfo(np.int64).max
@@ -190,5 +196,5 @@ def _outstanding_unsorted(seg, ft: dict, size: int) -> dict:
     start = np.full(size // 2 + 1, big, np.int64)
     ok = ts >= 0
     np.minimum.at(start, fd[ok] >> 1, ts[ok])
-    end = int(ts[ok].max()) if ok.any() else -1
+    end = end_ns if end_ns is not None else capture_end_ns(ts)
     return _outstanding_table(ft, fds, done, has_ack, start, end, big)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from sniffsync.tcp.columns import (SEQ_SPAN, group_median, group_starts, grouped_cummax, is_sorted,
-                                   lex_order, sorted_within)
+                                   lex_order, rank_span, sorted_within)
 from sniffsync.tcp.segments import TH_ACK, TH_SYN, live_tcp
 from sniffsync.tcp.sequence import KIND
 
@@ -100,7 +100,6 @@ def ack_sample_rows(seg, live, adv, karn: bool):
     """(ACK row, data row) of every ACK sample: the ACK raises the cumulative ACK to
     exactly the end of an earlier data segment (Karn: sent once, no retransmission between)."""
     fd, tr = seg["fd"], seg["tr"]
-    n = len(fd)
     # data rows keyed by (fd, seg_end), in time order within a key
     di = np.flatnonzero(live & seg["is_data"])
     if not len(di):
@@ -126,10 +125,11 @@ def ack_sample_rows(seg, live, adv, karn: bool):
         ok &= ~((lo_c + 1 < len(di)) & (key[nxt] == q) & (tr[di[nxt]] < t_adv))
         rx = np.flatnonzero(live & (seg["kind"] == KIND["retransmission"]))
         if len(rx):
-            rcomp = fd[rx] * (n + 1) + tr[rx]       # sorted: seg is sorted by (fd, ts, row)
+            span = rank_span(tr)
+            rcomp = fd[rx] * span + tr[rx]          # sorted: seg is sorted by (fd, ts, row)
             dfd = fa ^ 1                               # = fd[first] where ok
-            between = (np.searchsorted(rcomp, dfd * (n + 1) + t_adv) -
-                       np.searchsorted(rcomp, dfd * (n + 1) + tr[first], side="right"))
+            between = (np.searchsorted(rcomp, dfd * span + t_adv) -
+                       np.searchsorted(rcomp, dfd * span + tr[first], side="right"))
             ok &= between == 0
     return adv[ok], first[ok]
 
@@ -178,7 +178,7 @@ def handshake_arrays(seg) -> dict:
     fd = seg["fd"]
     d = fd & 1                                  # fd = 2 * flow + dir
     tr, ts = seg["tr"], seg["ts_ns"]
-    n = len(tr)
+    span = rank_span(tr)
 
     def flow(rows):
         return fd[rows] >> 1
@@ -187,7 +187,7 @@ def handshake_arrays(seg) -> dict:
     sa = sa[group_starts(flow(sa))]
     # rows are sorted by (fd, time): the row where the SYN/ACK's time falls in the
     # initiator's direction is one search over the (fd, time rank) key of every row
-    at = np.searchsorted(fd * (n + 1) + tr, (fd[sa] ^ 1) * (n + 1) + tr[sa])
+    at = np.searchsorted(fd * span + tr, (fd[sa] ^ 1) * span + tr[sa])
     init = live & (d == 0)
 
     def lookup(mask, side):

@@ -25,7 +25,7 @@ import numpy as np
 from sniffsync.tcp.columns import Lazy, group_starts, is_sorted, lex_order
 
 __all__ = ["TH_FIN", "TH_SYN", "TH_RST", "TH_ACK", "DEDUP_MAX_GAP_NS", "SEG_COLUMNS",
-           "segment_arrays", "is_proto", "live_tcp", "dedup_mac"]
+           "segment_arrays", "part_tables", "join_parts", "is_proto", "live_tcp", "dedup_mac"]
 
 TH_FIN, TH_SYN, TH_RST, TH_ACK = 0x01, 0x02, 0x04, 0x10
 DEDUP_MAX_GAP_NS = 1_000_000_000  # MAC copies of one MPDU are never a second apart
@@ -194,7 +194,68 @@ def segment_arrays(get, ip_codes, dedup: bool = True) -> tuple[Lazy, list]:
     for name, (col, fill, dtype) in _FROM_FRAME.items():
         seg.thunks[name] = (lambda c=col, f=fill, d=dtype: get(c, f, d, idx))
     seg.thunks["mac_dup"] = (lambda: dedup_mac(seg)) if dedup else (lambda: np.zeros(m, bool))
+    seg.dedup, seg.frame = dedup, (get, idx)
     return seg, names
+
+
+def part_tables(seg: Lazy, parts: list, lock) -> list:
+    """The rows of each slice of ``parts`` (whole flows, :func:`sniffsync.tcp.columns.flow_parts`)
+    of ``seg`` as a table of their own, to analyse its flows on another thread.
+
+    Columns already computed are views. A frame column is gathered for each part's rows
+    when the getter can read without consuming (``get.peek``: the parts gather at once;
+    the column is freed once every part has), else computed once on ``seg`` (under
+    ``lock``) and sliced, as other lazy columns. MAC duplicates are marked on each part
+    (an MPDU identity includes its fd). No ``tr``.
+    """
+    get, idx = getattr(seg, "frame", (None, None))
+    peek = getattr(get, "peek", None)
+    left = {k: len(parts) for k in _FROM_FRAME}      # parts yet to gather each frame column
+
+    def shared(name, sl):
+        with lock:
+            return seg[name][sl]
+
+    def gather(k, rows):
+        c, f, d = _FROM_FRAME[k]
+        v = peek(c, f, d, rows)
+        with lock:
+            left[k] -= 1
+            if not left[k]:
+                get.drop(c)               # every part holds its rows
+        return v
+
+    tables = []
+    for sl in parts:
+        part = Lazy({k: v[sl] for k, v in dict.items(seg) if k != "tr"})
+        part.thunks = {k: (lambda k=k, sl=sl: shared(k, sl)) for k in seg.thunks}
+        if peek is not None:
+            part.thunks.update({k: (lambda k=k, rows=idx[sl]: gather(k, rows))
+                                for k in _FROM_FRAME if k in seg.thunks})
+        if "mac_dup" not in part:
+            part.thunks["mac_dup"] = (lambda part=part: dedup_mac(part)) if getattr(seg, "dedup", True) else \
+                (lambda n=sl.stop - sl.start: np.zeros(n, bool))
+        part.per_fd = getattr(seg, "per_fd", None)
+        tables.append(part)
+    return tables
+
+
+def join_parts(seg: Lazy, tables: list, keep) -> None:
+    """After the parts of :func:`part_tables` ran: the columns in ``keep`` that every part
+    computed become ``seg``'s (concatenated; a column broadcast from a fill value stays
+    lazy); frame columns the parts gathered and ``seg`` does not keep are freed."""
+    for name in keep:
+        if name not in seg and all(name in t for t in tables) and \
+                not any(t[name].strides == (0,) for t in tables):
+            seg[name] = np.concatenate([t.pop(name) for t in tables])
+            seg.thunks.pop(name, None)
+    get = getattr(seg, "frame", (None,))[0]
+    if getattr(get, "peek", None) is None:
+        return
+    for k, (c, _, _) in _FROM_FRAME.items():
+        if any(k in t for t in tables) and (k not in keep or k in seg):
+            seg.thunks.pop(k, None)       # gathered by the parts; seg holds it or never reads it
+            get.drop(c)
 
 
 def is_proto(seg, proto: int) -> np.ndarray:
