@@ -62,6 +62,7 @@ PROTO_NAMES = {6: "tcp", 17: "udp"}
 MAX_CELLS = 20_000_000          # (flow direction, window) cells of one run: ~1.6 GB of tables
 MAX_STEPS_PER_WINDOW = 1000     # window / step
 PARALLEL_MIN_ROWS = 1 << 17     # segments below which the flows are analysed on one thread
+PARALLEL_MAX_ROWS = 1 << 22     # segments above which the flow groups run one after the other (memory)
 MAX_WINDOW_NS = 10**18          # window and step: at most ~31 years (int64 ns arithmetic)
 
 
@@ -148,13 +149,21 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
         t["tr"] = tr[sl]                 # the capture's time ranks (tcp.columns.rank_span)
     del tr
 
+    rows = [sl.stop - sl.start for sl in parts]
+    one_by_one = sum(rows) > PARALLEL_MAX_ROWS      # their temporaries at once would set the peak
+
     def run(t):
-        return _analyze(t, min_rto_ns, lean=True, end_ns=end_ns, release=False, horizon_ns=horizon_ns)
-    big = max(range(len(parts)), key=lambda i: parts[i].stop - parts[i].start)
-    with pool(len(parts) - 1, limit=len(parts) - 1) as ex:    # the largest part on this thread
-        rest = {i: ex.submit(run, t) for i, t in enumerate(tables) if i != big}
-        mine = run(tables[big])
-        out = [mine if i == big else rest[i].result() for i in range(len(parts))]
+        out = _analyze(t, min_rto_ns, lean=True, end_ns=end_ns, release=one_by_one, horizon_ns=horizon_ns)
+        _trim_part(t)
+        return out
+    big = max(range(len(parts)), key=rows.__getitem__)
+    if one_by_one:
+        out = [run(t) for t in tables]
+    else:
+        with pool(len(parts) - 1, limit=len(parts) - 1) as ex:    # the largest part on this thread
+            rest = {i: ex.submit(run, t) for i, t in enumerate(tables) if i != big}
+            mine = run(tables[big])
+            out = [mine if i == big else rest[i].result() for i in range(len(parts))]
     ft, rtt = ({k: np.concatenate([o[j][k] for o in out]) for k in out[0][j]} for j in (0, 1))
     join_parts(seg, tables, _WINDOW_COLUMNS)
     inf = [t.inferred for t in tables]
@@ -163,6 +172,14 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     del tables, out
     release_free_heap()
     return ft, rtt
+
+
+def _trim_part(t) -> None:
+    """Frees the columns of an analysed part that :func:`join_parts` does not keep (not
+    held while the next part runs). Each stays named, empty: the join frees the frame
+    column of every name a part gathered."""
+    for name in [c for c in dict.keys(t) if c not in _WINDOW_COLUMNS]:
+        t[name] = t[name][:0]
 
 
 def _rtt_stats(ft: dict, rtt: dict, size: int) -> None:

@@ -53,8 +53,13 @@ def _last_before(key_fd, key_tr, q_fd, q_tr, span) -> np.ndarray:
     (``span``: :func:`rank_span` of the ranks); -1 if none."""
     if not len(key_fd):
         return np.full(len(q_fd), -1, np.int64)
-    comp = key_fd * span + key_tr
-    j = np.searchsorted(comp, q_fd * span + q_tr, side="left") - 1
+    comp = key_fd * np.int64(span)                       # (in place: one temporary less each)
+    comp += key_tr
+    q = q_fd * np.int64(span)
+    q += q_tr
+    j = np.searchsorted(comp, q, side="left")
+    del comp, q
+    j -= 1
     ok = (j >= 0) & (key_fd[np.maximum(j, 0)] == q_fd)
     return np.where(ok, j, -1)
 
@@ -118,7 +123,8 @@ class _AckRows:
 
     def before(self, rows):
         """Index into ``ai`` of the last ACK the other side sent before each row (-1: none)."""
-        return _last_before(self.afd, self.tr[self.ai], self.seg["fd"][rows] ^ 1, self.tr[rows], self.span)
+        tr = self.tr if self.every else self.tr[self.ai]
+        return _last_before(self.afd, tr, self.seg["fd"][rows] ^ 1, self.tr[rows], self.span)
 
 
 def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):

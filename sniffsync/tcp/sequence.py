@@ -70,20 +70,26 @@ def _deliver(out, ts, fd, seq_raw, data, tcp, rel) -> None:
     head = group_starts(f)
     base = np.zeros(int(f[-1]) + 1, np.int64)
     base[f[head]] = sr[head]
-    key = f * (np.int64(1) << 33) + np.where(sr >= 0, ((sr - base[f]) & 0xFFFFFFFF) + 1, 0)
-    rows = np.flatnonzero(data & tcp)
+    key = sr - base[f]                                 # (in place: one temporary at a time)
+    key &= 0xFFFFFFFF
+    key += 1
+    key[sr < 0] = 0
+    del sr
+    key += f << np.int64(33)
+    in_tcp = tcp[di]
+    rows = di[in_tcp]                                  # = flatnonzero(data & tcp)
     if is_sorted(key) and (len(key) < 2 or (key[1:] != key[:-1]).all()):
         arr = ts[rows]                                  # every segment sent once
     else:
         o = np.argsort(key, kind="stable")
         k_head = group_starts(key[o])
-        last = np.maximum.reduceat(ts[di][o], np.flatnonzero(k_head))
+        del key
+        last = np.maximum.reduceat(ts[di[o]], np.flatnonzero(k_head))
         gid = np.empty(len(di), np.int64)
         gid[o] = np.cumsum(k_head) - 1
-        del o, k_head, key
-        pos = np.full(len(ts), -1, np.int64)
-        pos[di] = gid
-        arr = last[pos[rows]]
+        del o, k_head
+        arr = last[gid[in_tcp]]                         # rows are the di with in_tcp, in order
+        del gid
     fr, rr = fd[rows], rel[rows]
     starts = group_starts(fr)
     if sorted_within(starts, rr):                     # sequence order = time order
