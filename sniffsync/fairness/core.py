@@ -104,10 +104,13 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
 def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True, horizon_ns=None):
     """``(ft, rtt)`` of :func:`analyze_arrays` on a segment table (or a part of whole
     flows of one: ``end_ns`` the capture's end, :func:`outstanding_arrays`)."""
+    if lean:                             # the MAC identity columns go once read (a lower peak)
+        seg["mac_dup"]                   # noqa: B018 (computed now: its thunk reads them)
+        _free(seg, ("sniffer", "wlan_seq"))
     classify_arrays(seg)
     if release:
         release_free_heap()              # each stage's freed temporaries (a lower peak)
-    pairs = ack_arrays(seg, min_rto_ns)
+    pairs = ack_arrays(seg, min_rto_ns, free_raw=lean)
     if lean:
         for name in _UNREAD_LAZY:
             seg.thunks.pop(name, None)
@@ -172,6 +175,14 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     del tables, out
     release_free_heap()
     return ft, rtt
+
+
+def _free(seg, names) -> None:
+    """Frees the computed columns ``names`` of ``seg`` that no later stage reads (a part
+    reads every one of them: :func:`part_tables` frees the frame column at its last gather)."""
+    for name in names:
+        if dict.__contains__(seg, name):
+            del seg[name]
 
 
 def _trim_part(t) -> None:
