@@ -158,6 +158,8 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     def run(t):
         out = _analyze(t, min_rto_ns, lean=True, end_ns=end_ns, release=one_by_one, horizon_ns=horizon_ns)
         _trim_part(t)
+        if one_by_one:
+            release_free_heap()          # the next part grows into the pages this one freed
         return out
     big = max(range(len(parts)), key=rows.__getitem__)
     if one_by_one:
