@@ -63,6 +63,7 @@ MAX_CELLS = 20_000_000          # (flow direction, window) cells of one run: ~1.
 MAX_STEPS_PER_WINDOW = 1000     # window / step
 PARALLEL_MIN_ROWS = 1 << 17     # segments below which the flows are analysed on one thread
 PARALLEL_MAX_ROWS = 1 << 22     # segments above which the flow groups run one after the other (memory)
+SEQUENTIAL_PART_ROWS = 1 << 20  # rows of a group then (as many groups as whole flows allow)
 MAX_WINDOW_NS = 10**18          # window and step: at most ~31 years (int64 ns arithmetic)
 
 
@@ -95,7 +96,10 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     :func:`queue_delay`'s columns (per fd: computed with each group).
     """
     seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
-    parts = flow_parts(seg["fd"], workers(), PARALLEL_MIN_ROWS) if lean else [slice(None)]
+    n = len(seg["fd"])
+    # a big table: groups of ~SEQUENTIAL_PART_ROWS run one by one (each one's temporaries alone)
+    k = workers() if n <= PARALLEL_MAX_ROWS else max(workers(), -(-n // SEQUENTIAL_PART_ROWS))
+    parts = flow_parts(seg["fd"], k, PARALLEL_MIN_ROWS) if lean else [slice(None)]
     ft, rtt = _analyze_parts(seg, parts, min_rto_ns, horizon_ns) if len(parts) > 1 else \
         _analyze(seg, min_rto_ns, lean, horizon_ns=horizon_ns)
     return seg, names, ft, rtt

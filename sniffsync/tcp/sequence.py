@@ -141,6 +141,23 @@ def _data_classes(fd, r, end, plen, flags, none):
     return dd, new_bytes, kind
 
 
+def _frontier(fd_all, is_data, seg_end, tcp: np.ndarray, none: int) -> np.ndarray:
+    """``frontier`` of :func:`classify_arrays` (``tcp``: its TCP rows, ``none``: below every
+    sequence number), from the columns it wrote: the highest ``seg_end`` of the earlier
+    data rows of each fd (-1: none)."""
+    idx = None if tcp.all() else np.flatnonzero(tcp)
+    fd = _sub(fd_all, idx)
+    cm = grouped_cummax(fd, np.where(_sub(is_data, idx), _sub(seg_end, idx), none))
+    p = np.empty_like(cm)
+    p[1:] = cm[:-1]
+    p[group_starts(fd)] = none
+    if idx is None:
+        return np.maximum(p, -1)
+    out = np.full(len(tcp), -1, np.int64)
+    out[idx] = np.maximum(p, -1)
+    return out
+
+
 def classify_arrays(seg) -> None:
     """Relative sequence numbers, new bytes and sequence class of every segment.
 
@@ -174,20 +191,15 @@ def classify_arrays(seg) -> None:
     none = min(int(r.min()), int(end.min()), 0) - 1 if len(r) else -1
     dd, new_bytes, kind = _data_classes(fd, r, end, _sub(seg["payload_len"], idx), flags, none)
 
-    def frontier():
-        cm_all = grouped_cummax(fd, np.where(data, end, none))
-        p = np.empty_like(cm_all)
-        p[1:] = cm_all[:-1]
-        p[starts] = none
-        return put(slice(None), np.maximum(p, -1), -1, np.int64)
-
     every = slice(None)
     seg["rel_seq"] = rel = put(every, r, -1, np.int64)
-    seg["seg_end"] = put(every, end, -1, np.int64)
+    se = seg["seg_end"] = put(every, end, -1, np.int64)
     is_data = seg["is_data"] = put(every, data, False, bool)
-    seg.thunks["frontier"] = frontier
+    # from the written columns: the thunk holds none of the temporaries below
+    seg.thunks["frontier"] = lambda: _frontier(fd_all, is_data, se, tcp, none)
     nb = seg["new_bytes"] = put(dd, new_bytes, 0, np.int64)
     kd = seg["kind"] = put(dd, kind, KIND["none"], np.int8)
+    del fd, starts, r, flags, end, data, dd, new_bytes, kind, put, idx   # not held while the delivery runs
     seg["deliver_ns"] = in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = np.flatnonzero(is_proto(seg, 17) & ~mac_dup)
