@@ -92,7 +92,8 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     (their arrays freed right after the ACK analysis: a lower peak) and, for a big
     table of several flows, only the columns :func:`run_tables` reads: its flows are
     then analysed in groups on :func:`sniffsync.runtime.workers` threads (flows are
-    independent; numpy releases the GIL). ``horizon_ns``: ``rtt`` also gets
+    independent; numpy releases the GIL), or, above :data:`PARALLEL_MAX_ROWS` rows, in
+    groups of ~:data:`SEQUENTIAL_PART_ROWS` rows one after the other (a lower peak). ``horizon_ns``: ``rtt`` also gets
     :func:`queue_delay`'s columns (per fd: computed with each group).
     """
     seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
@@ -145,7 +146,8 @@ def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True
 
 
 def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
-    """:func:`_analyze` of each part of whole flows on its own thread; the flow table and
+    """:func:`_analyze` of each part of whole flows on its own thread (one after the other on
+    this thread above :data:`PARALLEL_MAX_ROWS` rows: one part's temporaries at a time); the flow table and
     RTT samples concatenated in part order (= fd order, as one table gives them), and the
     segment columns :func:`run_tables` reads and ``seg.inferred`` put together in ``seg``."""
     tr = seg["tr"] if "tr" in seg else time_rank(seg["row"], seg["ts_ns"])
