@@ -62,6 +62,8 @@ PROTO_NAMES = {6: "tcp", 17: "udp"}
 MAX_CELLS = 20_000_000          # (flow direction, window) cells of one run: ~1.6 GB of tables
 MAX_STEPS_PER_WINDOW = 1000     # window / step
 PARALLEL_MIN_ROWS = 1 << 17     # segments below which the flows are analysed on one thread
+PARALLEL_MAX_ROWS = 1 << 22     # segments above which the flow groups run one after the other (memory)
+SEQUENTIAL_PART_ROWS = 1 << 20  # rows of a group then (as many groups as whole flows allow)
 MAX_WINDOW_NS = 10**18          # window and step: at most ~31 years (int64 ns arithmetic)
 
 
@@ -90,11 +92,15 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
     (their arrays freed right after the ACK analysis: a lower peak) and, for a big
     table of several flows, only the columns :func:`run_tables` reads: its flows are
     then analysed in groups on :func:`sniffsync.runtime.workers` threads (flows are
-    independent; numpy releases the GIL). ``horizon_ns``: ``rtt`` also gets
+    independent; numpy releases the GIL), or, above :data:`PARALLEL_MAX_ROWS` rows, in
+    groups of ~:data:`SEQUENTIAL_PART_ROWS` rows one after the other (a lower peak). ``horizon_ns``: ``rtt`` also gets
     :func:`queue_delay`'s columns (per fd: computed with each group).
     """
     seg, names = segment_arrays(skipping(cap.get, cap.skip), cap.ip_codes, dedup)
-    parts = flow_parts(seg["fd"], workers(), PARALLEL_MIN_ROWS) if lean else [slice(None)]
+    n = len(seg["fd"])
+    # a big table: groups of ~SEQUENTIAL_PART_ROWS run one by one (each one's temporaries alone)
+    k = workers() if n <= PARALLEL_MAX_ROWS else max(workers(), -(-n // SEQUENTIAL_PART_ROWS))
+    parts = flow_parts(seg["fd"], k, PARALLEL_MIN_ROWS) if lean else [slice(None)]
     ft, rtt = _analyze_parts(seg, parts, min_rto_ns, horizon_ns) if len(parts) > 1 else \
         _analyze(seg, min_rto_ns, lean, horizon_ns=horizon_ns)
     return seg, names, ft, rtt
@@ -103,10 +109,13 @@ def analyze_arrays(cap: Capture, dedup: bool = True, min_rto_ns: int = MIN_RTO_N
 def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True, horizon_ns=None):
     """``(ft, rtt)`` of :func:`analyze_arrays` on a segment table (or a part of whole
     flows of one: ``end_ns`` the capture's end, :func:`outstanding_arrays`)."""
+    if lean:                             # the MAC identity columns go once read (a lower peak)
+        seg["mac_dup"]                   # noqa: B018 (computed now: its thunk reads them)
+        _free(seg, ("sniffer", "wlan_seq"))
     classify_arrays(seg)
     if release:
         release_free_heap()              # each stage's freed temporaries (a lower peak)
-    pairs = ack_arrays(seg, min_rto_ns)
+    pairs = ack_arrays(seg, min_rto_ns, free_raw=lean)
     if lean:
         for name in _UNREAD_LAZY:
             seg.thunks.pop(name, None)
@@ -137,7 +146,8 @@ def _analyze(seg, min_rto_ns: int, lean: bool, end_ns=None, release: bool = True
 
 
 def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
-    """:func:`_analyze` of each part of whole flows on its own thread; the flow table and
+    """:func:`_analyze` of each part of whole flows on its own thread (one after the other on
+    this thread above :data:`PARALLEL_MAX_ROWS` rows: one part's temporaries at a time); the flow table and
     RTT samples concatenated in part order (= fd order, as one table gives them), and the
     segment columns :func:`run_tables` reads and ``seg.inferred`` put together in ``seg``."""
     if "tr" not in seg:                  # the capture's time ranks, computed by a group
@@ -145,15 +155,24 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     n, end_ns, lock, copied = len(seg["fd"]), capture_end_ns(seg["ts_ns"]), threading.RLock(), {}
     tables = part_tables(seg, parts, lock)
 
+    rows = [sl.stop - sl.start for sl in parts]
+    one_by_one = sum(rows) > PARALLEL_MAX_ROWS      # their temporaries at once would set the peak
+
     def run(i):
-        out = _analyze(tables[i], min_rto_ns, lean=True, end_ns=end_ns, release=False, horizon_ns=horizon_ns)
+        out = _analyze(tables[i], min_rto_ns, lean=True, end_ns=end_ns, release=one_by_one, horizon_ns=horizon_ns)
         copy_part(tables[i], parts[i], n, _WINDOW_COLUMNS, copied, lock)     # (on this part's thread)
+        _trim_part(tables[i])
+        if one_by_one:
+            release_free_heap()          # the next part grows into the pages this one freed
         return out
-    big = max(range(len(parts)), key=lambda i: parts[i].stop - parts[i].start)
-    with pool(len(parts) - 1, limit=len(parts) - 1) as ex:    # the largest part on this thread
-        rest = {i: ex.submit(run, i) for i in range(len(parts)) if i != big}
-        mine = run(big)
-        out = [mine if i == big else rest[i].result() for i in range(len(parts))]
+    big = max(range(len(parts)), key=rows.__getitem__)
+    if one_by_one:
+        out = [run(i) for i in range(len(parts))]
+    else:
+        with pool(len(parts) - 1, limit=len(parts) - 1) as ex:    # the largest part on this thread
+            rest = {i: ex.submit(run, i) for i in range(len(parts)) if i != big}
+            mine = run(big)
+            out = [mine if i == big else rest[i].result() for i in range(len(parts))]
     ft, rtt = ({k: np.concatenate([o[j][k] for o in out]) for k in out[0][j]} for j in (0, 1))
     join_parts(seg, tables, _WINDOW_COLUMNS, copied)
     inf = [t.inferred for t in tables]
@@ -163,6 +182,22 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     del out
     release_free_heap()
     return ft, rtt
+
+
+def _free(seg, names) -> None:
+    """Frees the computed columns ``names`` of ``seg`` that no later stage reads (a part
+    reads every one of them: :func:`part_tables` frees the frame column at its last gather)."""
+    for name in names:
+        if dict.__contains__(seg, name):
+            del seg[name]
+
+
+def _trim_part(t) -> None:
+    """Frees the columns of an analysed part that :func:`join_parts` does not keep (not
+    held while the next part runs). Each stays named, empty: the join frees the frame
+    column of every name a part gathered."""
+    for name in [c for c in dict.keys(t) if c not in _WINDOW_COLUMNS]:
+        t[name] = t[name][:0]
 
 
 def _rtt_stats(ft: dict, rtt: dict, size: int) -> None:

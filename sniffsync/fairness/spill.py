@@ -12,6 +12,7 @@ sink does); the file is deleted when closed.
 from __future__ import annotations
 
 import tempfile
+import threading
 
 import numpy as np
 
@@ -34,6 +35,7 @@ class Spill:
         self.n = 0
         self.parts = {}                 # name -> [(row0, k, dtype, has_mask, file offset)]
         self.file = None
+        self.lock = threading.Lock()    # load: one seek + read at a time (group threads)
 
     def add(self, cols: dict, k: int) -> None:
         for name in sorted(self.names & cols.keys()):
@@ -63,6 +65,11 @@ class Spill:
         dt = np.result_type(*[p[2] for p in parts])
         masked = sum(p[1] for p in parts) < n or any(p[3] for p in parts)
         v, ok = np.zeros(n, dt), (np.zeros(n, bool) if masked else None)
+        with self.lock:
+            self._read_into(parts, v, ok)
+        return v, ok
+
+    def _read_into(self, parts, v, ok) -> None:
         for row0, k, pdt, has_mask, at in parts:
             self.file.seek(at)
             v[row0:row0 + k] = np.fromfile(self.file, pdt, k)
@@ -70,7 +77,6 @@ class Spill:
                 ok[row0:row0 + k] = np.fromfile(self.file, bool, k)
             elif ok is not None:
                 ok[row0:row0 + k] = True
-        return v, ok
 
     def close(self) -> None:
         if self.file is not None:
@@ -88,8 +94,13 @@ class SpilledCols(dict):
         super().__init__(cols)
         self.spill, self.finish = spill, finish
         self.parked = set(spill.parts)
+        self.lock = threading.RLock()   # flow groups on threads read the same columns (peek)
 
     def _load(self, name) -> bool:
+        with self.lock:
+            return self._load_locked(name)
+
+    def _load_locked(self, name) -> bool:
         if dict.__contains__(self, name) or name not in self.parked:
             return dict.__contains__(self, name)
         col = self.spill.load(name)
@@ -102,15 +113,24 @@ class SpilledCols(dict):
         return dict.__contains__(self, name) or name in self.parked
 
     def __getitem__(self, name):
-        self._load(name)
-        return dict.__getitem__(self, name)
+        with self.lock:
+            self._load(name)
+            return dict.__getitem__(self, name)
 
     def get(self, name, default=None):
         return self[name] if self._load(name) else default
 
     def pop(self, name, *default):
-        self._load(name)
-        return dict.pop(self, name, *default)
+        with self.lock:
+            self._load(name)
+            return dict.pop(self, name, *default)
+
+    def __delitem__(self, name) -> None:
+        """Frees a column without reading it back (a parked one is forgotten)."""
+        if not dict.__contains__(self, name) and name not in self.parked:
+            raise KeyError(name)
+        dict.pop(self, name, None)
+        self.parked.discard(name)
 
     def restore(self) -> None:
         """Every parked column into memory now (e.g. before a frame table is built)."""

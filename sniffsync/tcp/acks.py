@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from sniffsync.tcp.columns import (SEQ_SPAN, group_starts, grouped_cummax, is_sorted, rank_span, restart_cumsum,
-                                   unwrap32, wrap32)
+                                   sorted_within, unwrap32, wrap32)
 from sniffsync.tcp.holes import inferred_arrays
 from sniffsync.tcp.rtt import MIN_RTO_NS, ack_sample_rows, advancing_rows, rto_arrays
 from sniffsync.tcp.segments import TH_ACK, TH_FIN, TH_RST, TH_SYN, live_tcp
@@ -53,8 +53,13 @@ def _last_before(key_fd, key_tr, q_fd, q_tr, span) -> np.ndarray:
     (``span``: :func:`rank_span` of the ranks); -1 if none."""
     if not len(key_fd):
         return np.full(len(q_fd), -1, np.int64)
-    comp = key_fd * span + key_tr
-    j = np.searchsorted(comp, q_fd * span + q_tr, side="left") - 1
+    comp = key_fd * np.int64(span)                       # (in place: one temporary less each)
+    comp += key_tr
+    q = q_fd * np.int64(span)
+    q += q_tr
+    j = np.searchsorted(comp, q, side="left")
+    del comp, q
+    j -= 1
     ok = (j >= 0) & (key_fd[np.maximum(j, 0)] == q_fd)
     return np.where(ok, j, -1)
 
@@ -113,15 +118,18 @@ class _AckRows:
 
     @cached_property
     def acm(self):
-        """Highest ACK so far within each ACK fd."""
-        return grouped_cummax(self.afd, self.ack) if len(self.ai) else self.ack
+        """Highest ACK so far within each ACK fd (``ack`` itself when it never falls: no copy)."""
+        if not len(self.ai) or sorted_within(self.st, self.ack):
+            return self.ack
+        return grouped_cummax(self.afd, self.ack)
 
     def before(self, rows):
         """Index into ``ai`` of the last ACK the other side sent before each row (-1: none)."""
-        return _last_before(self.afd, self.tr[self.ai], self.seg["fd"][rows] ^ 1, self.tr[rows], self.span)
+        tr = self.tr if self.every else self.tr[self.ai]
+        return _last_before(self.afd, tr, self.seg["fd"][rows] ^ 1, self.tr[rows], self.span)
 
 
-def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
+def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH, free_raw: bool = False):
     """Acknowledgement analysis (see :func:`sniffsync.tcp.frames.analyze_acks`) of classified segments.
 
     Adds :data:`ACK_COLUMNS` to ``seg`` (a :class:`~sniffsync.tcp.columns.Lazy`);
@@ -129,7 +137,8 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     first read (the fairness report needs them only at retransmissions). Returns the
     rows (ACK, data) of the Karn ACK samples and of all advancing ACKs (``ack_pairs``
     of :func:`sniffsync.tcp.rtt.rtt_arrays`); sets ``seg.inferred``
-    (:func:`sniffsync.tcp.holes.inferred_arrays`).
+    (:func:`sniffsync.tcp.holes.inferred_arrays`). ``free_raw``: ``seq_raw`` and ``ack_raw``
+    are removed from ``seg`` once read (a lower peak when no later stage reads them).
     """
     n = len(seg["fd"])
     if "tr" not in seg and "tr" not in getattr(seg, "thunks", ()):    # (a thunk: a group's share)
@@ -137,6 +146,10 @@ def ack_arrays(seg, min_rto_ns: int = MIN_RTO_NS, dupthresh: int = DUPTHRESH):
     live = live_tcp(seg)
     flags = seg["flags"]
     a = _AckRows(seg, live)
+    if free_raw:
+        for name in ("seq_raw", "ack_raw"):
+            if dict.__contains__(seg, name):
+                del seg[name]
     seg["ack_rel"] = a.ack if a.every else _scatter(n, a.ai, a.ack, -1, np.int64)
     # bytes the sniffer missed that the receiver acknowledged (goodput across holes)
     seg.inferred = inferred_arrays(seg, live, a.ai, a.afd, a.acm)

@@ -110,24 +110,28 @@ def _touching(holes: dict, afd: np.ndarray, acm: np.ndarray) -> np.ndarray:
 def _live_holes(seg, live: np.ndarray) -> dict:
     """:func:`hole_table` of the live TCP rows, one group of whole flow directions at a
     time (:func:`fd_slices`: holes are per fd; its temporaries for one group at a time),
-    kept only for directions that carried captured payload: a missed SYN or FIN of an
-    ACK-only direction would make it a 1-byte "flow" (and halve Jain's index)."""
+    only of directions that carried captured payload (the rows of the others, often half
+    the table, are not gathered): a missed SYN or FIN of an ACK-only direction would make
+    it a 1-byte "flow" (and halve Jain's index)."""
     fd_all = seg["fd"]
+    plen = seg["payload_len"]
     parts = []
     for sl in fd_slices(fd_all):
         lv = live[sl]
+        fd = fd_all[sl]
+        if not lv.any():
+            continue
+        pay = np.bincount(fd[lv & (plen[sl] > 0)], minlength=int(fd.max()) + 1) > 0
+        lv = lv & pay[fd]                          # whole fds: their holes and ``before`` stand
         li = sl if lv.all() else np.flatnonzero(lv) + sl.start
+        del fd, pay
+        if not lv.any():
+            continue
 
         def col(name):
             return seg[name][li]
-        fd = col("fd")
-        if not len(fd):
-            continue
-        h = hole_table(fd, col("rel_seq"), col("seg_end"))
-        pay = np.bincount(fd[col("payload_len") > 0], minlength=int(fd.max()) + 1) > 0
-        keep = pay[h["fd"]]                        # whole fds: their ``before`` stands
-        parts.append(h if keep.all() else {k: v[keep] for k, v in h.items()})
-        del fd, h
+        parts.append(hole_table(col("fd"), col("rel_seq"), col("seg_end")))
+        del lv, li
     if not parts:
         return hole_table(fd_all[:0], fd_all[:0], fd_all[:0])
     return {k: np.concatenate([h[k] for h in parts]) for k in parts[0]}

@@ -70,20 +70,26 @@ def _deliver(out, ts, fd, seq_raw, data, tcp, rel) -> None:
     head = group_starts(f)
     base = np.zeros(int(f[-1]) + 1, np.int64)
     base[f[head]] = sr[head]
-    key = f * (np.int64(1) << 33) + np.where(sr >= 0, ((sr - base[f]) & 0xFFFFFFFF) + 1, 0)
-    rows = np.flatnonzero(data & tcp)
+    key = sr - base[f]                                 # (in place: one temporary at a time)
+    key &= 0xFFFFFFFF
+    key += 1
+    key[sr < 0] = 0
+    del sr
+    key += f << np.int64(33)
+    in_tcp = tcp[di]
+    rows = di[in_tcp]                                  # = flatnonzero(data & tcp)
     if is_sorted(key) and (len(key) < 2 or (key[1:] != key[:-1]).all()):
         arr = ts[rows]                                  # every segment sent once
     else:
         o = np.argsort(key, kind="stable")
         k_head = group_starts(key[o])
-        last = np.maximum.reduceat(ts[di][o], np.flatnonzero(k_head))
+        del key
+        last = np.maximum.reduceat(ts[di[o]], np.flatnonzero(k_head))
         gid = np.empty(len(di), np.int64)
         gid[o] = np.cumsum(k_head) - 1
-        del o, k_head, key
-        pos = np.full(len(ts), -1, np.int64)
-        pos[di] = gid
-        arr = last[pos[rows]]
+        del o, k_head
+        arr = last[gid[in_tcp]]                         # rows are the di with in_tcp, in order
+        del gid
     fr, rr = fd[rows], rel[rows]
     starts = group_starts(fr)
     if sorted_within(starts, rr):                     # sequence order = time order
@@ -135,6 +141,23 @@ def _data_classes(fd, r, end, plen, flags, none):
     return dd, new_bytes, kind
 
 
+def _frontier(fd_all, is_data, seg_end, tcp: np.ndarray, none: int) -> np.ndarray:
+    """``frontier`` of :func:`classify_arrays` (``tcp``: its TCP rows, ``none``: below every
+    sequence number), from the columns it wrote: the highest ``seg_end`` of the earlier
+    data rows of each fd (-1: none)."""
+    idx = None if tcp.all() else np.flatnonzero(tcp)
+    fd = _sub(fd_all, idx)
+    cm = grouped_cummax(fd, np.where(_sub(is_data, idx), _sub(seg_end, idx), none))
+    p = np.empty_like(cm)
+    p[1:] = cm[:-1]
+    p[group_starts(fd)] = none
+    if idx is None:
+        return np.maximum(p, -1)
+    out = np.full(len(tcp), -1, np.int64)
+    out[idx] = np.maximum(p, -1)
+    return out
+
+
 def classify_arrays(seg) -> None:
     """Relative sequence numbers, new bytes and sequence class of every segment.
 
@@ -168,20 +191,15 @@ def classify_arrays(seg) -> None:
     none = min(int(r.min()), int(end.min()), 0) - 1 if len(r) else -1
     dd, new_bytes, kind = _data_classes(fd, r, end, _sub(seg["payload_len"], idx), flags, none)
 
-    def frontier():
-        cm_all = grouped_cummax(fd, np.where(data, end, none))
-        p = np.empty_like(cm_all)
-        p[1:] = cm_all[:-1]
-        p[starts] = none
-        return put(slice(None), np.maximum(p, -1), -1, np.int64)
-
     every = slice(None)
     seg["rel_seq"] = rel = put(every, r, -1, np.int64)
-    seg["seg_end"] = put(every, end, -1, np.int64)
+    se = seg["seg_end"] = put(every, end, -1, np.int64)
     is_data = seg["is_data"] = put(every, data, False, bool)
-    seg.thunks["frontier"] = frontier
+    # from the written columns: the thunk holds none of the temporaries below
+    seg.thunks["frontier"] = lambda: _frontier(fd_all, is_data, se, tcp, none)
     nb = seg["new_bytes"] = put(dd, new_bytes, 0, np.int64)
     kd = seg["kind"] = put(dd, kind, KIND["none"], np.int8)
+    del fd, starts, r, flags, end, data, dd, new_bytes, kind, put, idx   # not held while the delivery runs
     seg["deliver_ns"] = in_order_delivery(seg, tcp, rel)
     # UDP: every datagram is new payload (no sequence numbers to judge by)
     udp = np.flatnonzero(is_proto(seg, 17) & ~mac_dup)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -90,3 +91,26 @@ def test_split_analysis_equals_one_table(kind, ethernet_pcap, split, monkeypatch
     assert (fl["rtt_samples"] > 0).sum() >= 2
     assert {"A-nearAP": fl["inferred_bytes"], "B-nearSTA1": fl["mac_duplicates"],
             "B-nearSTA1 command": fl["mac_duplicates"]}.get(kind, np.ones(1)).sum() > 0
+
+
+@pytest.mark.parametrize("kind", ["B-nearSTA1", "A-command"])
+def test_groups_one_after_the_other_equal_groups_at_once(kind, split, monkeypatch):
+    """A table above PARALLEL_MAX_ROWS runs its flow groups one by one (each group's
+    temporaries alone, its columns the join does not keep freed): the same report."""
+    def caps():
+        if kind == "A-command":
+            return list(_captures([NS3.format("A-nearAP")]))
+        return [Capture.from_frame(read_capture(NS3.format(kind)))]
+    at_once, _ = _report(caps())
+    monkeypatch.setattr(core, "PARALLEL_MAX_ROWS", 0)
+    threads = []
+    whole = core._analyze
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return whole(*args, **kwargs)
+    monkeypatch.setattr(core, "_analyze", spy)
+    one_by_one, _ = _report(caps())
+    assert split == [2, 2] and len(threads) == 2 and set(threads) == {threading.main_thread()}
+    assert one_by_one == at_once
+

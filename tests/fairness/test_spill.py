@@ -56,6 +56,12 @@ def test_spilled_cols_read_back_one_by_one_and_again_after_a_pop():
     assert cols.pop("c")[0].tolist() == [0] * 6                          # the in-memory copy first
     assert cols.get("c")[0].tolist() == [1, 3, 5, 7, 9, 11]             # then the parked one
     assert cols.get("zz", 5) == 5 and "zz" not in cols
+    fresh = SpilledCols({}, spill)
+    spill.load = None                    # a parked column freed by del is never read back
+    del fresh["a"], fresh["c"]
+    assert "a" not in fresh and "c" not in fresh
+    with pytest.raises(KeyError):
+        del fresh["zz"]
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +105,27 @@ def test_a_full_temporary_disk_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(tempfile, "TemporaryFile", full)
     with pytest.raises(OSError, match="temporary file .*TMPDIR.*No space left"):
         Spill({"a"}).add(_batches()[0][0], 3)
+
+
+def test_parked_columns_read_by_two_threads_at_once_come_back_whole():
+    """Flow groups on threads peek the same parked columns together: each read seeks the
+    one temporary file, so reads must not interleave (they did: other columns' bytes)."""
+    import threading
+    names = [f"c{i}" for i in range(8)]
+    spill = Spill(set(names))
+    for b in range(64):
+        spill.add({name: (np.arange(b * 500, b * 500 + 500) * (i + 1), None) for i, name in enumerate(names)}, 500)
+    cols = SpilledCols({}, spill)
+    start, got = threading.Barrier(2), {}
+
+    def read(t):
+        start.wait()
+        got[t] = [cols[name][0] for name in (names if t else names[::-1])]
+    threads = [threading.Thread(target=read, args=(t,)) for t in (0, 1)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for i, name in enumerate(names):
+        want = np.arange(64 * 500) * (i + 1)
+        assert np.array_equal(got[1][i], want) and np.array_equal(got[0][len(names) - 1 - i], want), name
