@@ -49,9 +49,10 @@ from sniffsync.sync.clock import place_via_host
 from sniffsync.sync.copies import MERGE_KEY, copy_gates, default_gate
 from sniffsync.sync.retime import TS_SRC, Tally, clock_errors
 from sniffsync.sync.snaplen import NO_LIMIT, drop_cut_fcs, min_snaplen
-from sniffsync.sync.streamfit import TILE_NS, fit_tiled
+from sniffsync.sync.streamfit import TILE_NS, fit_tiled, tile_pair_stats
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.streamspill import AnchorSpill
+from sniffsync.sync.streamstats import clock_error_bounds, copy_gate
 from sniffsync.sync.streamwindow import Counts, Ctx, window
 from sniffsync.sync.windows import MARGIN_NS, window_bounds
 
@@ -173,6 +174,7 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns, spill_
                    np.repeat(np.arange(len(cs)), [len(c.sample[0]) for c in cs]),
                    np.concatenate([c.sample[0] for c in cs]), allow_unsynced, names)
     to_epoch, res.host_us = sample_fits(cs, base, clocks, res.model, reference)
+    tile_pair_stats(res, anchors)        # tiled: the report's pairs summed on the final model
     return res, to_epoch, base, (ts_lo, ts_hi)
 
 
@@ -281,8 +283,13 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     model = res.model
-    gate_ns = default_gate(res, MIN_GATE_NS)
-    clock_gates, per_clock_err = copy_gates(res, gate_ns), clock_errors(res)
+    if res.anchors is not None:          # one fit: from its pairs, as the one-pass merge
+        gate_ns = default_gate(res, MIN_GATE_NS)
+        per_clock_err = clock_errors(res)
+    else:                                # tiles: from their pairs' summary (sync/streamstats.py)
+        gate_ns = copy_gate(res.pair_stats, res, MIN_GATE_NS)
+        per_clock_err = clock_error_bounds(res.pair_stats, res)
+    clock_gates = copy_gates(res, gate_ns)
     # per window, retime needs each clock's error, not the anchor pairs: they are dropped
     fit = {"model": model, "anchors": None, "sigma_ns": getattr(res, "sigma_ns", None),
            "clock_err_ns": per_clock_err}

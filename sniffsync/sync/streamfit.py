@@ -33,9 +33,11 @@ import numpy as np
 
 from sniffsync.sync.anchors import anchor_candidates
 from sniffsync.sync.clock import reference_clock, sync
-from sniffsync.sync.streamspill import AnchorSpill, concat, join
+from sniffsync.runtime import release_free_heap
+from sniffsync.sync.streamspill import AnchorSpill, join
+from sniffsync.sync.streamstats import PairStats
 
-__all__ = ["TILE_NS", "OVERLAP_NS", "fit_tiled"]
+__all__ = ["TILE_NS", "OVERLAP_NS", "fit_tiled", "tile_pair_stats", "tile_edges"]
 
 TILE_NS = 3_600 * 10**9      # common time fitted at once (a knot per <= 9 s at 1 knot/s, 3 clocks)
 OVERLAP_NS = 120 * 10**9     # anchors beyond each edge: the tile's ends are not extrapolated
@@ -100,8 +102,8 @@ def fit_tiled(pieces, n_rows, clocks, *, reference, anchors, knot_s, names,
     model = res.model
     ends = clocks.loc[ref, ["t0_ns", "t1_ns"]].to_numpy(np.float64)
     c_lo, c_hi = (float(v) for v in ends + _g(model, ref, ends))     # the reference's common span
-    m = int(np.ceil((c_hi - c_lo) / tile_ns))
-    edges = c_lo + (c_hi - c_lo) * np.arange(m + 1) / m
+    edges = tile_edges(c_lo, c_hi, tile_ns)
+    m = len(edges) - 1
     edges[0], edges[-1] = -np.inf, np.inf
     store = [AnchorSpill(spill_dir, f"tile{k}") for k in range(m)]
     for s, df in pieces():               # each row to the tiles (with overlaps) its time falls in
@@ -111,37 +113,73 @@ def fit_tiled(pieces, n_rows, clocks, *, reference, anchors, knot_s, names,
             if len(sel):
                 store[k].add(df.iloc[sel].assign(input_=s))
                 store[k].finish()        # to disk now: not a buffer per tile (m x SPILL_ROWS rows)
-    tiles, kept, n_kept = [], [], 0
+    tiles, parts = [], []
     for k in range(m):
         if not len(store[k]):
-            for st in store:
+            for st in store + parts:
                 st.drop()
             return res                   # no anchor in a tile: one fit
         at, local, clock = join([(int(d.input_.iloc[0]), d.drop(columns="input_")) for d in store[k].pieces()])
         store[k].drop()
         tc, present = _tile_clocks(clocks, local, clock)
         if not present[ref]:
-            for st in store:
+            for st in store + parts:
                 st.drop()
             return res                   # the reference restarted: one fit
         t = sync(at, clocks=(local, clock, tc), **kw)
         del at
-        a, common = t.anchors, model.apply(local, clock)
-        ra, rb = a.row_a.to_numpy(np.int64), a.row_b.to_numpy(np.int64)
-        own = (common[ra] >= edges[k]) & (common[ra] < edges[k + 1])
-        rows = np.unique(np.r_[ra[own], rb[own]])          # the rows the report's pairs read
-        kept.append((local[rows], clock[rows]))
-        a = a[own].assign(row_a=n_kept + np.searchsorted(rows, ra[own]), row_b=n_kept + np.searchsorted(rows, rb[own]),
-                          cluster=a.cluster.to_numpy(np.int64)[own] * m + k)
-        n_kept += len(rows)
-        tiles.append((t.model, tc, present, a))
-        del t
+        parts.append(_own_pairs(t.anchors, local, clock, model.apply(local, clock), edges, k, m, spill_dir))
+        tiles.append((t.model, tc, present))
+        del t, local, clock
+        release_free_heap()              # each tile's fit in the same pages, not beside the last's
     _stitch(model, tiles, edges)
-    res.anchors = concat([a for *_, a in tiles])      # column by column: not twice the pairs
-    local, clock = (np.concatenate(c) for c in zip(*kept))
-    res.local_ns, res.clock, res.common_ns = local, clock, model.apply(local, clock)
+    # the report's pairs stay on disk: tile_pair_stats sums them once the model is final
+    res.anchors, res.pair_parts = None, parts
+    res.local_ns = res.common_ns = res.clock = np.zeros(0, np.int64)
     res.tiles = m                        # the report says so
     return res
+
+
+def tile_edges(lo: float, hi: float, d: float) -> np.ndarray:
+    """Tiles of ``d`` from ``lo``, the last two sharing what is left evenly (each >= d / 2),
+    so that a tile holds at most what one of ``d`` holds, and the longest tiles that,
+    whatever the capture's length (``m`` equal tiles held from (m - 1) / m to all of it)."""
+    n = int((hi - lo) // d)
+    e = lo + d * np.arange(n + 1, dtype=np.float64)
+    if n == 0:
+        return np.array([lo, hi], np.float64)
+    if hi - e[-1] > 1e-9 * d:            # a rest: the last full tile and it, halved
+        e = np.r_[e[:-1], (e[-2] + hi) / 2, hi]
+    return e
+
+
+def _own_pairs(a, local, clock, common, edges, k, m, spill_dir) -> AnchorSpill:
+    """Tile ``k``'s anchor pairs whose first copy lies in its own stretch (held-out
+    residuals of the model used), with their rows' local times, to disk."""
+    ra, rb = a.row_a.to_numpy(np.int64), a.row_b.to_numpy(np.int64)
+    own = (common[ra] >= edges[k]) & (common[ra] < edges[k + 1])
+    p = a[own].drop(columns=["row_a", "row_b"]).assign(
+        cluster=a.cluster.to_numpy(np.int64)[own] * m + k, local_a=local[ra[own]], local_b=local[rb[own]])
+    st = AnchorSpill(spill_dir, f"pairs{k}")
+    st.add(p)
+    st.finish()
+    return st
+
+
+def tile_pair_stats(res, kinds) -> None:
+    """``res.pair_stats``: the tiles' pairs (:func:`fit_tiled`) summed one tile at a time
+    on the final model (:class:`sniffsync.sync.streamstats.PairStats`, histograms)."""
+    parts = getattr(res, "pair_parts", None)
+    if parts is None:
+        return
+    model = res.model
+    st = PairStats(len(model.clocks), kinds, exact=False)
+    for part in parts:
+        for p in part.pieces():
+            st.add(p, model.apply(p.pop("local_a").to_numpy(np.int64), p.clock_a.to_numpy(np.int64)),
+                   model.apply(p.pop("local_b").to_numpy(np.int64), p.clock_b.to_numpy(np.int64)))
+        part.drop()
+    res.pair_stats, res.pair_parts = st, None
 
 
 def _sample(at, anchors, k: int) -> np.ndarray:
@@ -160,7 +198,7 @@ def _stitch(model, tiles, edges) -> None:
         if c == model.reference or not model.synced[c]:
             continue
         xs, vs, sig = [], [], []
-        for k, (tm, tc, present, _) in enumerate(tiles):
+        for k, (tm, tc, present) in enumerate(tiles):
             if not (present[c] and tm.synced[c]):
                 continue
             e = edges[k:k + 2]
