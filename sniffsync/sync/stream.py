@@ -74,6 +74,7 @@ class _Input:
     def __init__(self, sample_cap, anchors):
         self.clocks, self.anchors, self.linktype, self.conv = InputClocks(sample_cap), anchors, None, None
         self.every = 1                   # "unique" anchors sampled 1 in every (by key)
+        self.n_beacon = 0                # beacon rows among the anchor rows (the tiled fit's sample)
 
 
 def _check_linktype(path, t, linktype):
@@ -133,8 +134,9 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
             inp.linktype = _check_linktype(path, t, inp.linktype)
             local, seg = inp.clocks.add(t["ts_ns"].to_numpy(np.int64), t["tsft_us"].to_numpy(np.int64, na_value=-1))
             rows, kind, key = anchor_candidates(t, anchors)     # per row: as on the whole table
+            beacon = list(anchors).index("beacon") if "beacon" in anchors else -1
+            inp.n_beacon += int((kind == beacon).sum())
             if every > 1:          # by key: the same transmissions at every sniffer; beacons all
-                beacon = list(anchors).index("beacon") if "beacon" in anchors else -1
                 keep = (kind == beacon) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
                 rows = rows[keep]
             rows = np.sort(rows)
@@ -165,7 +167,8 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns, spill_
                 yield s, df
 
     res = fit_tiled(pieces, sum(len(i.anchors) for i in ins), clocks, reference=reference, anchors=anchors,
-                    knot_s=knot_s, names=names, tile_ns=tile_ns, spill_dir=spill_dir)   # hour by hour past 1.5 h
+                    knot_s=knot_s, names=names, tile_ns=tile_ns, spill_dir=spill_dir,
+                    n_beacon=sum(i.n_beacon for i in ins))   # hour by hour past 1.5 h
     # clocks without anchors placed via their sniffer's host clock, fitted on the stamp
     # sample (every frame while it holds them all: then as the one-pass merge)
     cs = [i.clocks for i in ins]

@@ -44,7 +44,8 @@ OVERLAP_NS = 120 * 10**9     # anchors beyond each edge: the tile's ends are not
 GLOBAL_ROWS = 250_000        # anchor rows of the whole fit when tiled (it only cuts the tiles)
 TILE_ROWS = 250_000          # tiles shortened to hold about this many anchor rows (~1 kB each in sync)
 MIN_TILE_NS = 600 * 10**9    # ... not below this
-BEACON_EVERY = 4             # beacons in the whole fit: >= 1 in 4 (~2.4/s of an AP at 102.4 TU)
+BEACON_EVERY = 4             # beacons in the whole fit: >= 1 in 4 (~2.4/s of an AP at 102.4 TU) ...
+BEACON_SHARE = 0.25          # ... unless they would fill more than this share of its rows
 
 
 def _g(model, c, local):
@@ -78,7 +79,8 @@ def _tile_clocks(clocks, local, clock):
 
 
 def fit_tiled(pieces, n_rows, clocks, *, reference, anchors, knot_s, names,
-              tile_ns: int = TILE_NS, overlap_ns: int = OVERLAP_NS, global_rows=None, spill_dir=None):
+              tile_ns: int = TILE_NS, overlap_ns: int = OVERLAP_NS, global_rows=None, spill_dir=None,
+              n_beacon: int = 0):
     """:func:`sync` of the anchor rows that ``pieces()`` yields as ``(input, rows)`` (rows
     with ``local_`` and ``clock_`` columns; ``n_rows`` in all; ``clocks``: the clocks table
     of every frame), tiled over common time when the capture is long or holds more than
@@ -95,8 +97,8 @@ def fit_tiled(pieces, n_rows, clocks, *, reference, anchors, knot_s, names,
     if tile_ns <= 0 or span <= 1.5 * tile_ns:      # 0: one fit
         at, local, clock = join(list(pieces()))
         return sync(at, clocks=(local, clock, clocks), **kw)
-    k_of = max(1, int(np.ceil(n_rows / n_max)))
-    at, local, clock = join([(s, df.iloc[_sample(df, anchors, k_of)]) for s, df in pieces()])
+    k_of, k_b = _rates(n_rows, n_beacon, n_max)
+    at, local, clock = join([(s, df.iloc[_sample(df, anchors, k_of, k_b)]) for s, df in pieces()])
     res = sync(at, clocks=(local, clock, clocks), **kw)    # cuts the tiles
     del at, local, clock
     model = res.model
@@ -182,13 +184,24 @@ def tile_pair_stats(res, kinds) -> None:
     res.pair_stats, res.pair_parts = st, None
 
 
-def _sample(at, anchors, k: int) -> np.ndarray:
+def _rates(n_rows: int, n_beacon: int, n_max: int) -> tuple:
+    """``(k, k_beacon)``: the whole fit sees 1 in ``k`` of the other anchors and 1 in
+    ``k_beacon`` beacons, about ``n_max`` rows in all whatever the capture's length
+    (beacons, a few per second per sniffer, are kept 1 in min(k, 4) up to
+    :data:`BEACON_SHARE` of them: ~30k rows per sniffer and hour would grow it)."""
+    k = max(1, int(np.ceil(n_rows / n_max)))
+    k_b = max(min(k, BEACON_EVERY), int(np.ceil(n_beacon / (BEACON_SHARE * n_max))))
+    rest = max(n_max - n_beacon / k_b, n_max * (1 - BEACON_SHARE))
+    return max(1, int(np.ceil((n_rows - n_beacon) / rest))), k_b
+
+
+def _sample(at, anchors, k: int, k_beacon: int) -> np.ndarray:
     """Rows of ``at`` for the whole fit: 1 in ``k`` anchors by content key (the same
-    transmissions at every sniffer), beacons 1 in min(k, :data:`BEACON_EVERY`)."""
+    transmissions at every sniffer), beacons 1 in ``k_beacon``."""
     rows, kind, key = anchor_candidates(at, anchors)
     beacon = list(anchors).index("beacon") if "beacon" in anchors else -1
     h = key >> np.uint64(32)
-    keep = np.where(kind == beacon, h % np.uint64(min(k, BEACON_EVERY)) == 0, h % np.uint64(k) == 0)
+    keep = np.where(kind == beacon, h % np.uint64(k_beacon) == 0, h % np.uint64(k) == 0)
     return np.unique(rows[keep])
 
 
