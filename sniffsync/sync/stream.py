@@ -24,10 +24,11 @@ Memory: pass 2 holds a window, its margins and two batches per input; pass 1 hol
 clock segments, a sample of :data:`SAMPLE_CAP` stamps (the epoch map and the host offsets:
 beyond it, 1 in 2^k frames by row, the report's ``frame_sample``) and at most
 ``streamspill.SPILL_ROWS`` anchor rows per input: the rest wait in a scratch directory
-beside the output. The tiled fit holds one tile's anchors (<= an hour, ~1M rows) and the
-anchor pairs it keeps for the report (which grow with the anchors: beyond
-:data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors, picked by content
-key: every sniffer keeps the same transmissions; the report says ``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
+beside the output. The tiled fit holds one tile's anchors (~250k rows, <= an hour) and
+of the report's anchor pairs a summary of fixed size (:mod:`sniffsync.sync.streamstats`);
+beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors, picked by
+content key (every sniffer keeps the same transmissions; the report says ``anchor_sample``),
+which bounds the scratch files and the fit's CPU. Caveats: the stamps convention of an input (``tsft_at="auto"``)
 is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
 airtime of its part (whole-table merging sees it whole); inputs must be in time order
 to within half the margin (:class:`SyncError` otherwise).

@@ -8,9 +8,10 @@ cycles) bends by several µs between such knots. So a capture longer than
 model places every anchor on the common clock to within µs), then :func:`sync` again on
 the anchors of each tile of common time and :data:`OVERLAP_NS` either side, with the
 knot spacing asked for (``knot_s``, capped per tile as before). The whole fit then needs
-only to place the anchors within a gate, so it sees a sample (:data:`GLOBAL_ROWS` rows,
-1 in k anchors by content key, beacons 1 in <= 4): its system and arrays stay
-those of 250k rows whatever the length, each tile's those of <= an hour. Each tile's map is kept
+only to place the anchors within a gate, so it sees a sample (about :data:`GLOBAL_ROWS`
+rows whatever the length: 1 in k anchors by content key, beacons 1 in <= 4 while they fill
+at most :data:`BEACON_SHARE` of it): its system and arrays stay those of 250k rows, each
+tile's those of <= an hour. Each tile's map is kept
 over its own stretch of common time; at a shared edge the two maps' values are
 averaged (they differ by the fits' noise). Every fit maps to the same common clock (the
 reference's TSF), so the pieces join. The fit holds one tile's system at a time.
@@ -18,10 +19,15 @@ reference's TSF), so the pieces join. The fit holds one tile's system at a time.
 What is taken from the tiles: each clock's knots and values (fitted on its own anchors
 in that tile), its noise (the median of the tiles'), and the anchor pairs of the report
 (each tile's pairs whose first stamp lies in its own stretch: held-out residuals of the
-model used). Which clocks are synced and their coarse offsets are the whole fit's.
+model used): written to disk per tile, then summed one tile at a time on the final model
+into :class:`sniffsync.sync.streamstats.PairStats` (counts exact, quantiles from a
+log-spaced histogram: within 0.54 %), so no table of the run's pairs is ever held.
+Which clocks are synced and their coarse offsets are the whole fit's.
 Tiles are also shortened (to :data:`MIN_TILE_NS` at least) so that each holds about
 :data:`TILE_ROWS` anchor rows: the fit's memory is then that of 250k rows, not of the
 capture's (at 5M frames a single fit peaked at 1.6 GB; ~1 kB per row in :func:`sync`).
+All tiles but the last two have that length (:func:`tile_edges`): equal tiles would hold
+from 2/3 to all of it depending on the length, and the peak with them.
 The anchor rows wait on disk (:mod:`sniffsync.sync.streamspill`): they are read once for
 the sample, once to be cut into tiles (each tile's rows spilled too), and one tile is
 loaded at a time. Not tiled: a reference clock
