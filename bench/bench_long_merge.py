@@ -172,6 +172,17 @@ def fit_compare(paths, truth, tile_s_list=(None, 0)) -> dict:
     return out
 
 
+def _reused(d: Path, hours, a):
+    """The truth of a run kept in ``d`` by an earlier ``--keep`` (or make_long_run.py), if it
+    is the one asked for; else None (it is written anew)."""
+    try:
+        t = json.loads((d / "truth.json").read_text())
+    except (OSError, ValueError):
+        return None
+    same = t.get("hours") == hours and t.get("rate") == a.rate and t.get("seed") == a.seed
+    return t if same and all((d / f).exists() for f in t["files"]) else None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hours", type=float, nargs="+", default=[1, 3, 6])
@@ -184,6 +195,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "out" / "long")
     ap.add_argument("--keep", action="store_true", help="keep the runs and merged files")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--reuse", action="store_true",
+                    help="merge a run already in OUT/h<hours> (same hours, rate, seed) instead of writing it")
     ap.add_argument("--fit-only", action="store_true",
                     help="instead: pass 1 and the clock fit only, tiled and as one fit, each "
                          "model scored at every second against the applied clocks")
@@ -193,7 +206,8 @@ def main(argv=None) -> int:
     for hours in a.hours:
         d = a.out / f"h{hours:g}"
         t = time.perf_counter()
-        truth = write_run(d, hours, 3, a.rate, a.snaplen, a.seed, progress=False)
+        truth = _reused(d, hours, a) if a.reuse else None
+        truth = truth or write_run(d, hours, 3, a.rate, a.snaplen, a.seed, progress=False)
         gen_s = time.perf_counter() - t
         paths = [d / f for f in truth["files"]]
         size_gb = sum(p.stat().st_size for p in paths) / 1e9

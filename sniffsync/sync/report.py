@@ -7,12 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from sniffsync.sync.copies import best_copy
+from sniffsync.sync.streamstats import pair_stats
 
 __all__ = ["merge_report", "pair_report", "clock_names", "host_offsets_us"]
 
 
-def _pct(x):
-    return np.percentile(x, [50, 95, 99]).round(3).tolist() if len(x) else [None, None, None]
+PCT = [50, 95, 99]
+
+
+def _pct(q):
+    """Quantiles (µs) as the report prints them; None: no value."""
+    return np.round(q, 3).tolist() if q is not None else [None, None, None]
 
 
 def clock_names(clocks, names) -> list:
@@ -20,57 +25,24 @@ def clock_names(clocks, names) -> list:
     return [names[s] + (f"#{g}" if g else "") for s, g in zip(clocks.sniffer, clocks.segment)]
 
 
-PAIR_SAMPLE = 2_000_000      # within-cluster pairs scored at most (64 sniffers: 2016 per frame)
 MAX_PAIRS_LISTED = 32        # the report lists the pairs with the fewest anchors (weakest links)
-
-
-def _cluster_pairs(cid, n_max):
-    """Index pairs (i, j), i < j, of rows in one cluster (rows sorted by ``cid``); when
-    there are more than ``n_max``, those of every k-th cluster only."""
-    start = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])
-    size = np.diff(np.r_[start, len(cid)])
-    total = int((size * (size - 1) // 2).sum())
-    step = max(1, -(-total // n_max))
-    pick = np.zeros(len(start), bool)
-    pick[::step] = True
-    rows = np.repeat(pick, size)
-    pos = np.arange(len(cid)) - np.repeat(start, size)
-    later = np.where(rows, np.repeat(size, size) - 1 - pos, 0)
-    i = np.repeat(np.arange(len(cid)), later)
-    j = i + 1 + (np.arange(len(i)) - np.repeat(np.cumsum(later) - later, later))
-    return i, j, step
 
 
 def pair_report(res, names) -> list:
     """Per pair of clocks that share anchors (two copies in one anchor cluster, kept by the
     fit or held out of it): how many, and |common time of the one − of the other| p50/p95
-    (µs), over all of them and over the held-out clusters (not fitted: the honest figure)."""
-    p = res.anchors
-    keep = (p.used | (p.held_out & p.ok)).to_numpy(bool)
-    cid = p.cluster.to_numpy(np.int64)[keep]
-    ra, rb = p.row_a.to_numpy(np.int64)[keep], p.row_b.to_numpy(np.int64)[keep]
-    held = p.held_out.to_numpy(bool)[keep]
-    first = np.unique(cid, return_index=True)[1]       # the head once per cluster
-    cid = np.r_[cid[first], cid]
-    row, held = np.r_[ra[first], rb], np.r_[held[first], held]
-    o = np.argsort(cid, kind="stable")
-    cid, row, held = cid[o], row[o], held[o]
-    i, j, step = _cluster_pairs(cid, PAIR_SAMPLE)
+    (µs), over all of them and over the held-out clusters (not fitted: the honest figure).
+    From :func:`sniffsync.sync.streamstats.pair_stats` (a tiled fit's: summed per tile)."""
+    st = pair_stats(res)
     nclk = len(res.model.clocks)
-    ci, cj = res.clock[row[i]], res.clock[row[j]]
-    key = np.minimum(ci, cj) * nclk + np.maximum(ci, cj)
-    r_us = np.abs(res.common_ns[row[i]] - res.common_ns[row[j]]) / 1000
     cn = clock_names(res.model.clocks, names)
-    order = np.argsort(key, kind="stable")
-    key, r_us, h = key[order], r_us[order], held[i][order]
-    cut = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     out = []
-    for a, b in zip(cut, np.r_[cut[1:], len(key)]):     # per pair of clocks: <= 64 * 63 / 2
-        x, y = divmod(int(key[a]), nclk)
-        out.append({"clocks": [cn[x], cn[y]], "anchors": int((b - a) * step),
-                    "abs_residual_us_p50_p95": _pct(r_us[a:b])[:2],
-                    "heldout": int(h[a:b].sum() * step),
-                    "heldout_abs_residual_us_p50_p95": _pct(r_us[a:b][h[a:b]])[:2]})
+    for key in st.pairs():               # per pair of clocks: <= 64 * 63 / 2
+        x, y = divmod(int(key), nclk)
+        out.append({"clocks": [cn[x], cn[y]], "anchors": int(st.pair_n[key]),
+                    "abs_residual_us_p50_p95": _pct(st.pair_all.quantiles([key], PCT, 1000))[:2],
+                    "heldout": int(st.pair_held[key]),
+                    "heldout_abs_residual_us_p50_p95": _pct(st.pair_h.quantiles([key], PCT, 1000))[:2]})
     return out
 
 
@@ -100,18 +72,14 @@ def _time_source(model, c) -> str:
 def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_duplicates,
                  best=None, host_us=None) -> dict:
     """Per sniffer: anchors by kind, clock model per segment, held-out residuals, frame counts."""
-    model, pairs = res.model, res.anchors
+    model, st = res.model, pair_stats(res)
     cl = model.clocks
     sniffer = df["sniffer"].to_numpy(np.int64)
     sig = df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)
     nh = np.bincount(group)
     is_best = np.zeros(len(df), bool)
     is_best[best_copy(group, sniffer, sig) if best is None else best] = True
-    ca, cb = pairs.clock_a.to_numpy(np.int64), pairs.clock_b.to_numpy(np.int64)
-    used_p, held_p, ok_p = (pairs[c].to_numpy(bool) for c in ("used", "held_out", "ok"))
-    kinds = list(pairs.kind.cat.categories)
-    kind_p = pairs.kind.cat.codes.to_numpy(np.int64)
-    res_us = np.abs(pairs.residual_ns.to_numpy(np.float64)) / 1000
+    kinds = st.kinds
     clock_sn = cl.sniffer.to_numpy()
     host = host_offsets_us(res, df, len(names)) if host_us is None else host_us   # streamed: from pass 1
     host_bound = float(np.nanmax(np.abs(host))) if np.isfinite(host).any() else None
@@ -119,9 +87,8 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
     for s, name in enumerate(names):    # per sniffer: a handful
         mine_c = np.flatnonzero(clock_sn == s)
         mine = clock_sn == s
-        touch = mine[ca] | mine[cb]
-        used, hold = touch & used_p, touch & held_p
-        n_kind = np.bincount(kind_p[used], minlength=len(kinds))
+        touch = st.keys_touching(mine)   # pairs of clocks with one of its own
+        n_kind = st.used[touch].sum(0)
         segs = []
         for c in mine_c:
             k, v = model.knots[c], model.values[c]
@@ -145,8 +112,8 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
             "anchors": {a: int(n_kind[kinds.index(a)]) if a in kinds else 0 for a in anchors},
             "model": segs,
             "host_offset_us": None if np.isnan(host[s]) else round(float(host[s]), 1),
-            "heldout": {"n": int((hold & ok_p).sum()), "outliers": int((hold & ~ok_p).sum()),
-                        "abs_residual_us_p50_p95_p99": _pct(res_us[hold & ok_p])},
+            "heldout": {"n": int(st.held_ok[touch].sum()), "outliers": int(st.held_bad[touch].sum()),
+                        "abs_residual_us_p50_p95_p99": _pct(st.res.quantiles(touch, PCT, 1000))},
             "frames_in": int(m.sum()),
             "frames_merged": int((nh[group[m]] > 1).sum()),
             "duplicates": int((m & ~is_best).sum())})

@@ -24,10 +24,11 @@ Memory: pass 2 holds a window, its margins and two batches per input; pass 1 hol
 clock segments, a sample of :data:`SAMPLE_CAP` stamps (the epoch map and the host offsets:
 beyond it, 1 in 2^k frames by row, the report's ``frame_sample``) and at most
 ``streamspill.SPILL_ROWS`` anchor rows per input: the rest wait in a scratch directory
-beside the output. The tiled fit holds one tile's anchors (<= an hour, ~1M rows) and the
-anchor pairs it keeps for the report (which grow with the anchors: beyond
-:data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors, picked by content
-key: every sniffer keeps the same transmissions; the report says ``anchor_sample``). Caveats: the stamps convention of an input (``tsft_at="auto"``)
+beside the output. The tiled fit holds one tile's anchors (~250k rows, <= an hour) and
+of the report's anchor pairs a summary of fixed size (:mod:`sniffsync.sync.streamstats`);
+beyond :data:`ANCHOR_CAP` frames it sees 1 in k "unique" and Block-Ack anchors, picked by
+content key (every sniffer keeps the same transmissions; the report says ``anchor_sample``),
+which bounds the scratch files and the fit's CPU. Caveats: the stamps convention of an input (``tsft_at="auto"``)
 is decided on its first batch, and a start-stamped PPDU cut by a batch edge gets the
 airtime of its part (whole-table merging sees it whole); inputs must be in time order
 to within half the margin (:class:`SyncError` otherwise).
@@ -49,9 +50,10 @@ from sniffsync.sync.clock import place_via_host
 from sniffsync.sync.copies import MERGE_KEY, copy_gates, default_gate
 from sniffsync.sync.retime import TS_SRC, Tally, clock_errors
 from sniffsync.sync.snaplen import NO_LIMIT, drop_cut_fcs, min_snaplen
-from sniffsync.sync.streamfit import TILE_NS, fit_tiled
+from sniffsync.sync.streamfit import TILE_NS, fit_tiled, tile_pair_stats
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.streamspill import AnchorSpill
+from sniffsync.sync.streamstats import clock_error_bounds, copy_gate
 from sniffsync.sync.streamwindow import Counts, Ctx, window
 from sniffsync.sync.windows import MARGIN_NS, window_bounds
 
@@ -73,6 +75,7 @@ class _Input:
     def __init__(self, sample_cap, anchors):
         self.clocks, self.anchors, self.linktype, self.conv = InputClocks(sample_cap), anchors, None, None
         self.every = 1                   # "unique" anchors sampled 1 in every (by key)
+        self.n_beacon = 0                # beacon rows among the anchor rows (the tiled fit's sample)
 
 
 def _check_linktype(path, t, linktype):
@@ -132,8 +135,9 @@ def _pass1(paths, want, tsft_at, anchors, say, batch_rows, anchor_cap, sample_ca
             inp.linktype = _check_linktype(path, t, inp.linktype)
             local, seg = inp.clocks.add(t["ts_ns"].to_numpy(np.int64), t["tsft_us"].to_numpy(np.int64, na_value=-1))
             rows, kind, key = anchor_candidates(t, anchors)     # per row: as on the whole table
+            beacon = list(anchors).index("beacon") if "beacon" in anchors else -1
+            inp.n_beacon += int((kind == beacon).sum())
             if every > 1:          # by key: the same transmissions at every sniffer; beacons all
-                beacon = list(anchors).index("beacon") if "beacon" in anchors else -1
                 keep = (kind == beacon) | ((key >> np.uint64(32)) % np.uint64(every) == 0)
                 rows = rows[keep]
             rows = np.sort(rows)
@@ -164,7 +168,8 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns, spill_
                 yield s, df
 
     res = fit_tiled(pieces, sum(len(i.anchors) for i in ins), clocks, reference=reference, anchors=anchors,
-                    knot_s=knot_s, names=names, tile_ns=tile_ns, spill_dir=spill_dir)   # hour by hour past 1.5 h
+                    knot_s=knot_s, names=names, tile_ns=tile_ns, spill_dir=spill_dir,
+                    n_beacon=sum(i.n_beacon for i in ins))   # hour by hour past 1.5 h
     # clocks without anchors placed via their sniffer's host clock, fitted on the stamp
     # sample (every frame while it holds them all: then as the one-pass merge)
     cs = [i.clocks for i in ins]
@@ -173,6 +178,7 @@ def _fit(ins, reference, anchors, knot_s, allow_unsynced, names, tile_ns, spill_
                    np.repeat(np.arange(len(cs)), [len(c.sample[0]) for c in cs]),
                    np.concatenate([c.sample[0] for c in cs]), allow_unsynced, names)
     to_epoch, res.host_us = sample_fits(cs, base, clocks, res.model, reference)
+    tile_pair_stats(res, anchors)        # tiled: the report's pairs summed on the final model
     return res, to_epoch, base, (ts_lo, ts_hi)
 
 
@@ -281,8 +287,13 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     model = res.model
-    gate_ns = default_gate(res, MIN_GATE_NS)
-    clock_gates, per_clock_err = copy_gates(res, gate_ns), clock_errors(res)
+    if res.anchors is not None:          # one fit: from its pairs, as the one-pass merge
+        gate_ns = default_gate(res, MIN_GATE_NS)
+        per_clock_err = clock_errors(res)
+    else:                                # tiles: from their pairs' summary (sync/streamstats.py)
+        gate_ns = copy_gate(res.pair_stats, res, MIN_GATE_NS)
+        per_clock_err = clock_error_bounds(res.pair_stats, res)
+    clock_gates = copy_gates(res, gate_ns)
     # per window, retime needs each clock's error, not the anchor pairs: they are dropped
     fit = {"model": model, "anchors": None, "sigma_ns": getattr(res, "sigma_ns", None),
            "clock_err_ns": per_clock_err}
