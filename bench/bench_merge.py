@@ -21,6 +21,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -109,7 +110,10 @@ CPU_S: dict = {}            # per command (tuple): CPU seconds (user + system) o
 def timed(cmd, env=None, name=None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process (its CPU seconds: CPU_S[name])."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # from a neutral directory with this tree first (`python -m` puts the working directory
+    # first on sys.path: run from a checkout it would time that checkout, not --before's)
+    env = env or dict(os.environ, PYTHONPATH=str(HERE.parent))
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir())
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:

@@ -160,7 +160,8 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
 
     def run(i):
         out = _analyze(tables[i], min_rto_ns, lean=True, end_ns=end_ns, release=one_by_one, horizon_ns=horizon_ns)
-        copy_part(tables[i], parts[i], n, _WINDOW_COLUMNS, copied, lock)     # (on this part's thread)
+        if not one_by_one:           # on this part's thread (one by one: concatenated at the join)
+            copy_part(tables[i], parts[i], n, _WINDOW_COLUMNS, copied, lock)
         _trim_part(tables[i])
         if one_by_one:
             release_free_heap()          # the next part grows into the pages this one freed
