@@ -5,6 +5,7 @@ colon-hex, airtime = end - start), never from what the page or the tile code ret
 Screenshots of every view go to tests/artifacts/ (git-ignored) for a human to look at.
 """
 import re
+import time
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
@@ -510,6 +511,33 @@ def test_view_lives_in_the_url_and_back_forward_walk_it(ui, page, run):
     page.wait_for_function("(id) => window.__sniffsync.drill && window.__sniffsync.drill.ppdu === id", arg=pid)
     assert page.locator("#drill").is_visible()
     page.screenshot(path=str(ARTIFACTS / "ui-from-link.png"), full_page=True)
+
+
+def test_two_quick_back_steps_leave_the_drill_as_the_url_says(page, run):
+    """Back twice without waiting, the PPDU's details answering late: the earlier step's pin
+    (open the drill) must not land after the later step's unpin (the URL has no PPDU)."""
+    i, a, b = _pick_ppdu(run, "data")
+    pid = int(run.ppdus.iloc[i]["ppdu"])
+    t0, t1 = a - 300_000, b + 300_000
+    _zoom(page, t0, t1)
+    page.wait_for_function("(a) => location.hash.includes('t0=' + a)", arg=t0)
+    page.evaluate("(id) => window.__sniffsync.tl.pick(id)", pid)
+    page.wait_for_function("(id) => location.hash.includes('ppdu=' + id)", arg=pid)
+    page.evaluate("() => window.__sniffsync.tl.zoomTo(0, window.__sniffsync.meta.span_ns)")
+    page.wait_for_function("() => location.hash.includes('t0=0&')")
+
+    def late(route):
+        time.sleep(0.6)
+        route.continue_()
+    page.route("**/api/ppdu/**", late)
+    try:
+        page.evaluate("() => { history.back(); history.back(); }")
+        page.wait_for_function("() => !location.hash.includes('ppdu=') && !location.hash.includes('t0=0&')")
+        page.wait_for_timeout(2_000)                       # past the late answers
+        assert page.evaluate("() => document.getElementById('drill').hidden")
+        assert page.evaluate("() => window.__sniffsync.tl.pinned()") is None
+    finally:
+        page.unroute("**/api/ppdu/**", late)
 
 
 def test_keyboard_zooms_pans_and_esc_clears(page, run):

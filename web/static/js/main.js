@@ -68,7 +68,9 @@ export async function start(source) {
     if (h !== location.hash) history.pushState(null, "", h);
   };
   const onPick = async (id) => {
-    renderDrill(drillRoot, id == null ? null : await source.ppdu(id), meta.kinds);
+    const d = id == null ? null : await source.ppdu(id);
+    if (id != null && tl.pinned() !== id) return;     // unpinned or re-pinned while it loaded
+    renderDrill(drillRoot, d, meta.kinds);
     saveView();
   };
   tl = await timeline(document.getElementById("timeline"), source, {onBrush, onPick, onSettle});
@@ -88,7 +90,10 @@ export async function start(source) {
       if (sel && JSON.stringify(f) !== JSON.stringify(filt)) sel.set(f);
     } finally { applying = false; }
   }
-  window.addEventListener("popstate", applyHash);
+  // one after another: two quick back steps ran two at once, and the earlier one's pin could
+  // land after the later one's unpin (the drill open on a URL without a PPDU)
+  let applied = Promise.resolve();
+  window.addEventListener("popstate", () => { applied = applied.then(applyHash, applyHash); });
 
   document.getElementById("lanes").addEventListener("change", async (ev) => {
     await tl.setLanes(ev.target.value); await dimLanes(); saveView();
