@@ -249,10 +249,14 @@ def _build_mapped(fh, at, spans, first, blen, build, records, low, big, nb) -> N
     def one(a, b):
         lo, hi = base + int(first[a]), base + int(first[b - 1] + blen[b - 1])
         o0 = lo - lo % mmap.ALLOCATIONGRANULARITY
-        with mmap.mmap(fd, hi - o0, offset=o0) as m:     # shared: the bytes are the file's
-            view = np.frombuffer(m, np.uint8)
-            build(a, b, view[lo - o0:])
-            del view                     # no view may outlive the map
+        m = mmap.mmap(fd, hi - o0, offset=o0)            # shared: the bytes are the file's
+        try:
+            build(a, b, np.frombuffer(m, np.uint8, offset=lo - o0))
+        finally:
+            try:
+                m.close()
+            except BufferError:          # a failed build's traceback still holds a view:
+                pass                     # its own error is the one to raise; the map goes with it
     with runtime.pool(nb) as bx:
         pending = deque()
         for j, (a, b) in enumerate(spans):

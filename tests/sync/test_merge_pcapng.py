@@ -77,6 +77,23 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     assert got.read_bytes() == want.read_bytes() + b"tail"
 
 
+def test_a_failed_mapped_build_raises_its_own_error(tmp_path, monkeypatch):
+    """An error while a chunk is built in the file's map is the error the caller sees (not the
+    map's BufferError: the traceback still holds a view of it)."""
+    monkeypatch.setattr(W, "MAP_MIN_BYTES", 0)
+
+    def boom(*a):
+        raise ValueError("bad chunk")
+    monkeypatch.setattr(W, "_blocks", boom)
+    rng = np.random.default_rng(3)
+    recs = [_records(rng, 50, 24)]
+    sn = np.zeros(50, np.int64)
+    with open(tmp_path / "x.pcapng", "w+b") as fh, pytest.raises(ValueError, match="bad chunk"):
+        W.write_epbs(fh, recs, sn, recs[0].data_off.astype(np.int64), recs[0].caplen.astype(np.int64),
+                     recs[0].caplen.astype(np.int64), np.arange(50, dtype=np.int64),
+                     W.comment_blob([""]) + (np.zeros(50, np.int64),), 7)
+
+
 def test_reserve_only_where_a_map_can_write(tmp_path, monkeypatch):
     """A write-only file, a pipe or BytesIO are written, not mapped; a full disk is the
     caller's error (atomic_output turns it into a CaptureError), not a fallback."""
