@@ -390,10 +390,11 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
             tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
         found.append(_join_candidates([c for _, _, c in done], [len(t) for t in tables]))
         del done                         # (the per-input candidates)
-    elif tsft_at is not None:
-        _validate(paths, tables)
-        tables, tsft_conv = _align(tables, tsft_at, names, ends)
-    _validate(paths, tables)
+        _validate(paths, tables)         # the set: the same file twice, mixed link types
+    else:
+        _validate(paths, tables)         # before the alignment reads them
+        if tsft_at is not None:
+            tables, tsft_conv = _align(tables, tsft_at, names, ends)
     df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive

@@ -28,12 +28,13 @@ def clock_names(clocks, names) -> list:
 MAX_PAIRS_LISTED = 32        # the report lists the pairs with the fewest anchors (weakest links)
 
 
-def pair_report(res, names) -> list:
+def pair_report(res, names, st=None) -> list:
     """Per pair of clocks that share anchors (two copies in one anchor cluster, kept by the
     fit or held out of it): how many, and |common time of the one − of the other| p50/p95
     (µs), over all of them and over the held-out clusters (not fitted: the honest figure).
-    From :func:`sniffsync.sync.streamstats.pair_stats` (a tiled fit's: summed per tile)."""
-    st = pair_stats(res)
+    From :func:`sniffsync.sync.streamstats.pair_stats` (a tiled fit's: summed per tile), or
+    ``st`` when the caller has it already."""
+    st = pair_stats(res) if st is None else st
     nclk = len(res.model.clocks)
     cn = clock_names(res.model.clocks, names)
     out = []
@@ -119,7 +120,7 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
             "duplicates": int((m & ~is_best).sum())})
     n_in = len(df)
     dup = 0 if keep_duplicates else n_in - frames_out
-    pairs = pair_report(res, names)
+    pairs = pair_report(res, names, st)
     cn = clock_names(cl, names)
     n_pair = np.zeros((len(cn), len(cn)), np.int64)
     at = {c: k for k, c in enumerate(cn)}
