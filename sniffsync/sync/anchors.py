@@ -226,3 +226,21 @@ def anchor_pairs(cid: np.ndarray, clock: np.ndarray, by_cid=None) -> tuple[np.nd
     i, j = head[~first], order[~first]
     keep = clock[i] != clock[j]
     return i[keep], j[keep]
+
+
+def join_candidates(parts, sizes) -> tuple:
+    """The anchor candidates of the concatenated tables from each table's (``sizes``: their
+    rows): the rows of a kind, then of the next, each kind in row order -- what
+    :func:`sniffsync.sync.anchors.anchor_candidates` gives on the concatenated table."""
+    base = np.cumsum([0, *sizes[:-1]])
+    n_kinds = max((int(kind.max()) + 1 for _, kind, _ in parts if len(kind)), default=0)
+    rows, kinds, keys = [], [], []
+    for k in range(n_kinds):             # per kind, per table
+        for (r, kind, key), b in zip(parts, base):
+            lo, hi = np.searchsorted(kind, [k, k + 1])      # a table's rows come kind by kind
+            rows.append(r[lo:hi] + b)
+            kinds.append(kind[lo:hi])
+            keys.append(key[lo:hi])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.uint64)
+    return np.concatenate(rows), np.concatenate(kinds), np.concatenate(keys)

@@ -22,11 +22,12 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
-from sniffsync.sync.anchors import anchor_candidates, hash_key, key_order
+from sniffsync.sync.anchors import anchor_candidates, hash_key, join_candidates, key_order
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.report import merge_report
+from sniffsync.sync.tables import concat_columns, str_categories
 from sniffsync.sync.retime import add_provenance, provenance_totals, retime
 from sniffsync.sync.windows import match_windowed, output_rank
 
@@ -88,31 +89,6 @@ def _epoch_map(ts_ns, local_ns, on_ref):
         mad = 1.4826 * np.median(np.abs(r[ok])) + 1.0
         ok = np.abs(r) <= 5 * mad
     return lambda t: np.asarray(t, np.int64) + d0 + np.rint(a + b * (np.asarray(t) - x0)).astype(np.int64)
-
-
-def _str_categories(t: pd.DataFrame) -> pd.DataFrame:
-    """All-null categoricals get object categories, so tables of any origin concatenate."""
-    fix = {c: t[c].cat.set_categories(t[c].cat.categories.astype(str).astype(object))
-           for c in t.columns if isinstance(t[c].dtype, pd.CategoricalDtype)
-           and t[c].cat.categories.dtype != object}
-    return t.assign(**fix) if fix else t
-
-
-def _concat_columns(tables: list) -> pd.DataFrame:
-    """``frames.concat_tables(tables)``, built one column at a time.
-
-    Each input column is dropped from its table once copied, so the peak is the inputs
-    plus one column, not twice the inputs, and the freed column is reused by the next
-    (fresh pages cost more than the copy). ``tables`` are emptied.
-    """
-    from pandas.api.types import union_categoricals
-    out = {}
-    for c in list(tables[0].columns):   # per column, not per row
-        parts = [t.pop(c) for t in tables]
-        cat = isinstance(parts[0].dtype, pd.CategoricalDtype)
-        out[c] = union_categoricals(parts, ignore_order=True) if cat else pd.concat(parts, ignore_index=True)
-        del parts
-    return pd.DataFrame(out, copy=False)
 
 
 def _validate(paths, tables):
@@ -185,24 +161,6 @@ def _prepare(paths, tsft_at, anchors, s, t, ends):
     if tsft_at is not None:
         t, conv = align_to_ppdu_end(t, "end" if ends else tsft_at)
     return t, conv, anchor_candidates(t, anchors)
-
-
-def _join_candidates(parts, sizes) -> tuple:
-    """The anchor candidates of the concatenated tables from each table's (``sizes``: their
-    rows): the rows of a kind, then of the next, each kind in row order -- what
-    :func:`sniffsync.sync.anchors.anchor_candidates` gives on the concatenated table."""
-    base = np.cumsum([0, *sizes[:-1]])
-    n_kinds = max((int(kind.max()) + 1 for _, kind, _ in parts if len(kind)), default=0)
-    rows, kinds, keys = [], [], []
-    for k in range(n_kinds):             # per kind, per table
-        for (r, kind, key), b in zip(parts, base):
-            lo, hi = np.searchsorted(kind, [k, k + 1])      # a table's rows come kind by kind
-            rows.append(r[lo:hi] + b)
-            kinds.append(kind[lo:hi])
-            keys.append(key[lo:hi])
-    if not rows:
-        return np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.uint64)
-    return np.concatenate(rows), np.concatenate(kinds), np.concatenate(keys)
 
 
 def _load(items, names, columns, say, prep=None):
@@ -388,14 +346,14 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         tables = [t for t, _, _ in done]
         if tsft_at is not None:
             tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
-        found.append(_join_candidates([c for _, _, c in done], [len(t) for t in tables]))
+        found.append(join_candidates([c for _, _, c in done], [len(t) for t in tables]))
         del done                         # (the per-input candidates)
         _validate(paths, tables)         # the set: the same file twice, mixed link types
     else:
         _validate(paths, tables)         # before the alignment reads them
         if tsft_at is not None:
             tables, tsft_conv = _align(tables, tsft_at, names, ends)
-    df = _concat_columns([_str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
+    df = concat_columns([str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
     n_in = len(tables)
     del tables                          # only the concatenated table stays alive
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,

@@ -69,10 +69,10 @@ def concat(tables: list) -> pd.DataFrame:
     categoricals with different categories joined as categoricals (``pd.concat`` would
     give objects, and a later join would mix the two)."""
     from pandas.api.types import union_categoricals
-    from sniffsync.sync.merge import _str_categories
+    from sniffsync.sync.tables import str_categories
     if len(tables) == 1:
         return tables[0].reset_index(drop=True)
-    tables = [_str_categories(t) for t in tables]
+    tables = [str_categories(t) for t in tables]
     out = {}
     for c in list(tables[0].columns):
         parts = [t.pop(c) for t in tables]
@@ -89,12 +89,12 @@ def concat(tables: list) -> pd.DataFrame:
 def join(parts):
     """``(at, local, clock)`` from ``(input, rows)`` pieces (rows with ``local_`` and
     ``clock_`` columns), inputs in order: each input's rows concatenated, then the
-    inputs column by column (:func:`sniffsync.sync.merge._concat_columns`)."""
-    from sniffsync.sync.merge import _str_categories
+    inputs column by column (:func:`sniffsync.sync.tables.concat_columns`)."""
+    from sniffsync.sync.tables import str_categories
     by = {}
     for s, df in parts:
         by.setdefault(s, []).append(df)
-    tabs = [_str_categories(concat(by.pop(s))) for s in sorted(by)]
+    tabs = [str_categories(concat(by.pop(s))) for s in sorted(by)]
     local = np.concatenate([t.pop("local_").to_numpy(np.int64) for t in tabs])
     clock = np.concatenate([t.pop("clock_").to_numpy(np.int64) for t in tabs])
     return concat(tabs), local, clock

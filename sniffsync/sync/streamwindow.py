@@ -44,10 +44,10 @@ def _stack(tables) -> pd.DataFrame:
     """The tables one after the other (categories united), one column at a time."""
     from pandas.api.types import union_categoricals
 
-    from sniffsync.sync.merge import _str_categories
+    from sniffsync.sync.tables import str_categories
     if len(tables) == 1:
         return tables[0]
-    tables = [_str_categories(t) for t in tables]
+    tables = [str_categories(t) for t in tables]
     out = {}
     for c in tables[0].columns:          # per column
         parts = [t[c] for t in tables]

@@ -249,12 +249,12 @@ def test_narrow_decode_merges_exactly_like_the_full_table():
 def test_candidates_found_per_input_equal_those_of_the_joined_table(skewed):
     """merge() finds each input's anchor candidates while the next is read; joined, they
     are exactly (rows, kinds, keys, in order) those of the concatenated table."""
-    from sniffsync.sync.anchors import anchor_candidates
-    from sniffsync.sync.merge import _concat_columns, _join_candidates, _str_categories
+    from sniffsync.sync.anchors import anchor_candidates, join_candidates
+    from sniffsync.sync.tables import concat_columns, str_categories
     anchors = ("beacon", "ba", "unique")
     tables = [t.drop(columns="true_ns").assign(sniffer=np.int16(s)) for s, t in enumerate(skewed)]
     parts = [anchor_candidates(t, anchors) for t in tables]
-    got = _join_candidates(parts, [len(t) for t in tables])
-    want = anchor_candidates(_concat_columns([_str_categories(t.copy()) for t in tables]), anchors)
+    got = join_candidates(parts, [len(t) for t in tables])
+    want = anchor_candidates(concat_columns([str_categories(t.copy()) for t in tables]), anchors)
     assert all(g.dtype == w.dtype and np.array_equal(g, w) for g, w in zip(got, want))
     assert len(np.unique(got[1])) == 3 and len(got[0]) > 1000

@@ -11,7 +11,7 @@ import pytest
 import sniffsync.sync.pcapng as W
 from sniffsync.io.capture import Records
 from sniffsync.sync.copies import best_copy
-from sniffsync.sync.merge import _concat_columns, _str_categories
+from sniffsync.sync.tables import concat_columns, str_categories
 from sniffsync.io.writers import _idb, _shb, write_pcapng
 
 CAPS = Path(__file__).parents[1] / "data" / "captures"
@@ -178,8 +178,8 @@ def test_concat_columns_equals_concat_tables():
     files = ["ns3-11n-ht20-hidden-snifferA-nearAP.pcap", "wltrace_trace.pcap",
              "fragattacks_ping_D_BP_bcast_ra-fromap.pcapng"]
     tables = [read_capture(CAPS / f, sniffer=i) for i, f in enumerate(files)]
-    want = concat_tables([_str_categories(t) for t in tables])
-    got = _concat_columns([_str_categories(t) for t in tables])
+    want = concat_tables([str_categories(t) for t in tables])
+    got = concat_columns([str_categories(t) for t in tables])
     assert list(got.columns) == list(want.columns)
     assert (got.dtypes == want.dtypes).all()
     assert got.equals(want)
