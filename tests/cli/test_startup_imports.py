@@ -1,5 +1,6 @@
-"""`sniffsync frames SMALL.pcap` and `sniffsync --help` must not import the heavy libraries
-(their imports were most of the start-up: issue 17). Checked in a fresh interpreter."""
+"""`sniffsync frames SMALL.pcap`, `sniffsync fairness SMALL.pcap` and `sniffsync --help` must
+not import the heavy libraries (their imports were most of the start-up: issue 17). Checked in
+a fresh interpreter."""
 import csv
 import io
 import json
@@ -11,6 +12,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CAP = os.path.join(ROOT, "tests", "data", "captures", "tcpdump_ieee802.11_exthdr.pcap")   # 26 frames
+WIRED = os.path.join(ROOT, "tests", "data", "captures", "udp", "iperf2_hand.pcap")   # Ethernet, UDP
+WIFI = os.path.join(ROOT, "tests", "data", "captures", "ns3-11n-ht20-hidden-snifferA-nearAP.pcap")
 HEAVY = ("pandas", "pyarrow", "matplotlib", "flask", "duckdb", "dask")
 
 _PROBE = """
@@ -48,3 +51,20 @@ def test_no_heavy_imports(argv, tmp_path):
         assert "numpy" in top                            # (the probe sees real imports)
     if argv == ["frames", "--help"]:
         assert "sniffsync.cli.merge" not in mods and "sniffsync.cli.fairness" not in mods
+
+
+# the 802.11 path groups PPDUs (airtime.ppdu) on a pandas frame table today: it passes once
+# the grouping and its table are pandas-free (issue 17, helpers WX and RM); the lead flips it
+_WIFI_XFAIL = pytest.mark.xfail(strict=False, reason="802.11: the PPDU grouping still imports pandas")
+
+
+@pytest.mark.parametrize("cap", [WIRED, pytest.param(WIFI, marks=_WIFI_XFAIL)], ids=["wired", "802.11"])
+def test_fairness_imports_neither_pandas_nor_pyarrow(cap, tmp_path):
+    out = tmp_path / "r.json"
+    code, mods, text = _modules(tmp_path, "fairness", cap, "-o", str(out))
+    assert code == 0
+    assert json.loads(out.read_text())["flows"]                 # it wrote the report
+    assert "Jain over" in text
+    top = {m.split(".")[0] for m in mods}
+    assert "numpy" in top and "sniffsync.fairness.core" in mods  # (the probe sees real imports)
+    assert not {"pandas", "pyarrow"} & top
