@@ -17,7 +17,7 @@ from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, skipping
 from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
 from sniffsync.runtime import pool, release_free_heap, workers
-from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, last_window, summarize,
+from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, last_window, median, summarize,
                                         trailing_min, window_quantiles, window_sums)
 from sniffsync.tcp.acks import RETX_NAMES, ack_arrays, time_rank
 from sniffsync.tcp.columns import flow_parts, group_median
@@ -228,14 +228,15 @@ def data_units(seg, ft: dict):
     return units, lut, live
 
 
-def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None):
-    """Per-window goodput/throughput matrices (units x windows), activity and Jain."""
+def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None, events=None):
+    """Per-window goodput/throughput matrices (units x windows), activity and Jain
+    (``prepared``: :func:`data_units`, ``events``: :func:`_goodput_events`, when known)."""
     units, lut, live = prepared or data_units(seg, ft)
     u = lut[seg["fd"][live]]
     nu = len(units["fd"])
     # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), bytes of a
     # sniffer's hole by the ACK that covered them (tcp.holes), throughput by sending
-    g_u, g_ts, g_b = _goodput_events(seg, lut, live)
+    g_u, g_ts, g_b = events or _goodput_events(seg, lut, live)
     good = window_sums(g_u, g_ts, g_b, nu, starts, window_ns)
     thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
     active = ((starts[None, :] <= units["active_until_ns"][:, None]) &
@@ -295,13 +296,15 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         prepared = data_units(seg, ft)
         # only the windows that hold a goodput or throughput event (bounded by the frames)
         _, lut, live = prepared
-        events = np.concatenate([_goodput_events(seg, lut, live)[1], seg["ts_ns"][live]])
+        gev = _goodput_events(seg, lut, live)
+        events = np.concatenate([gev[1], seg["ts_ns"][live]])
         ks = data_windows(events, t0, t_last, window_ns, step_ns,
                           max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
         del events
         starts = t0 + step_ns * ks
         qd = qd or quantiles(starts)
-        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared)
+        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared, gev)
+        del gev
         st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
         qd = qd.result()[ks] if every else qd.result()
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
@@ -313,7 +316,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     ja = jt["jain_airtime"]
     summ = summarize(j[ok], below)
     summ.update({"windows_total": len(starts), "bloat_windows": int(jt["bloat"].sum()),
-                 "jain_airtime_median": (float(np.nanmedian(ja[ok])) if np.isfinite(ja[ok]).any() else None),
+                 "jain_airtime_median": median(ja[ok][~np.isnan(ja[ok])]) if np.isfinite(ja[ok]).any() else None,
                  "cross_layer": st is not None})
     return {"flows": ft, "windows": _window_table(units, ks, starts, window_ns, good, thr, active),
             "jain": jt, "cdf": cdf_arrays(j[ok]), "rtt": rtt, "stations": st or {}, "summary": summ,

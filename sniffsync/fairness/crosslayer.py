@@ -9,7 +9,7 @@ import numpy as np
 
 from sniffsync.decode.macs import mac_text
 from sniffsync.fairness.windows import window_sums
-from sniffsync.tcp.columns import group_median
+from sniffsync.tcp.columns import group_median, sorted_unique
 
 __all__ = ["cross_layer_arrays", "why_texts"]
 
@@ -22,23 +22,36 @@ def _known(table: np.ndarray, values: np.ndarray):
     return idx, (idx < len(table)) & (table[np.minimum(idx, len(table) - 1)] == values)
 
 
+def _column(ppdus, name: str, dtype, fill) -> np.ndarray:
+    """Column ``name`` of a PPDU table as numpy (nulls -> ``fill``): a DataFrame, or a dict
+    of numpy arrays (no pandas needed)."""
+    v = ppdus[name]
+    if hasattr(v, "to_numpy"):
+        return v.to_numpy(dtype, na_value=fill)
+    return np.asarray(v).astype(dtype, copy=False)
+
+
 def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.ndarray,
                        starts: np.ndarray, window_ns: int):
     """Per window and station: airtime share, goodput share, MAC retry rate, median MCS.
 
-    ``ppdus`` (DataFrame) needs ``ta``, ``start_ns``, ``airtime_ns``; a PPDU counts in the
+    ``ppdus`` (a DataFrame or a dict of numpy arrays) needs ``ta`` (-1 or null: none),
+    ``start_ns``, ``airtime_ns`` (< 0 or null: unknown); a PPDU counts in the
     windows that contain its start. Stations are the transmitters of the active flow
     directions (``units['ta']``). None when there is no station or no PPDU.
     """
     u_ta = units["ta"]
-    st_ta = np.unique(u_ta[u_ta >= 0])
-    if not len(st_ta) or ppdus is None or len(ppdus) == 0:
+    st_ta = sorted_unique(u_ta[u_ta >= 0])
+    if not len(st_ta) or ppdus is None:
         return None
-    ppdus = ppdus[ppdus["airtime_ns"].to_numpy() >= 0]     # unknown airtime: not counted
-    sidx, known = _known(st_ta, ppdus["ta"].to_numpy(dtype=np.int64, na_value=-1))
+    airtime = _column(ppdus, "airtime_ns", np.int64, -1)
+    if not len(airtime):
+        return None
+    ok = airtime >= 0                                  # unknown airtime: not counted
+    sidx, known = _known(st_ta, _column(ppdus, "ta", np.int64, -1)[ok])
     other = len(st_ta)                                 # everyone else (BAs, CTS, beacons...)
-    air = window_sums(np.where(known, sidx, other), ppdus["start_ns"].to_numpy(np.int64),
-                      ppdus["airtime_ns"].to_numpy(float), other + 1, starts, window_ns)
+    air = window_sums(np.where(known, sidx, other), _column(ppdus, "start_ns", np.int64, 0)[ok],
+                      airtime[ok].astype(float), other + 1, starts, window_ns)
     u_st = np.searchsorted(st_ta, u_ta)
     has = u_ta >= 0
     W = len(starts)
