@@ -154,6 +154,8 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
         seg.thunks["tr"] = lambda: time_rank(seg["row"], seg["ts_ns"])
     n, end_ns, lock, copied = len(seg["fd"]), capture_end_ns(seg["ts_ns"]), threading.RLock(), {}
     tables = part_tables(seg, parts, lock)
+    # the columns seg holds already (parts see views of them) are neither copied nor joined
+    gather = _WINDOW_COLUMNS - set(dict.keys(seg))
 
     rows = [sl.stop - sl.start for sl in parts]
     one_by_one = sum(rows) > PARALLEL_MAX_ROWS      # their temporaries at once would set the peak
@@ -161,7 +163,7 @@ def _analyze_parts(seg, parts: list, min_rto_ns: int, horizon_ns=None):
     def run(i):
         out = _analyze(tables[i], min_rto_ns, lean=True, end_ns=end_ns, release=one_by_one, horizon_ns=horizon_ns)
         if not one_by_one:           # on this part's thread (one by one: concatenated at the join)
-            copy_part(tables[i], parts[i], n, _WINDOW_COLUMNS, copied, lock)
+            copy_part(tables[i], parts[i], n, gather, copied, lock)
         _trim_part(tables[i])
         if one_by_one:
             release_free_heap()          # the next part grows into the pages this one freed
