@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from sniffsync.decode.macs import mac_text
-from sniffsync.fairness.windows import window_sums
-from sniffsync.tcp.columns import group_median, sorted_unique
+from sniffsync.fairness.windows import window_sums, window_sums_of
+from sniffsync.tcp.columns import group_median, group_starts, sorted_unique
 
 __all__ = ["cross_layer_arrays", "why_texts"]
 
@@ -20,6 +20,24 @@ def _known(table: np.ndarray, values: np.ndarray):
     if len(table) == 0:                 # e.g. no station with a known MCS (legacy rates only)
         return idx, np.zeros(len(idx), bool)
     return idx, (idx < len(table)) & (table[np.minimum(idx, len(table) - 1)] == values)
+
+
+def _station_rows(st_ta: np.ndarray, ta: np.ndarray):
+    """``(rows, station)``: the rows whose transmitter is one of ``st_ta`` (sorted) and its
+    index there (a slice when that is every row). Rows come in flow-direction order, so
+    ``ta`` runs are few: each run is looked up once (per row when runs are many)."""
+    head = np.flatnonzero(group_starts(ta))
+    if len(head) * 8 > len(ta):
+        idx, found = _known(st_ta, ta)
+        rows = np.flatnonzero(found)
+        return rows, idx[rows]
+    idx, found = _known(st_ta, ta[head])
+    length = np.diff(np.append(head, len(ta)))
+    h, n, i = head[found], length[found], idx[found]
+    station = np.repeat(i, n)
+    if n.sum() == len(ta):
+        return slice(None), station
+    return np.arange(len(station)) + np.repeat(h - (np.cumsum(n) - n), n), station
 
 
 def _column(ppdus, name: str, dtype, fill) -> np.ndarray:
@@ -59,16 +77,13 @@ def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.nda
     np.add.at(g_st, u_st[has], good[has])
     act_st = np.zeros((len(st_ta), W), bool)
     np.logical_or.at(act_st, u_st[has], active[has])
-    w = np.flatnonzero(seg["ta"] >= 0)
-    w_ta = seg["ta"][w]
-    widx, ok = _known(st_ta, w_ta)
-    w_ts = seg["ts_ns"][w][ok]
-    frames_w = window_sums(widx[ok], w_ts, np.ones(ok.sum()), len(st_ta), starts, window_ns)
-    retry_w = window_sums(widx[ok], w_ts, seg["retry"][w][ok].astype(float), len(st_ta), starts, window_ns)
-    mcs = seg["mcs"][w]
-    m_ta, m_med = group_median(w_ta[ok & (mcs >= 0)], mcs[ok & (mcs >= 0)])
-    mi, mk = _known(m_ta, st_ta)
-    mcs_st = np.where(mk, m_med[np.minimum(mi, max(len(m_med) - 1, 0))] if len(m_med) else np.nan, np.nan)
+    rows, widx = _station_rows(st_ta, seg["ta"])
+    frames_w, retry_w = window_sums_of(widx, seg["ts_ns"][rows], [None, seg["retry"][rows]], len(st_ta),
+                                       starts, window_ns)
+    mcs = seg["mcs"][rows]
+    m_st, m_med = group_median(widx[mcs >= 0], mcs[mcs >= 0])
+    mcs_st = np.full(len(st_ta), np.nan)
+    mcs_st[m_st] = m_med
     tot_air = air.sum(axis=0)
     tot_good = g_st.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -13,8 +13,8 @@ import numpy as np
 from sniffsync.errors import UsageError
 from sniffsync.tcp.columns import sorted_unique
 
-__all__ = ["window_starts", "median", "percentile", "last_window", "data_windows", "window_sums", "jain", "summarize", "cdf_arrays", "window_quantiles",
-           "trailing_min"]
+__all__ = ["window_starts", "median", "percentile", "last_window", "data_windows", "window_sums", "window_sums_of",
+           "jain", "summarize", "cdf_arrays", "window_quantiles", "trailing_min"]
 
 
 def window_starts(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> np.ndarray:
@@ -111,6 +111,13 @@ def _marked_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int, ma
 def window_sums(unit: np.ndarray, ts_ns: np.ndarray, weight: np.ndarray, n_units: int,
                 starts: np.ndarray, window_ns: int) -> np.ndarray:
     """``out[u, k]`` = sum of ``weight`` of unit ``u`` with ts in window k (vectorised)."""
+    return window_sums_of(unit, ts_ns, [weight], n_units, starts, window_ns)[0]
+
+
+def window_sums_of(unit: np.ndarray, ts_ns: np.ndarray, weights: list, n_units: int,
+                   starts: np.ndarray, window_ns: int) -> list:
+    """:func:`window_sums` of several weights of the same rows (each row's cell found once);
+    a weight None counts the rows."""
     edges = sorted_unique(np.concatenate([starts, starts + window_ns]))
     gap = np.diff(edges)
     if len(gap) and (gap == gap[0]).all():                   # a regular grid: divide
@@ -118,11 +125,17 @@ def window_sums(unit: np.ndarray, ts_ns: np.ndarray, weight: np.ndarray, n_units
     else:
         pos = np.searchsorted(edges, ts_ns, side="right")   # edges <= ts
     width = len(edges) + 1
-    m = np.bincount(unit * width + pos, weights=weight, minlength=n_units * width)
-    c = np.cumsum(m.reshape(n_units, width), axis=1)         # c[:, j]: ts < edges[j]
+    cell = unit * width
+    cell += pos
+    del pos
     a = np.searchsorted(edges, starts)
     b = np.searchsorted(edges, starts + window_ns)
-    return c[:, b] - c[:, a]
+    out = []
+    for weight in weights:
+        m = np.bincount(cell, weights=weight, minlength=n_units * width)
+        c = np.cumsum(m.reshape(n_units, width), axis=1)     # c[:, j]: ts < edges[j]
+        out.append((c[:, b] - c[:, a]).astype(np.float64, copy=False))
+    return out
 
 
 def jain(x: np.ndarray, active: np.ndarray) -> np.ndarray:
