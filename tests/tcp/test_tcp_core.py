@@ -74,6 +74,12 @@ def test_group_median_and_rto_match_pandas():
     o = np.argsort(key, kind="stable")               # grouped keys: the no-sort path
     k2, med2 = group_median(key[o], values[o])
     assert np.array_equal(k2, k) and np.array_equal(med2, med)
+    # small integers (an MCS): the histogram path; keys of MAC width, unsorted
+    mac = RNG.integers(1 << 40, 1 << 47, 9)[key]
+    mcs = RNG.integers(-3, 12, 3000).astype(np.int16)
+    k3, med3 = group_median(mac, mcs)
+    s3 = pd.Series(mcs.astype(np.int64)).groupby(mac).median()
+    assert np.array_equal(k3, s3.index.to_numpy()) and np.array_equal(med3, s3.to_numpy())
     # RFC 6298 stand-in, as the pandas implementation computed it
     est = s.median() + 4 * (pd.Series(values) - s.transform("median")).abs().groupby(key).mean()
     fds, rto = rto_arrays(key, values, 200_000_000)
