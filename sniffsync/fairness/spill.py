@@ -48,9 +48,9 @@ class Spill:
                 if self.file is None:
                     self.file = tempfile.TemporaryFile(prefix="sniffsync-spill-")
                 at = self.file.tell()
-                self.file.write(v.tobytes())
+                self.file.write(_bytes_of(v))          # the array's own buffer: no copy
                 if ok is not None:
-                    self.file.write(ok.tobytes())
+                    self.file.write(_bytes_of(ok))
             except OSError as exc:         # (the CLI prints it as one line)
                 raise OSError(exc.errno, f"cannot park decoded columns in a temporary file in "
                               f"{tempfile.gettempdir()} (set TMPDIR to a disk with room): {exc.strerror}") from exc
@@ -72,9 +72,12 @@ class Spill:
     def _read_into(self, parts, v, ok) -> None:
         for row0, k, pdt, has_mask, at in parts:
             self.file.seek(at)
-            v[row0:row0 + k] = np.fromfile(self.file, pdt, k)
+            if pdt == v.dtype:                     # straight into the column: no copy
+                _read_exactly(self.file, v[row0:row0 + k])
+            else:
+                v[row0:row0 + k] = np.fromfile(self.file, pdt, k)
             if has_mask:
-                ok[row0:row0 + k] = np.fromfile(self.file, bool, k)
+                _read_exactly(self.file, ok[row0:row0 + k])
             elif ok is not None:
                 ok[row0:row0 + k] = True
 
@@ -82,6 +85,22 @@ class Spill:
         if self.file is not None:
             self.file.close()
             self.file = None
+
+
+def _bytes_of(a: np.ndarray) -> memoryview:
+    """The bytes of a contiguous array, without a copy."""
+    return memoryview(a.reshape(-1).view(np.uint8))
+
+
+def _read_exactly(fh, into: np.ndarray) -> None:
+    """Fills the contiguous array ``into`` from ``fh``'s position (what was written there)."""
+    buf = _bytes_of(into)
+    got = 0
+    while got < len(buf):
+        k = fh.readinto(buf[got:])
+        if not k:
+            raise OSError(f"the temporary file of parked columns ended early ({got} of {len(buf)} bytes)")
+        got += k
 
 
 class SpilledCols(dict):
