@@ -299,7 +299,7 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         # only the windows that hold a goodput or throughput event (bounded by the frames)
         _, lut, live = prepared
         gev = _goodput_events(seg, lut, live)
-        events = np.concatenate([gev[1], seg["ts_ns"][live]])
+        events = [gev[1], seg["ts_ns"][live]]
         ks = data_windows(events, t0, t_last, window_ns, step_ns,
                           max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
         del events

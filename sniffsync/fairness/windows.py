@@ -31,10 +31,10 @@ def last_window(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> int
     return max(0, -(-(t_last_ns + 1 - t0_ns - window_ns) // step_ns))
 
 
-def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int,
+def data_windows(ts_ns, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int,
                  max_windows: int | None = None) -> np.ndarray:
-    """Grid indices ``k`` (ascending) of the windows that hold at least one of ``ts_ns``,
-    on the grid of :func:`window_starts` (its last window the first that reaches past
+    """Grid indices ``k`` (ascending) of the windows that hold at least one of ``ts_ns``
+    (an array, or a list of arrays: their union, not concatenated), on the grid of :func:`window_starts` (its last window the first that reaches past
     ``t_last_ns``); at least window 0. More than ``max_windows``: UsageError (a step far
     below the window length makes every event open many windows).
 
@@ -45,10 +45,10 @@ def data_windows(ts_ns: np.ndarray, t0_ns: int, t_last_ns: int, window_ns: int, 
     if window_ns <= 0 or step_ns <= 0:
         raise UsageError("window and step must be positive")
     k_max = last_window(t0_ns, t_last_ns, window_ns, step_ns)
-    ts = np.asarray(ts_ns, np.int64)
-    if k_max < 4 * len(ts) + 4096:
-        return _marked_windows(ts, t0_ns, k_max, window_ns, step_ns, max_windows)
-    ts = sorted_unique(ts)
+    parts = [np.asarray(t, np.int64) for t in (ts_ns if isinstance(ts_ns, (list, tuple)) else [ts_ns])]
+    if k_max < 4 * sum(map(len, parts)) + 4096:
+        return _marked_windows(parts, t0_ns, k_max, window_ns, step_ns, max_windows)
+    ts = sorted_unique(np.concatenate(parts))
     lo, hi = _event_windows(ts, t0_ns, k_max, window_ns, step_ns)
     if not len(lo):
         return np.zeros(1, np.int64)
@@ -73,26 +73,42 @@ def _event_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int):
     return lo[ok], hi[ok]
 
 
-def _marked_windows(ts, t0_ns: int, k_max: int, window_ns: int, step_ns: int, max_windows) -> np.ndarray:
+def _marked_windows(parts: list, t0_ns: int, k_max: int, window_ns: int, step_ns: int,
+                    max_windows) -> np.ndarray:
     """:func:`data_windows` on a grid not much longer than the events (no sort of them).
 
     An event's windows depend only on its step bin ``q`` and on whether its offset in
     the bin reaches the window's remainder ``w0`` (window = m * step + w0): windows
     ``max(q - m + late, 0) .. min(q, k_max)``. So the events mark their (bin, late)
-    cells (one division each), and only the occupied cells' windows are marked by
-    +1/-1 at their ends and a running sum.
+    cells (one division each; a window of whole steps has no early cells), and only the
+    occupied cells' windows are marked by +1/-1 at their ends and a running sum.
     """
-    d = ts[(ts >= t0_ns) & (ts < t0_ns + k_max * step_ns + window_ns)]
-    d -= t0_ns
-    if not len(d):
-        return np.zeros(1, np.int64)
-    q = d // step_ns
-    d -= q * step_ns                                 # offset in the bin
     m, w0 = divmod(window_ns, step_ns)
-    q *= 2
-    q += d >= w0
-    cell = np.flatnonzero(np.bincount(q))            # occupied (bin, late) cells
-    del d, q
+    end = t0_ns + k_max * step_ns + window_ns          # events from here on are in no window
+    used = np.zeros(0, np.int64)
+    for ts in parts:
+        if not len(ts):
+            continue
+        if int(ts.min()) < t0_ns or int(ts.max()) >= end:
+            ts = ts[(ts >= t0_ns) & (ts < end)]
+        q = ts - t0_ns
+        if w0:
+            d = q % step_ns                              # offset in the bin
+            q //= step_ns
+            q *= 2
+            q += d >= w0
+            del d
+        else:                                            # every offset is late
+            q //= step_ns
+            q *= 2
+            q += 1
+        c = np.bincount(q)
+        del q
+        used = np.pad(used, (0, max(0, len(c) - len(used))))
+        used[:len(c)] += c
+    cell = np.flatnonzero(used)                          # occupied (bin, late) cells
+    if not len(cell):
+        return np.zeros(1, np.int64)
     b = cell >> 1
     hi = np.minimum(b, k_max)
     lo = np.maximum(b - m + (cell & 1), 0)
