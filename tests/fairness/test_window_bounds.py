@@ -36,6 +36,9 @@ def test_data_windows_are_the_grid_windows_holding_an_event(window_ms, step_ms):
     starts = window_starts(0, t_last, w, s)
     expect = [k for k, a in enumerate(starts) if ((ts >= a) & (ts < a + w)).any()]
     assert data_windows(ts, 0, t_last, w, s).tolist() == expect
+    assert data_windows([ts[::2], ts[1::2]], 0, t_last, w, s).tolist() == expect     # a union of parts
+    assert data_windows([ts[:3], ts[3:3]], 0, t_last, w, s).tolist() == \
+        [k for k, a in enumerate(starts) if ((ts[:3] >= a) & (ts[:3] < a + w)).any()]
     assert data_windows(ts[:0], 0, 0, w, s).tolist() == [0]
 
 
