@@ -91,10 +91,17 @@ class _AckRows:
         self.span = rank_span(self.tr)
         # base of each fd's sequence space = raw seq of its first live TCP row
         base = np.full(int(fd.max()) + 2 if self.n else 2, -1, np.int64)
-        li = np.flatnonzero(live)
-        firsts = li[group_starts(fd[li])]
+        if live.all():                                # (no MAC copy, no UDP: no gathers)
+            firsts = np.flatnonzero(group_starts(fd))
+        else:
+            li = np.flatnonzero(live)
+            firsts = li[group_starts(fd[li])]
+            del li
         base[fd[firsts]] = seg["seq_raw"][firsts] - seg["rel_seq"][firsts]
-        self.ai = ai = np.flatnonzero(live & ((flags & TH_ACK) > 0))
+        is_ack = (flags & TH_ACK) > 0
+        is_ack &= live
+        self.ai = ai = np.flatnonzero(is_ack)
+        del is_ack
         self.every = len(ai) == self.n                # every row an ACK: no gathers
         self.afd = afd = fd if self.every else fd[ai]
         araw = seg["ack_raw"] if self.every else seg["ack_raw"][ai]

@@ -206,13 +206,15 @@ def pair_order(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     return lex_order(major, minor)
 
 
-def restart_cumsum(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Cumulative sum of ``x`` restarting at every ``starts`` row (the start row included)."""
-    cs = np.cumsum(x)
+def restart_cumsum(x: np.ndarray, starts: np.ndarray, inplace: bool = False) -> np.ndarray:
+    """Cumulative sum of ``x`` restarting at every ``starts`` row (the start row included);
+    ``inplace``: written over ``x`` (no new array)."""
     sp = np.flatnonzero(starts)
+    first = x[sp]
+    cs = np.cumsum(x, out=x if inplace else None)
     if not len(sp):
         return cs
-    before = cs[sp] - x[sp]                        # the running total before each group
+    before = cs[sp] - first                        # the running total before each group
     if len(sp) <= 64:                              # few groups (flow directions): in place
         for a, b, v in zip(sp, np.append(sp[1:], len(x)), before):
             cs[a:b] -= v
@@ -248,7 +250,7 @@ def unwrap32(raw: np.ndarray, starts: np.ndarray, first=0) -> np.ndarray:
     """
     d = diff32(raw)
     d[starts] = first
-    return restart_cumsum(d, starts)
+    return restart_cumsum(d, starts, inplace=True)
 
 
 def frame_getter(n: int, cols: dict, consume: bool = False):

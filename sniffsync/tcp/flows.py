@@ -141,14 +141,19 @@ def outstanding_arrays(seg, ft: dict, end_ns: int | None = None) -> dict:
         v = np.where(seg["payload_len"][sl] > 0, seg["seg_end"][sl] - ((seg["flags"][sl] & TH_FIN) > 0), -1)
         top[f[head]] = np.maximum(np.maximum.reduceat(v, head), -1)
         del v
-        o = np.flatnonzero(t >= 0)
-        first = o[group_starts(f[o])]                  # each fd's first stamped row
+        if int(t.min()) >= 0:                          # every row stamped: the first rows
+            first = head
+        else:
+            o = np.flatnonzero(t >= 0)
+            first = o[group_starts(f[o])]              # each fd's first stamped row
         flow_first[f[first]] = t[first]
     has_ack = np.zeros(size, bool)
     done = np.full(size, big, np.int64)
     ack = seg["ack_rel"]
     for sl in slices:
         f, t, ak = fd[sl], ts[sl], ack[sl]
+        if _covering_few(f, t, ak, top, has_ack, done):
+            continue
         a = np.flatnonzero((ak >= 0) & (t >= 0))
         dfd = f[a] ^ 1                                 # the data direction an ACK row acknowledges
         has_ack[dfd] = True
@@ -160,6 +165,31 @@ def outstanding_arrays(seg, ft: dict, end_ns: int | None = None) -> dict:
     start = np.minimum(flow_first[0::2], flow_first[1::2])        # fd = 2 * flow + dir
     end = end_ns if end_ns is not None else capture_end_ns(ts)
     return _outstanding_table(ft, fds, done, has_ack, start, end, big)
+
+
+def _covering_few(f, t, ak, top, has_ack, done, most: int = 64) -> bool:
+    """The ACK loop of :func:`outstanding_arrays` over one group of rows sorted by (fd, time)
+    holding at most ``most`` fds: per fd, its stamped ACK rows and the first of them that
+    covers the data direction's ``top`` (no row gathers). False (nothing done) otherwise."""
+    head = np.flatnonzero(group_starts(f))
+    if len(head) > most:
+        return False
+    stamped = int(t.min()) >= 0
+    for a, b in zip(head, np.append(head[1:], len(f))):
+        d = int(f[a]) ^ 1                              # the data direction these rows acknowledge
+        valid = ak[a:b] >= 0
+        if not stamped:
+            valid &= t[a:b] >= 0
+        if not valid.any():
+            continue
+        has_ack[d] = True
+        if top[d] < 0:
+            continue
+        valid &= ak[a:b] >= top[d]
+        i = int(np.argmax(valid))
+        if valid[i]:
+            done[d] = t[a + i]
+    return True
 
 
 def capture_end_ns(ts: np.ndarray) -> int:
