@@ -119,7 +119,9 @@ def _data_classes(fd, r, end, plen, flags, none):
     prev[group_starts(f)] = none
     # goodput counts payload only: bytes [r + SYN, r + SYN + payload) above the frontier
     p0 = rd + syn
-    new_bytes = np.clip(p0 + pl - np.maximum(prev, p0), 0, pl)
+    new_bytes = np.maximum(prev, p0)                  # (in place: two temporaries, not four)
+    np.subtract(p0 + pl, new_bytes, out=new_bytes)
+    np.clip(new_bytes, 0, pl, out=new_bytes)
     kind = np.full(len(dd), KIND["new"], np.int8)         # codes: one byte per row
     below = np.flatnonzero(ed <= prev)
     if len(below):
@@ -184,7 +186,9 @@ def classify_arrays(seg) -> None:
     starts = group_starts(fd)
     r = unwrap32(_sub(seg["seq_raw"], idx), starts)
     flags = _sub(seg["flags"], idx)
-    end = r + _sub(seg["payload_len"], idx) + ((flags & TH_SYN) > 0) + ((flags & TH_FIN) > 0)
+    end = r + _sub(seg["payload_len"], idx)
+    end += (flags & TH_SYN) > 0                      # (in place: one full-length array)
+    end += (flags & TH_FIN) > 0
     data = end > r
     # "nothing sent yet": a value below every sequence number (and small enough for
     # grouped_cummax's bands)
