@@ -91,13 +91,14 @@ def sorted_within(starts: np.ndarray, v: np.ndarray) -> bool:
     return bool(len(v) < 2 or ((v[1:] >= v[:-1]) | starts[1:]).all())
 
 
-def grouped_cummax(key: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` restarting at each new ``key`` (rows sorted by key)."""
+def grouped_cummax(key: np.ndarray, values: np.ndarray, copy: bool = True) -> np.ndarray:
+    """Running maximum of ``values`` restarting at each new ``key`` (rows sorted by key);
+    ``copy=False``: ``values`` itself when it already is (a caller that only reads it)."""
     if len(values) == 0:
-        return values.copy()
+        return values.copy() if copy else values
     starts = group_starts(key)
     if sorted_within(starts, values):          # already running maxima (e.g. ACK numbers)
-        return values.copy()
+        return values.copy() if copy else values
     lo = values.min()
     # shift every group onto its own non-overlapping band, then one global cummax
     band = np.cumsum(starts) - 1

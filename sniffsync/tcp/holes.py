@@ -49,7 +49,7 @@ def hole_table(fd: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
     else:
         f, s, e = fd[o], start[o], np.maximum(end[o], start[o])
     first = group_starts(f)
-    cm = grouped_cummax(f, e)
+    cm = grouped_cummax(f, e, copy=False)        # (read only)
     prev = np.empty_like(cm)
     prev[1:] = cm[:-1]
     prev[first] = s[first]                       # nothing below the first row is a hole

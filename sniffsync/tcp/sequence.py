@@ -113,7 +113,7 @@ def _data_classes(fd, r, end, plen, flags, none):
     # frontier of each data row: highest seg_end of the earlier data rows of its fd
     f, rd, ed, pl = fd[dd], r[dd], end[dd], plen[dd]
     syn = (flags[dd] & TH_SYN) > 0              # bool: adds as 0/1
-    cm = grouped_cummax(f, ed)
+    cm = grouped_cummax(f, ed, copy=False)            # (read only)
     prev = np.empty_like(cm)
     prev[1:] = cm[:-1]
     prev[group_starts(f)] = none
@@ -149,7 +149,7 @@ def _frontier(fd_all, is_data, seg_end, tcp: np.ndarray, none: int) -> np.ndarra
     data rows of each fd (-1: none)."""
     idx = None if tcp.all() else np.flatnonzero(tcp)
     fd = _sub(fd_all, idx)
-    cm = grouped_cummax(fd, np.where(_sub(is_data, idx), _sub(seg_end, idx), none))
+    cm = grouped_cummax(fd, np.where(_sub(is_data, idx), _sub(seg_end, idx), none), copy=False)
     p = np.empty_like(cm)
     p[1:] = cm[:-1]
     p[group_starts(fd)] = none
