@@ -171,6 +171,26 @@ def _tsecr_pairs(seg, live, adv, tsecr_fds):
     return a[keep], f[keep]
 
 
+_FEW_HANDSHAKES = 64       # SYN/ACKs looked up one by one in their flow's rows (no full-length key)
+
+
+def _few_handshakes(fd, tr, live, fl, sa):
+    """``(syn, ack, ok)`` rows of :func:`handshake_arrays` for a few SYN/ACKs ``sa``, each
+    searched in its initiator direction's rows only (``fd`` sorted, time ranks rising
+    within each fd): the last live SYN before the SYN/ACK, the first live ACK after it."""
+    syn, ack, ok = np.zeros(len(sa), np.int64), np.zeros(len(sa), np.int64), np.zeros(len(sa), bool)
+    for i, s in enumerate(sa):
+        g = int(fd[s]) ^ 1                               # the initiator's direction (dir 0)
+        lo, hi = np.searchsorted(fd, g), np.searchsorted(fd, g, side="right")
+        at = lo + int(np.searchsorted(tr[lo:hi], tr[s]))
+        before = np.flatnonzero(live[lo:at] & (fl[lo:at] == TH_SYN))
+        after = live[at:hi] & (fl[at:hi] == TH_ACK)
+        j = int(np.argmax(after)) if len(after) else 0
+        if len(before) and len(after) and after[j]:
+            syn[i], ack[i], ok[i] = lo + before[-1], at + j, True
+    return syn, ack, ok
+
+
 def handshake_arrays(seg) -> dict:
     """SYN -> SYN/ACK -> ACK timing per TCP flow (see :func:`sniffsync.tcp.frames.handshake_rtt`)."""
     live = live_tcp(seg)
@@ -185,6 +205,11 @@ def handshake_arrays(seg) -> dict:
     # rows of one (flow, dir) are in time order: the first SYN/ACK of each flow
     sa = np.flatnonzero(live & (fl == (TH_SYN | TH_ACK)) & (d == 1))
     sa = sa[group_starts(flow(sa))]
+    if len(sa) <= _FEW_HANDSHAKES and is_sorted(fd):
+        syn, ack, ok = _few_handshakes(fd, tr, live, fl, sa)
+        syn_ns, sa_ns, ack_ns = ts[syn[ok]], ts[sa[ok]], ts[ack[ok]]
+        return {"flow": flow(sa[ok]), "syn_ns": syn_ns, "synack_ns": sa_ns, "ack_ns": ack_ns,
+                "hs_rtt_ns": ack_ns - syn_ns, "server_ns": sa_ns - syn_ns, "client_ns": ack_ns - sa_ns}
     # rows are sorted by (fd, time): the row where the SYN/ACK's time falls in the
     # initiator's direction is one search over the (fd, time rank) key of every row
     at = np.searchsorted(fd * span + tr, (fd[sa] ^ 1) * span + tr[sa])

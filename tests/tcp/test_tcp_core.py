@@ -170,11 +170,15 @@ def test_flow_ids_and_directions_match_pandas(n_addr, shuffled):
         assert np.array_equal(seg["tr"], rank)
 
 
+@pytest.mark.parametrize("few", [64, 0], ids=["per-flow", "one-search"])
 @pytest.mark.parametrize("seed", range(4))
-def test_handshake_matches_loop(seed):
+def test_handshake_matches_loop(seed, few, monkeypatch):
     # SYN -> SYN/ACK -> ACK per flow: the last SYN before the first SYN/ACK, the first ACK after it
+    # (a few SYN/ACKs are looked up one by one in their flow's rows, more by one search)
+    from sniffsync.tcp import rtt
     from sniffsync.tcp.columns import Lazy
     from sniffsync.tcp.rtt import handshake_arrays
+    monkeypatch.setattr(rtt, "_FEW_HANDSHAKES", few)
     rng = np.random.default_rng(seed)
     for _ in range(50):
         n, k = int(rng.integers(1, 300)), int(rng.integers(1, 6))
