@@ -328,17 +328,22 @@ def dedup_mac(seg) -> np.ndarray:
 
     def col(c):
         return seg[c] if every else seg[c][wifi]
-    fd, ws = col("fd"), col("wlan_seq").astype(np.int64) + 1
+    fd, ws = col("fd"), col("wlan_seq").astype(np.int64)
+    ws += 1
     if int(fd.max()) < 1 << 19 and int(ws.min()) >= 0 and int(ws.max()) < 1 << 13:
         rest = [seg[c] for c in ("ta", "seq_raw", "ack_raw", "payload_len", "flags")]
         h = np.zeros(len(fd), np.uint64)
+        x = np.empty(len(fd), np.int64)              # one scratch array for every field
+        xu = x.view(np.uint64)
         for v, k in zip(rest, _MIX):
-            x = (v if every else v[wifi]).astype(np.int64).view(np.uint64)
-            x *= k
-            h ^= x
+            x[...] = v if every else v[wifi]
+            xu *= k
+            h ^= xu
+        del x, xu
         h >>= np.uint64(33)
         key = fd << 44
-        key |= ws << 31
+        ws <<= 31
+        key |= ws
         key |= h.view(np.int64)
         del h, ws
         order = np.argsort(key, kind="stable")
