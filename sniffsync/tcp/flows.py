@@ -174,6 +174,8 @@ def _covering_few(f, t, ak, top, has_ack, done, most: int = 64) -> bool:
     head = np.flatnonzero(group_starts(f))
     if len(head) > most:
         return False
+    if not len(head):
+        return True
     stamped = int(t.min()) >= 0
     for a, b in zip(head, np.append(head[1:], len(f))):
         d = int(f[a]) ^ 1                              # the data direction these rows acknowledge
