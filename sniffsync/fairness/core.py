@@ -15,7 +15,7 @@ import numpy as np
 
 from sniffsync.errors import NoDataError, UsageError
 from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, skipping
-from sniffsync.fairness.crosslayer import cross_layer_arrays, why_texts
+from sniffsync.fairness.crosslayer import cross_layer_arrays, station_windows, why_texts
 from sniffsync.runtime import pool, release_free_heap, workers
 from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, last_window, median, summarize,
                                         trailing_min, window_quantiles, window_sums)
@@ -305,9 +305,12 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         del events
         starts = t0 + step_ns * ks
         qd = qd or quantiles(starts)
+        # the cross-layer view's air side needs no goodput: beside the windows' sums
+        sw = ex.submit(station_windows, ppdus, prepared[0], seg, starts, window_ns) if ppdus is not None else None
         units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared, gev)
         del gev
-        st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns) if ppdus is not None else None
+        st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns, sw.result()) \
+            if ppdus is not None else None
         qd = qd.result()[ks] if every else qd.result()
     jt = _jain_table(starts, window_ns, good, thr, active, j, qd, st, busy_fraction, qdelay_threshold_ns)
     jt["why"] = why_texts(j, st, units, names, good, active, below)

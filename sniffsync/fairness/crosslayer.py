@@ -11,7 +11,7 @@ from sniffsync.decode.macs import mac_text
 from sniffsync.fairness.windows import window_sums, window_sums_of
 from sniffsync.tcp.columns import group_median, group_starts, sorted_unique
 
-__all__ = ["cross_layer_arrays", "why_texts"]
+__all__ = ["station_windows", "cross_layer_arrays", "why_texts"]
 
 
 def _known(table: np.ndarray, values: np.ndarray):
@@ -49,15 +49,11 @@ def _column(ppdus, name: str, dtype, fill) -> np.ndarray:
     return np.asarray(v).astype(dtype, copy=False)
 
 
-def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.ndarray,
-                       starts: np.ndarray, window_ns: int):
-    """Per window and station: airtime share, goodput share, MAC retry rate, median MCS.
-
-    ``ppdus`` (a DataFrame or a dict of numpy arrays) needs ``ta`` (-1 or null: none),
-    ``start_ns``, ``airtime_ns`` (< 0 or null: unknown); a PPDU counts in the
-    windows that contain its start. Stations are the transmitters of the active flow
-    directions (``units['ta']``). None when there is no station or no PPDU.
-    """
+def station_windows(ppdus, units: dict, seg, starts: np.ndarray, window_ns: int):
+    """What :func:`cross_layer_arrays` reads of the air, before the goodput is known (it may
+    run beside :func:`sniffsync.fairness.core.jain_arrays`): the stations ``st_ta``, airtime per
+    station and window (last row: everyone else), frames and MAC retries per station and
+    window, median MCS per station. None when there is no station or no PPDU."""
     u_ta = units["ta"]
     st_ta = sorted_unique(u_ta[u_ta >= 0])
     if not len(st_ta) or ppdus is None:
@@ -70,13 +66,6 @@ def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.nda
     other = len(st_ta)                                 # everyone else (BAs, CTS, beacons...)
     air = window_sums(np.where(known, sidx, other), _column(ppdus, "start_ns", np.int64, 0)[ok],
                       airtime[ok].astype(float), other + 1, starts, window_ns)
-    u_st = np.searchsorted(st_ta, u_ta)
-    has = u_ta >= 0
-    W = len(starts)
-    g_st = np.zeros((len(st_ta), W))
-    np.add.at(g_st, u_st[has], good[has])
-    act_st = np.zeros((len(st_ta), W), bool)
-    np.logical_or.at(act_st, u_st[has], active[has])
     rows, widx = _station_rows(st_ta, seg["ta"])
     frames_w, retry_w = window_sums_of(widx, seg["ts_ns"][rows], [None, seg["retry"][rows]], len(st_ta),
                                        starts, window_ns)
@@ -84,6 +73,31 @@ def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.nda
     m_st, m_med = group_median(widx[mcs >= 0], mcs[mcs >= 0])
     mcs_st = np.full(len(st_ta), np.nan)
     mcs_st[m_st] = m_med
+    return {"st_ta": st_ta, "air": air, "frames": frames_w, "retries": retry_w, "mcs": mcs_st}
+
+
+def cross_layer_arrays(ppdus, units: dict, seg, good: np.ndarray, active: np.ndarray,
+                       starts: np.ndarray, window_ns: int, stations=False):
+    """Per window and station: airtime share, goodput share, MAC retry rate, median MCS.
+
+    ``ppdus`` (a DataFrame or a dict of numpy arrays) needs ``ta`` (-1 or null: none),
+    ``start_ns``, ``airtime_ns`` (< 0 or null: unknown); a PPDU counts in the
+    windows that contain its start. Stations are the transmitters of the active flow
+    directions (``units['ta']``). None when there is no station or no PPDU.
+    ``stations``: :func:`station_windows` of the same arguments, when computed already.
+    """
+    sw = station_windows(ppdus, units, seg, starts, window_ns) if stations is False else stations
+    if sw is None:
+        return None
+    st_ta, air, frames_w, retry_w, mcs_st = (sw[k] for k in ("st_ta", "air", "frames", "retries", "mcs"))
+    u_ta = units["ta"]
+    u_st = np.searchsorted(st_ta, u_ta)
+    has = u_ta >= 0
+    W = len(starts)
+    g_st = np.zeros((len(st_ta), W))
+    np.add.at(g_st, u_st[has], good[has])
+    act_st = np.zeros((len(st_ta), W), bool)
+    np.logical_or.at(act_st, u_st[has], active[has])
     tot_air = air.sum(axis=0)
     tot_good = g_st.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
