@@ -222,3 +222,15 @@ def test_consuming_getter_frees_each_column_once_and_refuses_a_second_read():
     assert get("ta", -1, np.int64).tolist() == [-1] * 4      # absent columns still fill
     s, d, names = cat_codes(n, cols, np.arange(n), consume=True)
     assert [names[c] if c >= 0 else None for c in s] == ["a", "b", "a", None] and "ip_src" not in cols
+
+
+def test_direction_codes_by_hash_partition_rows_as_unique():
+    from sniffsync.tcp.segments import _dense_codes
+    rng = np.random.default_rng(9)
+    few = rng.integers(0, 1 << 62, 7)
+    key = few[rng.integers(0, 7, 5000)]
+    codes, k = _dense_codes(key)
+    _, inv = np.unique(key, return_inverse=True)
+    assert k == 7 and sorted(set(codes.tolist())) == list(range(7))
+    assert len(set(zip(codes.tolist(), inv.tolist()))) == 7        # the same partition of the rows
+    assert _dense_codes(rng.integers(0, 1 << 62, 2000)) is None      # a shared bucket: not by hash
