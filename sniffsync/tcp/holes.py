@@ -122,6 +122,8 @@ def _live_holes(seg, live: np.ndarray) -> dict:
         if not lv.any():
             continue
         pay = np.bincount(fd[lv & (plen[sl] > 0)], minlength=int(fd.max()) + 1) > 0
+        if _whole_fds(seg, sl, lv, fd, pay, parts):
+            continue
         lv = lv & pay[fd]                          # whole fds: their holes and ``before`` stand
         li = sl if lv.all() else np.flatnonzero(lv) + sl.start
         del fd, pay
@@ -135,6 +137,23 @@ def _live_holes(seg, live: np.ndarray) -> dict:
     if not parts:
         return hole_table(fd_all[:0], fd_all[:0], fd_all[:0])
     return {k: np.concatenate([h[k] for h in parts]) for k in parts[0]}
+
+
+def _whole_fds(seg, sl: slice, lv, fd, pay, parts: list, most: int = 64) -> bool:
+    """:func:`_live_holes` of one group of rows when every row is live and the group holds
+    at most ``most`` fds: each payload fd's rows are a contiguous block (rows sorted by fd),
+    whose hole table is built on views of the columns (no gathers). False otherwise."""
+    if not lv.all():
+        return False
+    head = np.flatnonzero(group_starts(fd))
+    if len(head) > most:
+        return False
+    end = np.append(head[1:], len(fd))
+    cols = [seg[c][sl] for c in ("fd", "rel_seq", "seg_end")]
+    for a, b in zip(head, end):
+        if pay[fd[a]]:
+            parts.append(hole_table(*(c[a:b] for c in cols)))
+    return True
 
 
 def inferred_arrays(seg, live: np.ndarray, ai: np.ndarray, afd: np.ndarray, acm: np.ndarray) -> dict:

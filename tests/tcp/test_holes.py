@@ -168,3 +168,22 @@ def test_fixture_is_what_tshark_says(s):
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     rows = list(csv.DictReader(out.splitlines(), delimiter="\t"))
     assert _delivered(rows) == _delivered(_fixture(s))
+
+
+def test_holes_of_whole_fd_blocks_equal_the_gathered_table():
+    # every row live, few fds: each payload fd's hole table is built on views of its block
+    # of rows (holes._whole_fds); it must equal the table of the gathered rows
+    from sniffsync.tcp.columns import Lazy
+    from sniffsync.tcp.holes import _live_holes
+    rng = np.random.default_rng(13)
+    for _ in range(30):
+        fd = np.sort(rng.integers(0, 8, 400))
+        start = rng.integers(0, 5000, 400)
+        plen = np.where(rng.random(400) < 0.7, rng.integers(1, 300, 400), 0)
+        plen[fd % 2 == 1] = 0                              # the odd directions only ACK
+        seg = Lazy({"fd": fd, "rel_seq": start, "seg_end": start + plen, "payload_len": plen})
+        got = _live_holes(seg, np.ones(400, bool))
+        pay = np.isin(fd, np.unique(fd[plen > 0]))
+        want = hole_table(fd[pay], start[pay], (start + plen)[pay])
+        for k in want:
+            assert np.array_equal(got[k], want[k]), k
