@@ -286,7 +286,9 @@ def frame_getter(n: int, cols: dict, consume: bool = False):
         v = np.asarray(v) if rows is None else np.asarray(v)[rows]
         sd = schema.get(name, "")
         sd = "bool" if sd == "boolean" else sd.lower()
-        v = v.astype(sd or dtype, copy=False).astype(dtype, copy=False)
+        if sd and not np.can_cast(v.dtype, sd, "safe"):   # (held narrow: every value fits, no copy)
+            v = v.astype(sd, copy=False)
+        v = v.astype(dtype, copy=False)
         if ok is None:
             return v
         ok = ok if rows is None else ok[rows]
