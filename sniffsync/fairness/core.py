@@ -226,7 +226,9 @@ def data_units(seg, ft: dict):
     fd = seg["fd"]
     lut = np.full(int(fd.max()) + 1, -1, np.int64)
     lut[units["fd"]] = np.arange(len(units["fd"]))
-    live = np.flatnonzero(seg["is_data"] & ~seg["mac_dup"] & (lut[fd] >= 0))
+    live = seg["is_data"] & ~seg["mac_dup"]
+    live &= (lut >= 0)[fd]                              # (a boolean lookup: no int64 gather)
+    live = np.flatnonzero(live)
     return units, lut, live
 
 

@@ -34,7 +34,8 @@ def flow_arrays(seg) -> dict:
         return v if o is None else v[o]
 
     def gsum(x):
-        return np.add.reduceat(x.astype(np.int64), st) if len(st) else np.zeros(0, np.int64)
+        # (summed in int64 as read: no widened copy of the rows)
+        return np.add.reduceat(x, st, dtype=np.int64) if len(st) else np.zeros(0, np.int64)
 
     out = {"fd": fds}
     per = getattr(seg, "per_fd", None)
