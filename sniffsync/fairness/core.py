@@ -232,17 +232,19 @@ def data_units(seg, ft: dict):
     return units, lut, live
 
 
-def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None, events=None):
+def jain_arrays(seg, ft: dict, starts: np.ndarray, window_ns: int, prepared=None, events=None, sent_ns=None):
     """Per-window goodput/throughput matrices (units x windows), activity and Jain
-    (``prepared``: :func:`data_units`, ``events``: :func:`_goodput_events`, when known)."""
+    (``prepared``: :func:`data_units`, ``events``: :func:`_goodput_events`, ``sent_ns``: the
+    live data rows' ``ts_ns``, when known)."""
     units, lut, live = prepared or data_units(seg, ft)
-    u = lut[seg["fd"][live]]
     nu = len(units["fd"])
     # goodput is dated by in-order delivery (tcp.sequence.in_order_delivery), bytes of a
     # sniffer's hole by the ACK that covered them (tcp.holes), throughput by sending
     g_u, g_ts, g_b = events or _goodput_events(seg, lut, live)
+    u = g_u[:len(live)]                                 # (the live rows' units come first)
     good = window_sums(g_u, g_ts, g_b, nu, starts, window_ns)
-    thr = window_sums(u, seg["ts_ns"][live], seg["payload_len"][live].astype(float), nu, starts, window_ns)
+    thr = window_sums(u, seg["ts_ns"][live] if sent_ns is None else sent_ns, seg["payload_len"][live].astype(float),
+                      nu, starts, window_ns)
     active = ((starts[None, :] <= units["active_until_ns"][:, None]) &
               (starts[None, :] + window_ns > units["first_ns"][:, None]))
     return units, good, thr, active, jain(good, active)
@@ -301,16 +303,15 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
         # only the windows that hold a goodput or throughput event (bounded by the frames)
         _, lut, live = prepared
         gev = _goodput_events(seg, lut, live)
-        events = [gev[1], seg["ts_ns"][live]]
-        ks = data_windows(events, t0, t_last, window_ns, step_ns,
+        sent_ns = seg["ts_ns"][live]
+        ks = data_windows([gev[1], sent_ns], t0, t_last, window_ns, step_ns,
                           max_windows=max(1, MAX_CELLS // len(prepared[0]["fd"])))
-        del events
         starts = t0 + step_ns * ks
         qd = qd or quantiles(starts)
         # the cross-layer view's air side needs no goodput: beside the windows' sums
         sw = ex.submit(station_windows, ppdus, prepared[0], seg, starts, window_ns) if ppdus is not None else None
-        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared, gev)
-        del gev
+        units, good, thr, active, j = jain_arrays(seg, ft, starts, window_ns, prepared, gev, sent_ns)
+        del gev, sent_ns
         st = cross_layer_arrays(ppdus, units, seg, good, active, starts, window_ns, sw.result()) \
             if ppdus is not None else None
         qd = qd.result()[ks] if every else qd.result()
