@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_unique", "sorted_within", "grouped_cummax", "group_median",
+__all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_unique", "dense_codes", "sorted_within", "grouped_cummax", "group_median",
            "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts", "rank_span",
            "restart_cumsum", "wrap32", "diff32", "unwrap32", "frame_getter", "cat_codes"]
 
@@ -41,6 +41,26 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     """``np.unique(a)`` of a 1-D array (which imports numpy.ma on first use: ~7 ms of start-up)."""
     a = np.sort(np.asarray(a).ravel())
     return a[group_starts(a)]
+
+
+_BUCKET_BITS = 16
+
+
+def dense_codes(key: np.ndarray):
+    """``(codes, count)``: dense codes (any order) of the non-negative int64 ``key`` by one
+    multiplicative hash into 2**16 buckets, in place (a few directions over many rows: no
+    sort); None when two distinct keys share a bucket."""
+    h = key.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)     # Fibonacci hashing
+    h >>= np.uint64(64 - _BUCKET_BITS)
+    b = h.view(np.int64)
+    table = np.full(1 << _BUCKET_BITS, -1, np.int64)
+    table[b] = key
+    if not np.array_equal(table[b], key):
+        return None
+    used = np.flatnonzero(table >= 0)
+    rank = np.zeros(1 << _BUCKET_BITS, np.int64)
+    rank[used] = np.arange(len(used))
+    return rank[b], len(used)
 
 
 def fd_slices(fd: np.ndarray, rows: int | None = None) -> list:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sniffsync.tcp.columns import Lazy, group_starts, is_sorted, lex_order
+from sniffsync.tcp.columns import Lazy, dense_codes, group_starts, is_sorted, lex_order
 
 __all__ = ["TH_FIN", "TH_SYN", "TH_RST", "TH_ACK", "DEDUP_MAX_GAP_NS", "SEG_COLUMNS",
            "segment_arrays", "part_tables", "copy_part", "join_parts", "is_proto", "live_tcp", "dedup_mac"]
@@ -74,7 +74,7 @@ def _direction_codes(s_code, d_code, sport, dport, udp):
             key |= part
         del part
         key |= udp
-        codes = _dense_codes(key)
+        codes = dense_codes(key)
         if codes is not None:
             return codes
     else:
@@ -83,26 +83,6 @@ def _direction_codes(s_code, d_code, sport, dport, udp):
         key = (np.asarray(ep_s, np.int64) * (int(ep_d.max()) + 1) + ep_d) * 2 + udp
     codes, uniq = factorize(key)
     return np.asarray(codes, np.int64), len(uniq)
-
-
-_BUCKET_BITS = 16
-
-
-def _dense_codes(key: np.ndarray):
-    """``(codes, count)``: dense codes (any order) of the non-negative int64 ``key`` by one
-    multiplicative hash into 2**16 buckets, in place (a few directions over many rows: no
-    sort); None when two distinct keys share a bucket."""
-    h = key.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)     # Fibonacci hashing
-    h >>= np.uint64(64 - _BUCKET_BITS)
-    b = h.view(np.int64)
-    table = np.full(1 << _BUCKET_BITS, -1, np.int64)
-    table[b] = key
-    if not np.array_equal(table[b], key):
-        return None
-    used = np.flatnonzero(table >= 0)
-    rank = np.zeros(1 << _BUCKET_BITS, np.int64)
-    rank[used] = np.arange(len(used))
-    return rank[b], len(used)
 
 
 def _flow_codes(lo: np.ndarray, hi: np.ndarray, udp: np.ndarray) -> np.ndarray:

@@ -225,7 +225,7 @@ def test_consuming_getter_frees_each_column_once_and_refuses_a_second_read():
 
 
 def test_direction_codes_by_hash_partition_rows_as_unique():
-    from sniffsync.tcp.segments import _dense_codes
+    from sniffsync.tcp.columns import dense_codes as _dense_codes
     rng = np.random.default_rng(9)
     few = rng.integers(0, 1 << 62, 7)
     key = few[rng.integers(0, 7, 5000)]
