@@ -67,9 +67,12 @@ def rtt_arrays(seg, karn: bool = True, tsecr: bool = True, tsecr_fds=None, ack_p
     f = np.concatenate([p[1] for p in parts])
     src = np.concatenate([np.full(len(p[0]), p[2], np.int64) for p in parts])
     fd, ts, row = seg["fd"], seg["ts_ns"], seg["row"]
-    o = lex_order(fd[f], ts[a], src) if len(a) else np.zeros(0, np.int64)
-    a, f = a[o], f[o]
-    return {"fd": fd[f], "flow": fd[f] >> 1, "ts_ns": ts[a], "rtt_ns": ts[a] - ts[f],
+    f_fd, a_ts = fd[f], ts[a]                      # (each gathered once)
+    o = lex_order(f_fd, a_ts, src) if len(a) else np.zeros(0, np.int64)
+    if len(o) and (o[1:] > o[:-1]).all():          # already in order: no reordering copies
+        o = slice(None)
+    a, f, f_fd, a_ts = a[o], f[o], f_fd[o], a_ts[o]
+    return {"fd": f_fd, "flow": f_fd >> 1, "ts_ns": a_ts, "rtt_ns": a_ts - ts[f],
             "source": src[o], "data_row": row[f], "ack_row": row[a]}
 
 
