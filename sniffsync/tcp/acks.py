@@ -65,9 +65,13 @@ def _last_before(key_fd, key_tr, q_fd, q_tr, span) -> np.ndarray:
 
 
 def _take(arr: np.ndarray, j: np.ndarray, fill) -> np.ndarray:
-    """``arr[j]`` where ``j >= 0``, else ``fill`` (works for an empty ``arr``)."""
-    padded = np.append(arr, np.asarray(fill, arr.dtype))
-    return padded[np.where(j >= 0, j, len(arr))]
+    """``arr[j]`` where ``j >= 0``, else ``fill`` (works for an empty ``arr``; no copy of
+    ``arr``: ``j`` is usually far shorter, e.g. the retransmitted rows)."""
+    if not len(arr):
+        return np.full(len(j), fill, arr.dtype)
+    out = arr[np.maximum(j, 0)]
+    out[j < 0] = fill
+    return out
 
 
 ACK_COLUMNS = ["tr", "dup_ack", "dup_ack_num", "ack_rel", "acked", "bytes_in_flight", "retx_kind",
@@ -121,7 +125,7 @@ class _AckRows:
         run_start = np.ones(len(ai), bool)
         run_start[1:] = ack[1:] != ack[:-1]
         run_start |= st
-        return dup, restart_cumsum(dup.astype(np.int64), run_start)
+        return dup, restart_cumsum(dup.astype(np.int64), run_start, inplace=True)
 
     @cached_property
     def acm(self):
@@ -193,7 +197,8 @@ def _retx_kinds(seg, live, a: _AckRows, r, j, pairs, min_rto_ns: int, dupthresh:
     fd, ts = seg["fd"], seg["ts_ns"]
     kind = np.full(len(r), RETX["other"], np.int8)
     dup, dup_num = a.dups
-    fast = (_take(a.ack, j, -2) == seg["rel_seq"][r]) & (_take(dup_num * dup, j, 0) >= dupthresh)
+    fast = (_take(a.ack, j, -2) == seg["rel_seq"][r]) & \
+        (np.where(_take(dup, j, False), _take(dup_num, j, 0), 0) >= dupthresh)     # (dup_num * dup)[j]
     # gap since the previous data segment of the direction
     di = np.flatnonzero(seg["is_data"] & live)
     p = np.searchsorted(di, r) - 1
