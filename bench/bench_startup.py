@@ -10,6 +10,8 @@ sniffer A capture of tests/data) to a temporary pcap, then runs, interleaved and
 * ``python -c 'import numpy'``                (the floor of any numpy reader)
 * ``python -m sniffsync --help``
 * ``python -m sniffsync frames tiny.pcap``    (CSV to /dev/null)
+* ``python -m sniffsync fairness wired.pcap -o r.json``  (the 29-packet Ethernet UDP capture of
+  tests/data/captures/udp: the wired fairness path, its start-up and exit)
 
 and prints their medians and minima, each command's ratio to ``python -c pass`` and its
 own cost above it. Then one ``-X importtime`` run of ``frames`` gives the biggest imports
@@ -33,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SRC = os.path.join(ROOT, "tests", "data", "captures", "ns3-11n-ht20-hidden-snifferA-nearAP.pcap")
+WIRED = os.path.join(ROOT, "tests", "data", "captures", "udp", "iperf2_hand.pcap")
 HEAVY = ("pandas", "pyarrow", "matplotlib", "flask", "duckdb", "dask")
 
 
@@ -93,7 +96,9 @@ def main(argv=None) -> int:
         cmds = {"python -c pass": [py, "-c", "pass"],
                 "python -c 'import numpy'": [py, "-c", "import numpy"],
                 "sniffsync --help": [py, "-m", "sniffsync", "--help"],
-                "sniffsync frames tiny.pcap": [py, "-m", "sniffsync", "frames", tiny]}
+                "sniffsync frames tiny.pcap": [py, "-m", "sniffsync", "frames", tiny],
+                "sniffsync fairness wired.pcap": [py, "-m", "sniffsync", "fairness", WIRED, "-o",
+                                                  os.path.join(tmp, "r.json")]}
         for cmd in cmds.values():                    # warm the page cache and .pyc files
             run_once(cmd)
         times = {k: [] for k in cmds}
@@ -101,6 +106,7 @@ def main(argv=None) -> int:
             for k, cmd in cmds.items():
                 times[k].append(run_once(cmd))
         imports = import_times(cmds["sniffsync frames tiny.pcap"])
+        fair_imports = import_times(cmds["sniffsync fairness wired.pcap"])
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cores, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"{args.repeat} interleaved runs each; {args.frames}-frame capture")
@@ -119,8 +125,9 @@ def main(argv=None) -> int:
     top = [r for r in imports if "." not in r[0]]
     print("\ntop-level packages by cumulative time (ms):",
           ", ".join(f"{n} {c / 1000:.1f}" for n, _, c in sorted(top, key=lambda r: -r[2])[:8]))
-    heavy = sorted({r[0].split(".")[0] for r in imports} & set(HEAVY))
-    print("heavy libraries imported:", ", ".join(heavy) if heavy else "none")
+    for name, imp in (("frames", imports), ("fairness (wired)", fair_imports)):
+        heavy = sorted({r[0].split(".")[0] for r in imp} & set(HEAVY))
+        print(f"heavy libraries imported by {name}:", ", ".join(heavy) if heavy else "none")
     return 0
 
 
