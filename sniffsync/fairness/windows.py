@@ -34,7 +34,8 @@ def last_window(t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int) -> int
 def data_windows(ts_ns, t0_ns: int, t_last_ns: int, window_ns: int, step_ns: int,
                  max_windows: int | None = None) -> np.ndarray:
     """Grid indices ``k`` (ascending) of the windows that hold at least one of ``ts_ns``
-    (an array, or a list of arrays: their union, not concatenated), on the grid of :func:`window_starts` (its last window the first that reaches past
+    (an array, or a list of arrays: their union, not concatenated), on the grid of
+    :func:`window_starts` (its last window the first that reaches past
     ``t_last_ns``); at least window 0. More than ``max_windows``: UsageError (a step far
     below the window length makes every event open many windows).
 
