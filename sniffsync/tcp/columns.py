@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_unique", "dense_codes", "sorted_within", "grouped_cummax",
-           "group_median", "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts", "rank_span",
-           "restart_cumsum", "wrap32", "diff32", "unwrap32", "frame_getter", "cat_codes"]
+           "group_median", "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts",
+           "rank_span", "restart_cumsum", "wrap32", "diff32", "unwrap32", "frame_getter", "cat_codes"]
 
 SEQ_SPAN = np.int64(1) << 40     # composite key (fd, seq) = fd * SEQ_SPAN + seq; 1 TB per flow
 FD_CHUNK_ROWS = 1 << 20          # rows per group of whole flow directions (:func:`fd_slices`)
