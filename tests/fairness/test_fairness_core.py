@@ -81,3 +81,17 @@ def test_window_quantiles_on_a_sparse_grid_are_the_full_grid_rows(window_ms, ste
     k = np.sort(RNG.choice(len(full), len(full) // 3, replace=False))
     got = window_quantiles(ts, values, full[k], window_ms * MS, step_ns=step_ms * MS)
     np.testing.assert_array_equal(got, window_quantiles(ts, values, full, window_ms * MS)[k])
+
+
+def test_station_rows_per_run_equal_the_per_row_lookup():
+    # the cross-layer view looks stations up once per run of one transmitter (rows come in
+    # flow-direction order); it must pick the rows and stations a per-row lookup picks
+    from sniffsync.fairness.crosslayer import _known, _station_rows
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        st = np.unique(rng.integers(0, 10, rng.integers(1, 5)))
+        ta = np.repeat(rng.integers(-1, 12, rng.integers(0, 60)), rng.integers(1, 30))
+        rows, station = _station_rows(st, ta)
+        idx, found = _known(st, ta)
+        assert np.array_equal(np.arange(len(ta))[rows], np.flatnonzero(found))
+        assert np.array_equal(station, idx[found])
