@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pandas as pd
 
-from airtime.extent_ba import COPY_TOL_NS, FRAME_CHUNK, _col, _key, _missed_subframes
+from airtime.extent_ba import COPY_TOL_NS, FRAME_CHUNK, _col, _col_rows, _key, _missed_subframes, rows_by_ppdu
 from airtime.framecols import mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
@@ -79,6 +79,7 @@ class _Ctx(NamedTuple):
     ba_ns: np.ndarray          # airtime of the Block-Ack answering each PPDU
     kc: dict
     mpdu: np.ndarray           # int32 MPDU bytes of each frame row (airtime.framecols.mpdu_bytes)
+    rows: tuple                # the frames with a seq by PPDU (airtime.extent_ba.rows_by_ppdu)
 
 
 def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols, psdu: np.ndarray,
@@ -99,11 +100,12 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     fp = np.asarray(frame_ppdu, np.int64)
     agg, last_seen, mean_sub = _own_evidence(frames, fp, n, mpdu)
     start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
-    ctx = _Ctx(frames, fp, _col(frames, "seq", -1), cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
+    seq = _col(frames, "seq", -1)
+    ctx = _Ctx(frames, fp, seq, cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
                start, start + np.maximum(air, 0), sifs_ns(cols.freq_mhz).astype(np.int64),
                ppdu_duration_ns("ofdm", np.full(n, BA_BYTES), freq_mhz=cols.freq_mhz,
                                 rate_kbps=legacy_response_rate_kbps(cols.rate_kbps, phy=cols.phy, mcs=cols.mcs)),
-               kind_code, mpdu)
+               kind_code, mpdu, rows_by_ppdu(fp, seq, n))
     est = np.full(n, -1, np.int64)              # the first source that sizes the PPDU wins
     src = np.zeros(n, np.int64)
     for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime, est), start=1):
@@ -123,12 +125,21 @@ def _own_evidence(frames, fp, n, mpdu):
     """Per PPDU: an A-MPDU (status present or > 1 MPDU), its last flag seen, the mean
     padded subframe length."""
     ok = fp >= 0
-    cnt = np.bincount(fp[ok], minlength=n)
-    agg = (np.bincount(fp[ok], weights=_col(frames, "ampdu_ref", -1)[ok] >= 0, minlength=n) > 0) | (cnt > 1)
-    last_seen = np.bincount(fp[ok], weights=_col(frames, "ampdu_last", 0)[ok] > 0, minlength=n) > 0
+    every = ok.all()
+    f = fp if every else fp[ok]
+    cnt = np.bincount(f, minlength=n)
+    ref, last = _col(frames, "ampdu_ref", -1) >= 0, _col(frames, "ampdu_last", 0) > 0
     sub = (mpdu.astype(np.int64) + 4 + 3) // 4 * 4
-    mean_sub = np.bincount(fp[ok], weights=sub[ok], minlength=n) / np.maximum(cnt, 1)
-    return agg, last_seen, mean_sub
+    if not every:
+        ref, last, sub = ref[ok], last[ok], sub[ok]
+    if len(f) and (cnt > 0).all() and (f[1:] >= f[:-1]).all():     # frames in PPDU order: runs
+        at = np.r_[0, np.cumsum(cnt)[:-1]]
+        agg, last_seen, total = (np.logical_or.reduceat(ref, at), np.logical_or.reduceat(last, at),
+                                 np.add.reduceat(sub, at))
+    else:
+        agg, last_seen = np.bincount(f[ref], minlength=n) > 0, np.bincount(f[last], minlength=n) > 0
+        total = np.bincount(f, weights=sub, minlength=n)
+    return agg | (cnt > 1), last_seen, total / np.maximum(cnt, 1)
 
 
 def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
@@ -161,7 +172,6 @@ def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
 def _from_nav(ctx: _Ctx) -> np.ndarray:
     """Airtime from the NAV an RTS (TA->RA) or CTS (RA = data TA) set before the data PPDU."""
     c, start, end, sifs, ba_ns = ctx.c, ctx.start, ctx.end, ctx.sifs, ctx.ba_ns
-    dur = _col(ctx.frames, "duration_us", -1)
     out = np.full(len(ctx.data), -1, np.int64)
     d = np.flatnonzero(ctx.data)
     ends = c.ends_here[d]
@@ -169,7 +179,7 @@ def _from_nav(ctx: _Ctx) -> np.ndarray:
         r = np.flatnonzero(c.kind == ctx.kc[kind])
         if not len(r) or not len(d):
             continue
-        nav_us = dur[c.first_frame[r]]
+        nav_us = _col_rows(ctx.frames, "duration_us", -1, c.first_frame[r])
         nav_end = end[r] + nav_us * 1000
         if kind == "rts":
             key_r, key_d = _key(c.ta[r], c.ra[r], c.clock[r]), _key(c.ta[d], c.ra[d], c.clock[d])
@@ -181,9 +191,8 @@ def _from_nav(ctx: _Ctx) -> np.ndarray:
             data_start = end[r] + sifs[r]
         key_r = np.where((nav_us > 0) & (nav_us < 0x8000), key_r, -2)     # bit 15 set: not a duration
         # end stamps: the data's end meets the NAV's end less SIFS + BA; start stamps: its start
-        m_end = match_in_window(key_d, end[d] + sifs[d] + ba_ns[d], key_r, nav_end, -SLACK_NS, SLACK_NS)
-        m_start = match_in_window(key_d, start[d], key_r, data_start, -SLACK_NS, SLACK_NS)
-        m = np.where(ends, m_end, m_start)
+        m = _match_sides(ends, key_d, key_r, (end[d] + sifs[d] + ba_ns[d], nav_end, -SLACK_NS, SLACK_NS),
+                         (start[d], data_start, -SLACK_NS, SLACK_NS))
         mm = np.maximum(m, 0)
         air = np.where(ends, end[d] - data_start[mm], nav_end[mm] - sifs[d] - ba_ns[d] - start[d])
         hit = (m >= 0) & (out[d] < 0)
@@ -203,11 +212,21 @@ def _response(ctx: _Ctx) -> np.ndarray:
         return out
     kd, kb = _key(c.ta[d], c.ra[d], c.clock[d]), _key(c.ra[ba], c.ta[ba], c.clock[ba])
     t = ctx.end[d] + ctx.sifs[d]
-    m_end = match_in_window(kd, t, kb, ctx.start[ba], -SLACK_NS, SLACK_NS)
-    m_start = match_in_window(kd, t, kb, ctx.start[ba], -SLACK_NS, MAX_PPDU_NS)
-    m = np.where(c.ends_here[d], m_end, m_start)
+    m = _match_sides(c.ends_here[d], kd, kb, (t, ctx.start[ba], -SLACK_NS, SLACK_NS),
+                     (t, ctx.start[ba], -SLACK_NS, MAX_PPDU_NS))
     out[d[m >= 0]] = ba[m[m >= 0]]
     return out
+
+
+def _match_sides(ends, key_a, key_b, end_q, start_q) -> np.ndarray:
+    """:func:`match_in_window` with ``end_q`` = ``(t_a, t_b, lo, hi)`` for the queries where
+    ``ends``, ``start_q`` for the others (each query is answered alone: only its side is asked)."""
+    m = np.full(len(key_a), -1, np.int64)
+    for side, (t_a, t_b, lo, hi) in ((ends, end_q), (~ends, start_q)):
+        q = np.flatnonzero(side)
+        if len(q):
+            m[q] = match_in_window(key_a[q], t_a[q], key_b, t_b, lo, hi)
+    return m
 
 
 def _copies(ctx: _Ctx, psdu):

@@ -15,6 +15,7 @@ from airtime.extent_bits import ONES, bitmap_words, low_bits, pack_rows, popcoun
     window_words
 
 _ZERO = np.uint64(0)
+_ONE = np.uint64(1)
 
 COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
@@ -56,21 +57,19 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)) & (True if need is None else need))
     if not len(d) or "ba_ssn" not in frames:
         return add
-    lo, hi = _captured_bounds(ctx, group, 2 * n)
-    lo, hi = lo[group[d]], hi[group[d]]
     now, prev = ba_now[d], ba_prev[d]
     ssn = _col_rows(frames, "ba_ssn", -1, np.where(now >= 0, now, prev))
-    # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it;
-    # it ends at the last captured seq or the BA's highest set bit (first 64 bits)
+    lo, hi, base, caught = _captured(ctx, group, d, ssn)
+    # the window the evidence covers (_window_base); it ends at the last captured seq or
+    # the BA's highest set bit (first 64 bits)
     in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH)
-    base = np.where(in_ba, ssn, (lo - BA_REACH // 2) % 4096)
     bm = pd.Series(frames["ba_bitmap_lo"].array.take(np.maximum(now, 0))).to_numpy(np.uint64, na_value=0) \
         if "ba_bitmap_lo" in frames else np.zeros(len(d), np.uint64)
     top = np.where((now >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
     width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
     # the positions asked about: in the window, captured by no copy
-    open_ = np.where(ssn >= 0, low_bits(width), _ZERO) & ~_captured_bits(ctx, group, d, base)
+    open_ = np.where(ssn >= 0, low_bits(width), _ZERO) & ~caught
     acked = BaAnswers(frames)
     acked_now = np.where(now >= 0, acked.window(np.maximum(now, 0), base), _ZERO)
     known = np.where(prev >= 0, acked.window(np.maximum(prev, 0), base), _ZERO)
@@ -83,22 +82,49 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     return add
 
 
-def _captured_bits(ctx, group, d, base) -> np.ndarray:
-    """Per data PPDU ``d``: the window positions (from ``base``) whose sequence number a frame
-    of its group (its copies) holds; frames read :data:`FRAME_CHUNK` rows at a time."""
-    gd = group[d]
-    o = np.argsort(gd, kind="stable")                       # d by group: copies side by side
-    cnt = np.bincount(gd, minlength=int(group.max()) + 1)
-    at = np.cumsum(cnt) - cnt
-    out = np.zeros(len(d), np.uint64)
-    for gf, sq in _captured_rows(ctx, group):
-        m = cnt[gf]
-        keep = m > 0
-        gf, sq, m = gf[keep], sq[keep], m[keep]
-        rep = np.repeat(np.arange(len(gf)), m)               # (a row once per copy in its group)
-        i = o[at[gf[rep]] + np.arange(len(rep)) - np.repeat(np.cumsum(m) - m, m)]
-        out |= set_bits(len(d), i, (sq[rep] - base[i]) % 4096)
-    return out
+def _window_base(lo, ssn) -> np.ndarray:
+    """The window's first seq: the Block-Ack's SSN, unless the captured ones lie beyond it."""
+    in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH)
+    return np.where(in_ba, ssn, (lo - BA_REACH // 2) % 4096)
+
+
+def _captured(ctx, group, d, ssn):
+    """``(lo, hi, base, caught)`` per data PPDU ``d``: the first and last captured sequence
+    number of its group (its copies; mod 4096, around the seq of the group's first frame; -1
+    where none), its window's first seq (:func:`_window_base`), and the window positions whose
+    seq a frame of the group holds (a mask). Per-frame temporaries :data:`FRAME_CHUNK` frames
+    at a time."""
+    rows, first = ctx.rows
+    dd = np.flatnonzero(ctx.data)                            # (only data PPDUs share a group)
+    o = np.argsort(group[dd], kind="stable")
+    gs = group[dd][o]
+    i, m = _expand(np.arange(len(d)), np.searchsorted(gs, group[d]), np.searchsorted(gs, group[d], "right"))
+    p = dd[o[m]]                                             # (data PPDU, PPDU of its group)
+    frames_of = np.bincount(i, weights=first[p + 1] - first[p], minlength=len(d)).astype(np.int64)
+    cum = np.cumsum(frames_of)
+    edges = np.unique(np.r_[0, np.searchsorted(cum, np.arange(FRAME_CHUNK, cum[-1] if len(cum) else 0,
+                                                                  FRAME_CHUNK)), len(d)])
+    lo, hi = np.full(len(d), -1, np.int64), np.full(len(d), -1, np.int64)
+    caught = np.zeros(len(d), np.uint64)
+    for y0, y1 in zip(*(np.searchsorted(i, e) for e in (edges[:-1], edges[1:]))):
+        ii, r = _expand(i[y0:y1], first[p[y0:y1]], first[p[y0:y1] + 1])
+        if not len(ii):
+            continue
+        row = rows[r]
+        sq = ctx.seq[row]
+        at = np.flatnonzero(np.r_[True, ii[1:] != ii[:-1]])  # each data PPDU's first entry
+        who, size = ii[at], np.diff(np.r_[at, len(ii)])
+        # the seq of the group's first frame (one PPDU: its first entry)
+        alone = (np.diff(i[y0:y1]) > 0).all()
+        f = sq[at] if alone else np.minimum.reduceat((row << 12) | sq, at) & 4095
+        off = (sq - np.repeat(f, size)) % 4096
+        off = np.where(off > 2048, off - 4096, off)          # before the first frame's seq
+        lo[who] = (f + np.minimum.reduceat(off, at)) % 4096
+        hi[who] = (f + np.maximum.reduceat(off, at)) % 4096
+        k = (sq - np.repeat(_window_base(lo[who], ssn[who]), size)) % 4096
+        bits = np.where(k < 64, _ONE << np.minimum(k, 63).astype(np.uint64), _ZERO)
+        caught[who] = np.bitwise_or.reduceat(bits, at)
+    return lo, hi, _window_base(lo, ssn), caught
 
 
 def _sent_bits(ctx, d, base, since) -> np.ndarray:
@@ -116,7 +142,7 @@ def _sent_bits(ctx, d, base, since) -> np.ndarray:
     q = code[d] * (n + 1)
     a = np.searchsorted(key, q + np.searchsorted(ts, since, "right"))              # stamp > since
     b = np.maximum(np.searchsorted(key, q + np.searchsorted(ts, c.t_ns[d] - COPY_TOL_NS)), a)
-    rows, first = _rows_by_ppdu(ctx, n)
+    rows, first = ctx.rows
     per = np.r_[0, np.cumsum(np.diff(first)[by])]          # frames of the PPDUs in ``by`` order
     short = per[b] - per[a] <= SENT_SCAN
     i, p = _expand(np.flatnonzero(short), a[short], b[short])   # (data PPDU, PPDU of its pair)
@@ -143,15 +169,15 @@ def _pair_codes(c) -> np.ndarray:
     return np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
-def _rows_by_ppdu(ctx, n):
+def rows_by_ppdu(fp, seq, n):
     """``(rows, first)``: the frame rows in a PPDU with a sequence number, by PPDU (capture
     order within one); PPDU ``p``'s are ``rows[first[p]:first[p + 1]]``."""
-    rows = np.flatnonzero((ctx.fp >= 0) & (ctx.seq >= 0))
-    fp = ctx.fp[rows]
-    if len(fp) and not (fp[1:] >= fp[:-1]).all():
-        rows = rows[np.argsort(fp, kind="stable")]
-        fp = ctx.fp[rows]
-    return rows, np.searchsorted(fp, np.arange(n + 1))
+    rows = np.flatnonzero((fp >= 0) & (seq >= 0))
+    fpr = fp[rows]
+    if len(fpr) and not (fpr[1:] >= fpr[:-1]).all():
+        rows = rows[np.argsort(fpr, kind="stable")]
+        fpr = fp[rows]
+    return rows, np.searchsorted(fpr, np.arange(n + 1))
 
 
 def _sent_positions(ctx, code, d, base, since) -> np.ndarray:
@@ -246,36 +272,6 @@ class BaAnswers:
         byte = self.table[c, np.minimum(bit // 8, self.table.shape[1] - 1)]
         out[has] = inside & ((byte >> (bit % 8).astype(np.uint8)) & 1).astype(bool)
         return out
-
-
-def _captured_bounds(ctx, group, n):
-    """``(lo, hi)``: the first and last captured sequence number per group (mod 4096, around
-    the seq of the group's first row), -1 where none; frames read :data:`FRAME_CHUNK` rows at
-    a time."""
-    big = np.iinfo(np.int64).max
-    first = np.full(n, big, np.int64)                        # (first row's rank) * 4096 + seq
-    at = 0
-    for gf, sq in _captured_rows(ctx, group):
-        np.minimum.at(first, gf, (np.arange(at, at + len(gf)) << 12) + sq)
-        at += len(gf)
-    has = first < big
-    first = np.where(has, first & 4095, -1)
-    lo_off = np.zeros(n, np.int64)                           # (each group holds its first row: 0)
-    hi_off = np.zeros(n, np.int64)
-    for gf, sq in _captured_rows(ctx, group):
-        off = (sq - first[gf]) % 4096
-        off = np.where(off > 2048, off - 4096, off)          # before the first row's seq
-        np.minimum.at(lo_off, gf, off)
-        np.maximum.at(hi_off, gf, off)
-    return np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
-
-
-def _captured_rows(ctx, group):
-    """``(group, seq)`` of the rows in a PPDU with a sequence number, a chunk of frames at a time."""
-    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
-        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
-        ok = (fp >= 0) & (sq >= 0)
-        yield group[fp[ok]], sq[ok]
 
 
 def _capture_table(ctx, code, pairs):

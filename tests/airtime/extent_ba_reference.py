@@ -62,7 +62,7 @@ def _not_captured(group_d, base, width, has_ssn, captured):
 def _captured_bounds(ctx, group, n):
     first = np.full(n, -1, np.int64)
     keys = [np.zeros(0, np.int64)]
-    for gf, sq in B._captured_rows(ctx, group):
+    for gf, sq in _captured_rows(ctx, group):
         keys.append(gf * 4096 + sq)
         u, at = np.unique(gf, return_index=True)
         new = first[u] < 0
@@ -70,10 +70,15 @@ def _captured_bounds(ctx, group, n):
     captured = np.sort(np.concatenate(keys), kind="stable")
     lo_off = np.zeros(n, np.int64)
     hi_off = np.zeros(n, np.int64)
-    for gf, sq in B._captured_rows(ctx, group):
+    for gf, sq in _captured_rows(ctx, group):
         off = (sq - first[gf]) % 4096
         off = np.where(off > 2048, off - 4096, off)
         np.minimum.at(lo_off, gf, off)
         np.maximum.at(hi_off, gf, off)
     has = first >= 0
     return captured, np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
+
+
+def _captured_rows(ctx, group):
+    ok = (ctx.fp >= 0) & (ctx.seq >= 0)
+    yield group[ctx.fp[ok]], ctx.seq[ok]

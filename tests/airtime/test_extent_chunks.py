@@ -124,7 +124,7 @@ def test_sent_since_masks_are_the_answers_per_position():
         c = PpduCols(t, z.astype(bool), z, z, ta, ra, rng.integers(0, 2, n), z, None, z, z, z)
         fp = np.where(rng.random(rows) < 0.1, -1, rng.integers(0, n, rows))
         seq = np.where(rng.random(rows) < 0.1, -1, (4090 + rng.integers(0, 80, rows)) % 4096)
-        ctx = SimpleNamespace(fp=fp, seq=seq, c=c)           # what the two read
+        ctx = SimpleNamespace(fp=fp, seq=seq, c=c, rows=B.rows_by_ppdu(fp, seq, n))     # what the two read
         d = np.unique(rng.integers(0, n, 8))
         base = (4080 + rng.integers(0, 40, len(d))) % 4096
         since = np.where(rng.random(len(d)) < 0.2, np.iinfo(np.int64).min, t[rng.integers(0, n, len(d))])
