@@ -28,7 +28,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pandas as pd
 
-from airtime.extent_ba import COPY_TOL_NS, FRAME_CHUNK, _col, _col_rows, _key, _missed_subframes, rows_by_ppdu
+from airtime.extent_ba import COPY_TOL_NS, FRAME_CHUNK, _col, _col_rows, _expand, _key, _missed_subframes, \
+    rows_by_ppdu
 from airtime.framecols import mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
@@ -86,8 +87,8 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
                     txtime: Callable[[np.ndarray], np.ndarray], kind_code: dict, mpdu=None) -> Extent:
     """Start, end, airtime, ``complete`` and the source used, per PPDU.
 
-    ``txtime(psdu_bytes)`` gives each PPDU's TXTIME for another PSDU length (its own PHY
-    parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
+    ``txtime(psdu_bytes, rows=None)`` gives each PPDU's (or PPDUs ``rows``') TXTIME for another
+    PSDU length (its own PHY parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
     :func:`airtime.framecols.mpdu_bytes` when the caller has them.
     """
     if mpdu is None:
@@ -158,13 +159,15 @@ def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
     by_copies = np.full(len(ctx.data), -1, np.int64)
     more = union > psdu
     if more.any():
-        by_copies[more] = txtime(union)[more]
+        more = np.flatnonzero(more)
+        by_copies[more] = txtime(union[more], more)
     # the Block-Ack's evidence adds to the union of the copies
     add = _missed_subframes(ctx, resp, group, ctx.data & (est < 0))
     by_ba = np.full(len(ctx.data), -1, np.int64)
     more = (add > 0) & (union > 0)
     if more.any():
-        by_ba[more] = txtime(union + np.rint(add * mean_sub).astype(np.int64))[more]
+        more = np.flatnonzero(more)
+        by_ba[more] = txtime(union[more] + np.rint(add[more] * mean_sub[more]).astype(np.int64), more)
     yield by_ba
     yield by_copies
 
@@ -242,15 +245,19 @@ def _copies(ctx: _Ctx, psdu):
     if new.all():                                 # no copies (one sniffer per clock)
         return group, np.where(ctx.data, psdu, -1)
     group[d[o]] = np.cumsum(new) - 1
-    key, b, p = _subframe_rows(ctx, group)
+    key, row = _subframe_rows(ctx, group, d)
     if not len(key):
         return group, np.full(n, -1, np.int64)
     # each (group, seq) once (its first row), then per group: bytes less the last's padding
-    o = np.argsort(key, kind="stable")                      # (np.unique's return_index: stable)
+    o = np.argsort(key, kind="stable")                      # (nearly sorted: timsort is fast)
     ks = key[o]
-    first = o[np.r_[True, ks[1:] != ks[:-1]]]
-    del o, ks
-    g, b, p = key[first] // 4096, b[first], p[first]
+    at = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    g, first = ks[at] // 4096, np.minimum.reduceat(row[o], at)
+    del o, ks, key, row
+    sub = ctx.mpdu[first].astype(np.int64) + 4
+    padded = (sub + 3) // 4 * 4
+    flag = _col_rows(ctx.frames, "ampdu_last", 0, first)     # the last subframe is not padded
+    b, p = padded.astype(np.int32), np.where(flag > 0, padded - sub, 0).astype(np.int8)
     heads = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     total = np.add.reduceat(b, heads) - np.maximum.reduceat(p, heads)
     gh = g[heads]
@@ -259,20 +266,11 @@ def _copies(ctx: _Ctx, psdu):
     return group, union
 
 
-def _subframe_rows(ctx: _Ctx, group):
-    """Per frame row of a data PPDU with a seq, in row order: key ``group * 4096 + seq``,
-    padded subframe bytes (int32), padding of a last subframe (int8); built in chunks."""
-    last = ctx.frames["ampdu_last"] if "ampdu_last" in ctx.frames else None
-    out = [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8))]
-    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
-        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
-        rows = np.flatnonzero((fp >= 0) & (sq >= 0))
-        rows = rows[ctx.data[fp[rows]]]
-        sub = ctx.mpdu[lo + rows].astype(np.int64) + 4
-        padded = (sub + 3) // 4 * 4
-        # the last subframe (its flag) is not padded
-        flag = (last.iloc[lo:lo + FRAME_CHUNK].to_numpy(np.int64, na_value=0)[rows] if last is not None
-                else np.zeros(len(rows), np.int64))
-        out.append((group[fp[rows]] * 4096 + sq[rows], padded.astype(np.int32),
-                    np.where(flag > 0, padded - sub, 0).astype(np.int8)))
-    return tuple(np.concatenate(c) for c in zip(*out))
+def _subframe_rows(ctx: _Ctx, group, d):
+    """``(key, row)`` of the frames with a seq of data PPDUs ``d``, by group (then PPDU, then
+    capture order): key ``group * 4096 + seq``."""
+    rows, first = ctx.rows
+    pp = d[np.argsort(group[d], kind="stable")]
+    _, r = _expand(pp, first[pp], first[pp + 1])
+    row = rows[r]
+    return group[ctx.fp[row]] * 4096 + ctx.seq[row], row

@@ -71,8 +71,7 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     # the positions asked about: in the window, captured by no copy
     open_ = np.where(ssn >= 0, low_bits(width), _ZERO) & ~caught
     acked = BaAnswers(frames)
-    acked_now = np.where(now >= 0, acked.window(np.maximum(now, 0), base), _ZERO)
-    known = np.where(prev >= 0, acked.window(np.maximum(prev, 0), base), _ZERO)
+    acked_now, known = acked.window_of(now, base), acked.window_of(prev, base)
     known |= _sent_bits(ctx, d, base, prev_t[d])
     known &= open_
     e, span = (base - lo) % 4096, (hi - lo) % 4096           # (s - lo) % 4096 = (e + k) % 4096
@@ -165,8 +164,8 @@ def _expand(i, a, b):
 
 
 def _pair_codes(c) -> np.ndarray:
-    """Dense code of each PPDU's (TA, RA, clock)."""
-    return np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].reshape(-1).astype(np.int64)
+    """Dense code of each PPDU's (TA, RA, clock) (by first appearance: a hash, no sort)."""
+    return pd.factorize(_key(c.ta, c.ra, c.clock))[0].astype(np.int64)
 
 
 def rows_by_ppdu(fp, seq, n):
@@ -245,6 +244,13 @@ class BaAnswers:
         np.bitwise_or.at(out, i, np.where(self.all_acked[j], ONES, bits))
         if len(slow):
             out[slow] |= self._positions(ba_frame[slow], base[slow])
+        return out
+
+    def window_of(self, ba_frame, base) -> np.ndarray:
+        """:meth:`window` where ``ba_frame`` >= 0, else no bit set."""
+        out = np.zeros(len(ba_frame), np.uint64)
+        q = np.flatnonzero(ba_frame >= 0)
+        out[q] = self.window(ba_frame[q], base[q])
         return out
 
     def _positions(self, ba_frame, base) -> np.ndarray:

@@ -22,13 +22,15 @@ def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
 
 
 def _np_rows(frames: pd.DataFrame, name: str, fill, rows, dtype=np.int64) -> np.ndarray:
-    """:func:`_np` of frame ``rows`` only."""
+    """:func:`_np` of frame ``rows`` only (an index array, or a slice: no gather)."""
+    n = len(range(*rows.indices(len(frames)))) if isinstance(rows, slice) else len(rows)
     if name not in frames:
-        return np.full(len(rows), fill, dtype)
+        return np.full(n, fill, dtype)
     col = frames[name].array
-    if isinstance(col, pd.Categorical):
-        return pd.Series(col.take(rows)).astype(object).to_numpy(dtype=dtype, na_value=fill)
-    return pd.Series(col.take(rows)).to_numpy(dtype=dtype, na_value=fill)
+    part = col[rows] if isinstance(rows, slice) else col.take(rows)
+    if isinstance(part, pd.Categorical):
+        return pd.Series(part).astype(object).to_numpy(dtype=dtype, na_value=fill)
+    return part.to_numpy(dtype=dtype, na_value=fill)
 
 
 def _median_by(values, key) -> pd.Series:

@@ -50,8 +50,8 @@ def _starts_after(frames, rows, s, phy_modern):
         return _np_rows(frames, name, fill, rows, dtype)
     ref, tsft, last = col("ampdu_ref", -1), col("tsft_us", -2), col("ampdu_last", 0, bool)
     ts, ta, ra = col("type_subtype", -1), col("ta", -1), col("ra", -1)
-    start = np.ones(len(rows), bool)
-    if len(rows) < 2:
+    start = np.ones(len(ref), bool)
+    if len(ref) < 2:
         return start
     same_snf = s[1:] == s[:-1]
     by_ref = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
@@ -79,7 +79,7 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     vals = np.empty(int(np.count_nonzero(has)), np.float64)
     at = 0
     for lo in range(0, n, FRAME_CHUNK):
-        rows = np.arange(lo, min(lo + FRAME_CHUNK, n))
+        rows = slice(lo, min(lo + FRAME_CHUNK, n))
         ok = has[rows]
         v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok]
         vals[at:at + len(v)] = v
@@ -87,9 +87,15 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     off = _median_by(vals, sniffer[has])
     del vals, has
 
+    keys, meds = off.index.to_numpy(np.int64), off.to_numpy(np.float64)
+
     def row_ns(rows):
         ok = tsft[rows] > 0
-        shift = off.reindex(sniffer[rows]).fillna(0).to_numpy().astype(np.int64) if len(off) else 0
+        shift = 0
+        if len(keys):                    # the sniffer's offset, 0 where it has none
+            s = sniffer[rows]
+            at = np.minimum(np.searchsorted(keys, s), len(keys) - 1)
+            shift = np.where(keys[at] == s, meds[at], 0.0).astype(np.int64)
         return ok, np.where(ok, tsft[rows] * 1000, _np_rows(frames, "ts_ns", 0, rows) + shift)
     # The PPDU's TSFT: the largest valid one (covers the share/first/last patterns).
     best = np.empty(len(g.starts), np.int64)
@@ -191,9 +197,12 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     phy_first = phy[g.first]
     del phy
 
-    def txtime(psdu_bytes):
-        """TXTIME of each PPDU for a PSDU length, with its first MPDU's PHY parameters."""
-        return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
+    def txtime(psdu_bytes, rows=None):
+        """TXTIME of each PPDU (or of PPDUs ``rows``) for a PSDU length, with its first MPDU's
+        PHY parameters."""
+        if rows is None:
+            return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
+        return ppdu_duration_ns(phy_first[rows], psdu_bytes, **{k: v[rows] for k, v in phy_args.items()})
 
     airtime = txtime(psdu)
     tsft = _np(frames, "tsft_us", -2)
@@ -243,8 +252,8 @@ class _InOrder:
         return self.n
 
     def __getitem__(self, rows):
-        if isinstance(rows, slice):
-            return np.arange(*rows.indices(self.n))
+        if isinstance(rows, slice):          # a slice: numpy and _np_rows read it without a gather
+            return slice(*rows.indices(self.n))
         return np.array(rows, np.int64)
 
 
