@@ -28,8 +28,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pandas as pd
 
-from airtime.extent_ba import COPY_TOL_NS, FRAME_CHUNK, _col, _col_rows, _expand, _key, _missed_subframes, \
-    rows_by_ppdu
+from airtime.extent_ba import FRAME_CHUNK  # noqa: F401  (airtime.ppdu's, and the tests' chunk size)
+from airtime.extent_ba import COPY_TOL_NS, _col, _col_rows, _expand, _key, _missed_subframes, rows_by_ppdu
 from airtime.framecols import mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
@@ -269,8 +269,8 @@ def _copies(ctx: _Ctx, psdu):
 def _subframe_rows(ctx: _Ctx, group, d):
     """``(key, row)`` of the frames with a seq of data PPDUs ``d``, by group (then PPDU, then
     capture order): key ``group * 4096 + seq``."""
-    rows, first = ctx.rows
+    rows, first, seqs = ctx.rows
     pp = d[np.argsort(group[d], kind="stable")]
+    cnt = first[pp + 1] - first[pp]
     _, r = _expand(pp, first[pp], first[pp + 1])
-    row = rows[r]
-    return group[ctx.fp[row]] * 4096 + ctx.seq[row], row
+    return np.repeat(group[pp], cnt) * 4096 + seqs[r], rows[r]

@@ -93,7 +93,7 @@ def _captured(ctx, group, d, ssn):
     where none), its window's first seq (:func:`_window_base`), and the window positions whose
     seq a frame of the group holds (a mask). Per-frame temporaries :data:`FRAME_CHUNK` frames
     at a time."""
-    rows, first = ctx.rows
+    rows, first, seqs = ctx.rows
     dd = np.flatnonzero(ctx.data)                            # (only data PPDUs share a group)
     o = np.argsort(group[dd], kind="stable")
     gs = group[dd][o]
@@ -109,20 +109,18 @@ def _captured(ctx, group, d, ssn):
         ii, r = _expand(i[y0:y1], first[p[y0:y1]], first[p[y0:y1] + 1])
         if not len(ii):
             continue
-        row = rows[r]
-        sq = ctx.seq[row]
+        sq = seqs[r]
         at = np.flatnonzero(np.r_[True, ii[1:] != ii[:-1]])  # each data PPDU's first entry
         who, size = ii[at], np.diff(np.r_[at, len(ii)])
         # the seq of the group's first frame (one PPDU: its first entry)
         alone = (np.diff(i[y0:y1]) > 0).all()
-        f = sq[at] if alone else np.minimum.reduceat((row << 12) | sq, at) & 4095
+        f = sq[at] if alone else np.minimum.reduceat((rows[r] << 12) | sq, at) & 4095
         off = (sq - np.repeat(f, size)) % 4096
         off = np.where(off > 2048, off - 4096, off)          # before the first frame's seq
         lo[who] = (f + np.minimum.reduceat(off, at)) % 4096
         hi[who] = (f + np.maximum.reduceat(off, at)) % 4096
         k = (sq - np.repeat(_window_base(lo[who], ssn[who]), size)) % 4096
-        bits = np.where(k < 64, _ONE << np.minimum(k, 63).astype(np.uint64), _ZERO)
-        caught[who] = np.bitwise_or.reduceat(bits, at)
+        caught |= set_bits(len(d), ii, k)
     return lo, hi, _window_base(lo, ssn), caught
 
 
@@ -141,13 +139,13 @@ def _sent_bits(ctx, d, base, since) -> np.ndarray:
     q = code[d] * (n + 1)
     a = np.searchsorted(key, q + np.searchsorted(ts, since, "right"))              # stamp > since
     b = np.maximum(np.searchsorted(key, q + np.searchsorted(ts, c.t_ns[d] - COPY_TOL_NS)), a)
-    rows, first = ctx.rows
+    rows, first, seqs = ctx.rows
     per = np.r_[0, np.cumsum(np.diff(first)[by])]          # frames of the PPDUs in ``by`` order
     short = per[b] - per[a] <= SENT_SCAN
     i, p = _expand(np.flatnonzero(short), a[short], b[short])   # (data PPDU, PPDU of its pair)
     p = by[p]
     i, r = _expand(i, first[p], first[p + 1])                   # (data PPDU, frame)
-    out = set_bits(len(d), i, (ctx.seq[rows[r]] - base[i]) % 4096)
+    out = set_bits(len(d), i, (seqs[r] - base[i]) % 4096)
     if not short.all():
         out[~short] |= _sent_positions(ctx, code, d[~short], base[~short], since[~short])
     return out
@@ -169,14 +167,15 @@ def _pair_codes(c) -> np.ndarray:
 
 
 def rows_by_ppdu(fp, seq, n):
-    """``(rows, first)``: the frame rows in a PPDU with a sequence number, by PPDU (capture
-    order within one); PPDU ``p``'s are ``rows[first[p]:first[p + 1]]``."""
+    """``(rows, first, seqs)``: the frame rows in a PPDU with a sequence number, by PPDU
+    (capture order within one), and their seqs (int32); PPDU ``p``'s are
+    ``rows[first[p]:first[p + 1]]``."""
     rows = np.flatnonzero((fp >= 0) & (seq >= 0))
     fpr = fp[rows]
     if len(fpr) and not (fpr[1:] >= fpr[:-1]).all():
         rows = rows[np.argsort(fpr, kind="stable")]
         fpr = fp[rows]
-    return rows, np.searchsorted(fpr, np.arange(n + 1))
+    return rows, np.searchsorted(fpr, np.arange(n + 1)), seq[rows].astype(np.int32)
 
 
 def _sent_positions(ctx, code, d, base, since) -> np.ndarray:

@@ -50,11 +50,18 @@ def top_bit(m) -> np.ndarray:
 
 
 def set_bits(n: int, i, k) -> np.ndarray:
-    """``n`` masks with bit ``k[j]`` set in mask ``i[j]`` (``k`` outside 0..63 ignored)."""
+    """``n`` masks with bit ``k[j]`` set in mask ``i[j]`` (``k`` outside 0..63 ignored; ``i``
+    ascending: runs, no scatter)."""
     out = np.zeros(n, np.uint64)
-    k = np.asarray(k, np.int64)
-    ok = (k >= 0) & (k < 64)
-    np.bitwise_or.at(out, np.asarray(i, np.int64)[ok], _ONE << _u(k[ok]))
+    i, k = np.asarray(i, np.int64), np.asarray(k, np.int64)
+    if not len(i):
+        return out
+    bits = np.where((k >= 0) & (k < 64), _ONE << _u(np.clip(k, 0, 63)), _ZERO)
+    if (i[1:] >= i[:-1]).all():
+        at = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+        out[i[at]] = np.bitwise_or.reduceat(bits, at)
+    else:
+        np.bitwise_or.at(out, i, bits)
     return out
 
 

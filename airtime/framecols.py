@@ -84,10 +84,10 @@ def mpdu_bytes(frames: pd.DataFrame) -> np.ndarray:
     """
     out = np.empty(len(frames), np.int64)
     for lo in range(0, len(frames), MPDU_CHUNK):       # (elementwise: chunks change nothing)
-        part = frames.iloc[lo:lo + MPDU_CHUNK]
-        wire = _np(part, "wirelen", -1)
-        own = _np(part, "mpdu_len", -1)
-        n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np(part, "rt_len", 0), -1))
-        fcs_in = (_np(part, "rt_flags", 0) & FCS_AT_END) != 0
-        out[lo:lo + MPDU_CHUNK] = np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
+        part = slice(lo, min(lo + MPDU_CHUNK, len(frames)))
+        wire = _np_rows(frames, "wirelen", -1, part)
+        own = _np_rows(frames, "mpdu_len", -1, part)
+        n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np_rows(frames, "rt_len", 0, part), -1))
+        fcs_in = (_np_rows(frames, "rt_flags", 0, part) & FCS_AT_END) != 0
+        out[part] = np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
     return out
