@@ -144,6 +144,11 @@ def _sent_bits(ctx, d, base, since) -> np.ndarray:
     short = per[b] - per[a] <= SENT_SCAN
     i, p = _expand(np.flatnonzero(short), a[short], b[short])   # (data PPDU, PPDU of its pair)
     p = by[p]
+    # only PPDUs whose seqs (between their least and greatest) reach into the window
+    lo, hi = _seq_range(first, seqs)
+    b0 = base[i]
+    reach = np.where(b0 + 63 < 4096, (lo[p] <= b0 + 63) & (hi[p] >= b0), (hi[p] >= b0) | (lo[p] <= b0 + 63 - 4096))
+    i, p = i[reach], p[reach]
     i, r = _expand(i, first[p], first[p + 1])                   # (data PPDU, frame)
     out = set_bits(len(d), i, (seqs[r] - base[i]) % 4096)
     if not short.all():
@@ -152,6 +157,16 @@ def _sent_bits(ctx, d, base, since) -> np.ndarray:
 
 
 SENT_SCAN = 4096              # frames scanned per data PPDU before asking per position (the same)
+
+
+def _seq_range(first, seqs):
+    """Least and greatest seq of each PPDU's frames (4096 and -1 where none)."""
+    n = len(first) - 1
+    lo, hi = np.full(n, 4096, np.int64), np.full(n, -1, np.int64)
+    has = np.flatnonzero(first[1:] > first[:-1])
+    if len(has):
+        lo[has], hi[has] = np.minimum.reduceat(seqs, first[has]), np.maximum.reduceat(seqs, first[has])
+    return lo, hi
 
 
 def _expand(i, a, b):

@@ -116,17 +116,19 @@ def test_sent_since_masks_are_the_answers_per_position():
     (a stamp equal to ``since`` or to a data PPDU's stamp less COPY_TOL_NS) and whose windows wrap."""
     from airtime.extent import PpduCols
     rng = np.random.default_rng(5)
-    for _ in range(20):
-        n, rows = int(rng.integers(5, 40)), int(rng.integers(1, 200))
+    for _ in range(400):
+        n = int(rng.integers(5, 40))
+        rows = int(rng.integers(1, 2 * n))                      # PPDUs of 1-2 frames: seq ranges at the edges
         t = rng.integers(0, 12, n) * 1000                       # COPY_TOL_NS = 3 steps: ties
         ta, ra = rng.integers(0, 2, n), rng.integers(0, 2, n)
         z = np.zeros(n, np.int64)
         c = PpduCols(t, z.astype(bool), z, z, ta, ra, rng.integers(0, 2, n), z, None, z, z, z)
         fp = np.where(rng.random(rows) < 0.1, -1, rng.integers(0, n, rows))
-        seq = np.where(rng.random(rows) < 0.1, -1, (4090 + rng.integers(0, 80, rows)) % 4096)
+        at = rng.choice([100, 4040, 4050, 4070])                # windows that wrap past 4095 or not
+        seq = np.where(rng.random(rows) < 0.1, -1, (at + rng.integers(0, 80, rows)) % 4096)
         ctx = SimpleNamespace(fp=fp, seq=seq, c=c, rows=B.rows_by_ppdu(fp, seq, n))     # what the two read
         d = np.unique(rng.integers(0, n, 8))
-        base = (4080 + rng.integers(0, 40, len(d))) % 4096
+        base = (at - 60 + rng.integers(0, 120, len(d))) % 4096
         since = np.where(rng.random(len(d)) < 0.2, np.iinfo(np.int64).min, t[rng.integers(0, n, len(d))])
         want = B._sent_positions(ctx, B._pair_codes(c), d, base, since)
         assert np.array_equal(B._sent_bits(ctx, d, base, since), want)
