@@ -155,7 +155,7 @@ def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
     has = (resp >= 0) & ~ctx.c.ends_here
     by_resp[has] = ctx.start[resp[has]] - ctx.sifs[has] - ctx.start[has]
     yield by_resp
-    group, union = _copies(ctx, psdu)
+    group, union = _copies(ctx, psdu, ctx.data & (est < 0))
     by_copies = np.full(len(ctx.data), -1, np.int64)
     more = union > psdu
     if more.any():
@@ -232,10 +232,11 @@ def _match_sides(ends, key_a, key_b, end_q, start_q) -> np.ndarray:
     return m
 
 
-def _copies(ctx: _Ctx, psdu):
+def _copies(ctx: _Ctx, psdu, need):
     """(group, union PSDU bytes) per PPDU: copies of one PPDU on one clock (same TA/RA and
     stamp convention, stamps within :data:`COPY_TOL_NS`) form a group; its PSDU is the
-    union of their subframes (by sequence number). A PPDU alone is its own group."""
+    union of their subframes (by sequence number). A PPDU alone is its own group. The union
+    is built for the groups of the PPDUs in ``need`` (-1 for the rest: no source reads it)."""
     c, n = ctx.c, len(ctx.data)
     d = np.flatnonzero(ctx.data)
     key = _key(c.ta[d], c.ra[d], c.clock[d]) * 2 + c.ends_here[d]
@@ -245,7 +246,7 @@ def _copies(ctx: _Ctx, psdu):
     if new.all():                                 # no copies (one sniffer per clock)
         return group, np.where(ctx.data, psdu, -1)
     group[d[o]] = np.cumsum(new) - 1
-    key, row = _subframe_rows(ctx, group, d)
+    key, row = _subframe_rows(ctx, group, d[np.isin(group[d], group[need])])
     if not len(key):
         return group, np.full(n, -1, np.int64)
     # each (group, seq) once (its first row), then per group: bytes less the last's padding

@@ -190,7 +190,7 @@ def rows_by_ppdu(fp, seq, n):
     if len(fpr) and not (fpr[1:] >= fpr[:-1]).all():
         rows = rows[np.argsort(fpr, kind="stable")]
         fpr = fp[rows]
-    return rows, np.searchsorted(fpr, np.arange(n + 1)), seq[rows].astype(np.int32)
+    return rows, np.r_[0, np.cumsum(np.bincount(fpr, minlength=n))], seq[rows].astype(np.int32)
 
 
 def _sent_positions(ctx, code, d, base, since) -> np.ndarray:

@@ -76,27 +76,33 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     # the TSFT clock; sniffers with no TSFT at all keep ts_ns.
     # (float64 as pandas' median takes them, written once into one array)
     has = tsft > 0
-    vals = np.empty(int(np.count_nonzero(has)), np.float64)
-    at = 0
-    for lo in range(0, n, FRAME_CHUNK):
-        rows = slice(lo, min(lo + FRAME_CHUNK, n))
-        ok = has[rows]
-        v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok]
-        vals[at:at + len(v)] = v
-        at += len(v)
-    off = _median_by(vals, sniffer[has])
-    del vals, has
-
-    keys, meds = off.index.to_numpy(np.int64), off.to_numpy(np.float64)
+    keys, meds = np.zeros(0, np.int64), np.zeros(0)
+    if not has.all():                    # (every frame with a TSFT: no offset is read)
+        vals = np.empty(int(np.count_nonzero(has)), np.float64)
+        at = 0
+        for lo in range(0, n, FRAME_CHUNK):
+            rows = slice(lo, min(lo + FRAME_CHUNK, n))
+            ok = has[rows]
+            v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok]
+            vals[at:at + len(v)] = v
+            at += len(v)
+        off = _median_by(vals, sniffer[has])
+        del vals
+        keys, meds = off.index.to_numpy(np.int64), off.to_numpy(np.float64)
+    del has
 
     def row_ns(rows):
-        ok = tsft[rows] > 0
-        shift = 0
-        if len(keys):                    # the sniffer's offset, 0 where it has none
-            s = sniffer[rows]
-            at = np.minimum(np.searchsorted(keys, s), len(keys) - 1)
-            shift = np.where(keys[at] == s, meds[at], 0.0).astype(np.int64)
-        return ok, np.where(ok, tsft[rows] * 1000, _np_rows(frames, "ts_ns", 0, rows) + shift)
+        t = tsft[rows]
+        ok, ns = t > 0, t * 1000
+        bad = np.flatnonzero(~ok)        # rows without TSFT: ts_ns + their sniffer's offset
+        if len(bad):
+            shift = 0
+            if len(keys):                # (0 for a sniffer without one)
+                s = sniffer[rows][bad]
+                at = np.minimum(np.searchsorted(keys, s), len(keys) - 1)
+                shift = np.where(keys[at] == s, meds[at], 0.0).astype(np.int64)
+            ns[bad] = _np_rows(frames, "ts_ns", 0, rows)[bad] + shift
+        return ok, ns
     # The PPDU's TSFT: the largest valid one (covers the share/first/last patterns).
     best = np.empty(len(g.starts), np.int64)
     bounds = np.r_[g.starts, len(g.order)]
