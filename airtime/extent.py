@@ -23,10 +23,9 @@ captured part's extent).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from airtime.extent_ba import FRAME_CHUNK  # noqa: F401  (airtime.ppdu's, and the tests' chunk size)
 from airtime.extent_ba import COPY_TOL_NS, _col, _col_rows, _expand, _key, _missed_subframes, rows_by_ppdu
@@ -34,6 +33,9 @@ from airtime.framecols import mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import BA_BYTES, CTS_BYTES
+
+if TYPE_CHECKING:                # pandas is imported where a table is read or built
+    import pandas as pd
 
 __all__ = ["COMPLETE", "SOURCES", "Extent", "estimate_extent"]
 
@@ -91,6 +93,7 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     PSDU length (its own PHY parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
     :func:`airtime.framecols.mpdu_bytes` when the caller has them.
     """
+    import pandas as pd
     if mpdu is None:
         mpdu = mpdu_bytes(frames)
     mpdu = np.asarray(mpdu) if np.asarray(mpdu).dtype == np.int32 else np.asarray(mpdu, np.int64)

@@ -8,9 +8,7 @@ mask (:mod:`airtime.extent_bits`), answered from the Block-Ack's records in nump
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from airtime.blockack import _bitmap_table, _categorical, _from_columns, ba_records
 from airtime.extent_bits import ONES, bitmap_words, low_bits, pack_rows, popcount, set_bits, span_bits, top_bit, \
     window_words
 
@@ -35,6 +33,7 @@ def _col(frames, name, fill):
 
 def _col_rows(frames, name, fill, rows):
     """``_col(frames, name, fill)[rows]`` without the whole column's int64 copy."""
+    import pandas as pd
     if name not in frames:
         return np.full(len(rows), fill, np.int64)
     return pd.Series(frames[name].array.take(rows)).to_numpy(np.int64, na_value=fill)
@@ -50,6 +49,7 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     ``need``: the data PPDUs to answer for (default all); each PPDU's answer depends only
     on its own window and the frames, so the others are left at 0 without changing any.
     Each window (at most :data:`BA_REACH` positions) is one 64-bit mask (:mod:`airtime.extent_bits`)."""
+    import pandas as pd
     frames, c, n = ctx.frames, ctx.c, len(ctx.data)
     add = np.zeros(n, np.int64)
     ba_now = np.where(ctx.data & (resp >= 0), c.first_frame[np.maximum(resp, 0)], -1)
@@ -178,6 +178,7 @@ def _expand(i, a, b):
 
 def _pair_codes(c) -> np.ndarray:
     """Dense code of each PPDU's (TA, RA, clock) (by first appearance: a hash, no sort)."""
+    import pandas as pd
     return pd.factorize(_key(c.ta, c.ra, c.clock))[0].astype(np.int64)
 
 
@@ -212,6 +213,7 @@ class BaAnswers:
     for everything; frames without ``ba_info`` by their ``ba_ssn`` / bitmap columns)."""
 
     def __init__(self, frames):
+        from airtime.blockack import _bitmap_table, _categorical, ba_records
         self.frames = frames
         info = _categorical(frames, "ba_info")
         self.has_info = None if info is None else np.asarray(info.cat.codes) >= 0
@@ -229,6 +231,7 @@ class BaAnswers:
         self.words = bitmap_words(self.table)
 
     def __call__(self, ba_frame, seq) -> np.ndarray:
+        from airtime.blockack import _from_columns
         ba_frame, seq = np.asarray(ba_frame, np.int64), np.asarray(seq, np.int64)
         if self.has_info is None:
             return _from_columns(self.frames, ba_frame, seq)
@@ -334,6 +337,7 @@ def _sent_since(table, q, t_q, since) -> np.ndarray:
 def _previous_ba(ctx):
     """(first frame row, stamp) of the last Block-Ack from RA to TA stamped before each
     data PPDU (same clock); -1 and the minimum int64 where none."""
+    import pandas as pd
     c, n = ctx.c, len(ctx.data)
     out = np.full(n, -1, np.int64)
     t_out = np.full(n, np.iinfo(np.int64).min, np.int64)

@@ -2,8 +2,12 @@
 constant, text as Categorical codes) and each MPDU's length on the air."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:                # pandas is imported where a table is read or built
+    import pandas as pd
 
 __all__ = ["mpdu_bytes", "FCS_AT_END"]
 
@@ -13,6 +17,7 @@ MPDU_CHUNK = 1 << 18                             # rows of mpdu_bytes' temporari
 
 def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
     """Column as numpy with nulls -> ``fill`` (a missing column is all ``fill``)."""
+    import pandas as pd
     if name not in frames:
         return np.full(len(frames), fill, dtype)
     col = frames[name]
@@ -23,6 +28,7 @@ def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
 
 def _np_rows(frames: pd.DataFrame, name: str, fill, rows, dtype=np.int64) -> np.ndarray:
     """:func:`_np` of frame ``rows`` only (an index array, or a slice: no gather)."""
+    import pandas as pd
     n = len(range(*rows.indices(len(frames)))) if isinstance(rows, slice) else len(rows)
     if name not in frames:
         return np.full(n, fill, dtype)
@@ -37,6 +43,7 @@ def _median_by(values, key) -> pd.Series:
     """``pd.Series(values).groupby(key).median()`` (float64 medians, sorted keys) with less
     memory: each group's values cast to float64 as pandas does, then partitioned in place
     (float64 ``values`` are reordered: the caller gives them up)."""
+    import pandas as pd
     keys = np.unique(key)
     vals = values.astype(np.float64, copy=False)      # (partitioned in place: the caller's)
     meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
@@ -51,6 +58,7 @@ def _keep_only(frames, names) -> None:
 
 def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
     """Text column as a Categorical (no per-row string objects; null/missing -> ``fill``)."""
+    import pandas as pd
     if name not in frames:
         return pd.Categorical.from_codes(np.zeros(len(frames), np.int64), [fill])
     col = frames[name]
@@ -64,6 +72,7 @@ def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
 
 def _cat_rows(frames: pd.DataFrame, name: str, fill: str, rows) -> pd.Categorical:
     """``_cat(frames, name, fill)[rows]`` without a per-frame array (the same labels)."""
+    import pandas as pd
     if name not in frames:
         return pd.Categorical.from_codes(np.zeros(len(rows), np.int8), [fill])
     return _cat(pd.DataFrame({name: frames[name].array.take(rows)}), name, fill)

@@ -6,10 +6,9 @@ for the group ids and ``np.add.reduceat`` for the per-PPDU sums.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
 from airtime.kinds import _K, KIND_NAMES, decide_tsft_at as _decide_tsft_at, detect_tsft_at, kind_codes  # noqa: F401  (re-exported)
@@ -17,6 +16,9 @@ from airtime.framecols import _cat, _cat_in, _cat_rows, _keep_only, _median_by, 
 from airtime.phy import ppdu_duration_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
+
+if TYPE_CHECKING:                # pandas is imported where a table is read or built
+    import pandas as pd
 
 __all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
            "detect_tsft_at"]
@@ -328,6 +330,7 @@ def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
 
 def _first_columns(frames, g: _Groups) -> dict:
     """What the PPDU table reads of the frames: the first MPDU's columns and the sums."""
+    import pandas as pd
     n_groups = len(g.starts)
 
     def grouped(name, dtype):
@@ -344,6 +347,7 @@ def _first_columns(frames, g: _Groups) -> dict:
 def _ppdu_table(grouped, g: _Groups, snf, start_ns, end_ns, airtime, kind, psdu) -> pd.DataFrame:
     """The PPDU table: times, airtime, kind and sums, and the first MPDU's PHY columns
     (``grouped``: :func:`_first_columns`)."""
+    import pandas as pd
     n_groups = len(g.starts)
     retries, fcs_bad = grouped["retries"], grouped["fcs_bad"]
     return pd.DataFrame({
