@@ -44,7 +44,9 @@ def _median_by(values, key) -> pd.Series:
     memory: each group's values cast to float64 as pandas does, then partitioned in place
     (float64 ``values`` are reordered: the caller gives them up)."""
     import pandas as pd
-    keys = np.unique(key)
+    key = np.asarray(key)
+    small = key.dtype.kind in "iu" and len(key) and 0 <= key.min() and key.max() < 1 << 16
+    keys = np.flatnonzero(np.bincount(key)).astype(key.dtype) if small else np.unique(key)   # (no sort)
     vals = values.astype(np.float64, copy=False)      # (partitioned in place: the caller's)
     meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
     return pd.Series(np.asarray(meds, np.float64), index=keys)
