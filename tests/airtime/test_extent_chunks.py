@@ -70,8 +70,9 @@ def test_window_masks_are_the_answers_per_position():
 
 @pytest.fixture(scope="module")
 def tables():
-    """Three sniffers in one table, and with a fifth of its frames dropped at random (cut
-    A-MPDUs, missed Block-Acks), the last also with its sequence numbers moved to wrap."""
+    """``(frames, stamps)``: three sniffers in one table, and with a fifth of its frames dropped
+    at random (cut A-MPDUs, missed Block-Acks), the last also with its sequence numbers moved to
+    wrap; and copies of one sniffer's PPDUs on one clock."""
     frames = []
     for k, p in enumerate(HIDDEN):
         fr = read_capture(p)
@@ -86,7 +87,14 @@ def tables():
     wrapped = out[-1].drop(columns="ba_info")
     for name in ("seq", "ba_ssn"):
         wrapped[name] = (wrapped[name] + 3700) % 4096
-    return out + [wrapped]
+    # copies on one clock (stamps marking PPDU ends, as in a merged table): sniffer A twice, each
+    # missing other frames, rows interleaved by time, sniffer 1's first (a group's first frame
+    # is not its first PPDU's)
+    a = frames[0]
+    two = [a[rng.random(len(a)) > 0.2].assign(sniffer=np.int8(k)) for k in (1, 0)]
+    copies = pd.concat(two, ignore_index=True)
+    copies = copies.iloc[np.argsort(copies["ts_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
+    return [(t, "capture") for t in out + [wrapped]] + [(copies, "end")]
 
 
 @pytest.mark.parametrize("scan", [B.SENT_SCAN, 0])
@@ -105,8 +113,8 @@ def test_window_masks_count_what_positions_count(tables, scan, monkeypatch):
         seen.append(int(got.sum()))
         return got
     monkeypatch.setattr(E, "_missed_subframes", both)
-    for frames in tables:
-        group_ppdus(frames)
+    for frames, stamps in tables:
+        group_ppdus(frames, stamps=stamps)
     assert len(seen) == len(tables) and all(seen)
 
 
