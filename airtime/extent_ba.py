@@ -105,22 +105,27 @@ def _captured(ctx, group, d, ssn):
                                                                   FRAME_CHUNK)), len(d)])
     lo, hi = np.full(len(d), -1, np.int64), np.full(len(d), -1, np.int64)
     caught = np.zeros(len(d), np.uint64)
-    for y0, y1 in zip(*(np.searchsorted(i, e) for e in (edges[:-1], edges[1:]))):
+    for x0, x1 in zip(edges[:-1], edges[1:]):
+        y0, y1 = np.searchsorted(i, (x0, x1))
         ii, r = _expand(i[y0:y1], first[p[y0:y1]], first[p[y0:y1] + 1])
         if not len(ii):
             continue
         sq = seqs[r]
-        at = np.flatnonzero(np.r_[True, ii[1:] != ii[:-1]])  # each data PPDU's first entry
-        who, size = ii[at], np.diff(np.r_[at, len(ii)])
+        who = x0 + np.flatnonzero(frames_of[x0:x1])           # the data PPDUs with frames, their runs
+        size = frames_of[who]
+        at = np.cumsum(size) - size
         # the seq of the group's first frame (one PPDU: its first entry)
         alone = (np.diff(i[y0:y1]) > 0).all()
-        f = sq[at] if alone else np.minimum.reduceat((rows[r] << 12) | sq, at) & 4095
-        off = (sq - np.repeat(f, size)) % 4096
-        off = np.where(off > 2048, off - 4096, off)          # before the first frame's seq
+        f = sq[at] if alone else (np.minimum.reduceat((rows[r] << 12) | sq, at) & 4095).astype(np.int32)
+        off = sq - np.repeat(f, size)
+        off %= 4096
+        off[off > 2048] -= 4096                              # before the first frame's seq
         lo[who] = (f + np.minimum.reduceat(off, at)) % 4096
         hi[who] = (f + np.maximum.reduceat(off, at)) % 4096
-        k = (sq - np.repeat(_window_base(lo[who], ssn[who]), size)) % 4096
-        caught |= set_bits(len(d), ii, k)
+        k = sq - np.repeat(_window_base(lo[who], ssn[who]).astype(np.int32), size)
+        k %= 4096
+        bits = np.where(k < 64, _ONE << np.minimum(k, 63).astype(np.uint64), _ZERO)
+        caught[who] = np.bitwise_or.reduceat(bits, at)
     return lo, hi, _window_base(lo, ssn), caught
 
 
