@@ -73,49 +73,44 @@ def _starts_after(frames, rows, s, phy_modern):
 def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     """Per-PPDU timestamp on each sniffer's clock (TSFT in ns, else ts_ns mapped onto it);
     per-frame temporaries :data:`FRAME_CHUNK` rows (or whole PPDUs) at a time."""
-    n = len(frames)
-    # Per sniffer, the offset TSFT*1000 - ts_ns (median) maps rows without TSFT onto
-    # the TSFT clock; sniffers with no TSFT at all keep ts_ns.
-    # (float64 as pandas' median takes them, written once into one array)
-    has = tsft > 0
-    keys, meds = np.zeros(0, np.int64), np.zeros(0)
-    if not has.all():                    # (every frame with a TSFT: no offset is read)
-        vals = np.empty(int(np.count_nonzero(has)), np.float64)
-        at = 0
-        for lo in range(0, n, FRAME_CHUNK):
-            rows = slice(lo, min(lo + FRAME_CHUNK, n))
-            ok = has[rows]
-            v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok]
-            vals[at:at + len(v)] = v
-            at += len(v)
-        off = _median_by(vals, sniffer[has])
-        del vals
-        keys, meds = off.index.to_numpy(np.int64), off.to_numpy(np.float64)
-    del has
-
-    def row_ns(rows):
-        t = tsft[rows]
-        ok, ns = t > 0, t * 1000
-        bad = np.flatnonzero(~ok)        # rows without TSFT: ts_ns + their sniffer's offset
-        if len(bad):
-            shift = 0
-            if len(keys):                # (0 for a sniffer without one)
-                s = sniffer[rows][bad]
-                at = np.minimum(np.searchsorted(keys, s), len(keys) - 1)
-                shift = np.where(keys[at] == s, meds[at], 0.0).astype(np.int64)
-            ns[bad] = _np_rows(frames, "ts_ns", 0, rows)[bad] + shift
-        return ok, ns
+    low = np.iinfo(np.int64).min
     # The PPDU's TSFT: the largest valid one (covers the share/first/last patterns).
     best = np.empty(len(g.starts), np.int64)
     bounds = np.r_[g.starts, len(g.order)]
     step = max(1, FRAME_CHUNK // 64)
     for p0 in range(0, len(g.starts), step):
         p1 = min(p0 + step, len(g.starts))
-        ok, ns = row_ns(g.order[bounds[p0]:bounds[p1]])
-        best[p0:p1] = np.maximum.reduceat(np.where(ok, ns, np.iinfo(np.int64).min), g.starts[p0:p1] - bounds[p0])
-    fallback = row_ns(g.first)[1]
-    return np.where(best > np.iinfo(np.int64).min, best, fallback)
+        t = tsft[g.order[bounds[p0]:bounds[p1]]]
+        best[p0:p1] = np.maximum.reduceat(np.where(t > 0, t * 1000, low), g.starts[p0:p1] - bounds[p0])
+    none = np.flatnonzero(best == low)
+    if len(none):                        # PPDUs without a TSFT: their first frame's ts_ns, mapped
+        rows = g.first[none]
+        best[none] = _np_rows(frames, "ts_ns", 0, rows) + _tsft_offset(frames, sniffer, tsft)(sniffer[rows])
+    return best
 
+
+def _tsft_offset(frames, sniffer, tsft):
+    """Per sniffer, the offset TSFT*1000 - ts_ns (median) that maps rows without TSFT onto the
+    TSFT clock, as a function of sniffer ids (0 for a sniffer with no TSFT at all: it keeps
+    ts_ns); the values read :data:`FRAME_CHUNK` rows at a time."""
+    n = len(frames)
+    has = tsft > 0
+    vals = np.empty(int(np.count_nonzero(has)), np.float64)   # (float64 as pandas' median takes them)
+    at = 0
+    for lo in range(0, n, FRAME_CHUNK):
+        rows = slice(lo, min(lo + FRAME_CHUNK, n))
+        v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[has[rows]]
+        vals[at:at + len(v)] = v
+        at += len(v)
+    off = _median_by(vals, sniffer[has])
+    keys, meds = off.index.to_numpy(np.int64), off.to_numpy(np.float64)
+
+    def shift(s):
+        if not len(keys):
+            return np.zeros(len(s), np.int64)
+        at = np.minimum(np.searchsorted(keys, s), len(keys) - 1)
+        return np.where(keys[at] == s, meds[at], 0.0).astype(np.int64)
+    return shift
 
 
 class PpduGrouping(NamedTuple):
