@@ -73,7 +73,7 @@ class _Ctx(NamedTuple):
     """What every source reads."""
     frames: pd.DataFrame
     fp: np.ndarray             # PPDU id of each frame row
-    seq: np.ndarray            # per frame row, -1 for none
+    seq: np.ndarray            # int32 per frame row, -1 for none
     c: PpduCols
     data: np.ndarray           # bool per PPDU: a data A-MPDU with a known airtime
     start: np.ndarray          # captured extent
@@ -104,7 +104,7 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     fp = np.asarray(frame_ppdu, np.int64)
     agg, last_seen, mean_sub = _own_evidence(frames, fp, n, mpdu)
     start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
-    seq = _col(frames, "seq", -1)
+    seq = frames["seq"].to_numpy(np.int32, na_value=-1) if "seq" in frames else np.full(len(frames), -1, np.int32)
     ctx = _Ctx(frames, fp, seq, cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
                start, start + np.maximum(air, 0), sifs_ns(cols.freq_mhz).astype(np.int64),
                ppdu_duration_ns("ofdm", np.full(n, BA_BYTES), freq_mhz=cols.freq_mhz,

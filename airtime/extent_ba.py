@@ -116,7 +116,8 @@ def _captured(ctx, group, d, ssn):
         at = np.cumsum(size) - size
         # the seq of the group's first frame (one PPDU: its first entry)
         alone = (np.diff(i[y0:y1]) > 0).all()
-        f = sq[at] if alone else (np.minimum.reduceat((rows[r] << 12) | sq, at) & 4095).astype(np.int32)
+        f = sq[at] if alone else \
+            (np.minimum.reduceat((rows[r].astype(np.int64) << 12) | sq, at) & 4095).astype(np.int32)
         off = sq - np.repeat(f, size)
         off %= 4096
         off[off > 2048] -= 4096                              # before the first frame's seq
@@ -189,14 +190,16 @@ def _pair_codes(c) -> np.ndarray:
 
 def rows_by_ppdu(fp, seq, n):
     """``(rows, first, seqs)``: the frame rows in a PPDU with a sequence number, by PPDU
-    (capture order within one), and their seqs (int32); PPDU ``p``'s are
-    ``rows[first[p]:first[p + 1]]``."""
+    (capture order within one; int32 where they fit), and their seqs (int32); PPDU ``p``'s
+    are ``rows[first[p]:first[p + 1]]``."""
     rows = np.flatnonzero((fp >= 0) & (seq >= 0))
+    if len(fp) < 1 << 31:
+        rows = rows.astype(np.int32)     # (held through the extent: 4 bytes a frame)
     fpr = fp[rows]
     if len(fpr) and not (fpr[1:] >= fpr[:-1]).all():
         rows = rows[np.argsort(fpr, kind="stable")]
         fpr = fp[rows]
-    return rows, np.r_[0, np.cumsum(np.bincount(fpr, minlength=n))], seq[rows].astype(np.int32)
+    return rows, np.r_[0, np.cumsum(np.bincount(fpr, minlength=n))], seq[rows].astype(np.int32, copy=False)
 
 
 def _sent_positions(ctx, code, d, base, since) -> np.ndarray:
