@@ -79,7 +79,7 @@ class _Ctx(NamedTuple):
     start: np.ndarray          # captured extent
     end: np.ndarray
     sifs: np.ndarray
-    ba_ns: np.ndarray          # airtime of the Block-Ack answering each PPDU
+    ba_ns: np.ndarray          # airtime of the Block-Ack answering each data PPDU
     kc: dict
     mpdu: np.ndarray           # int32 MPDU bytes of each frame row (airtime.framecols.mpdu_bytes)
     rows: tuple                # the frames with a seq by PPDU (airtime.extent_ba.rows_by_ppdu)
@@ -105,11 +105,9 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     agg, last_seen, mean_sub = _own_evidence(frames, fp, n, mpdu)
     start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
     seq = frames["seq"].to_numpy(np.int32, na_value=-1) if "seq" in frames else np.full(len(frames), -1, np.int32)
-    ctx = _Ctx(frames, fp, seq, cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
-               start, start + np.maximum(air, 0), sifs_ns(cols.freq_mhz).astype(np.int64),
-               ppdu_duration_ns("ofdm", np.full(n, BA_BYTES), freq_mhz=cols.freq_mhz,
-                                rate_kbps=legacy_response_rate_kbps(cols.rate_kbps, phy=cols.phy, mcs=cols.mcs)),
-               kind_code, mpdu, rows_by_ppdu(fp, seq, n))
+    data = (cols.kind == kind_code["data"]) & agg & (air > 0)
+    ctx = _Ctx(frames, fp, seq, cols, data, start, start + np.maximum(air, 0),
+               sifs_ns(cols.freq_mhz).astype(np.int64), _ba_ns(cols, data), kind_code, mpdu, rows_by_ppdu(fp, seq, n))
     est = np.full(n, -1, np.int64)              # the first source that sizes the PPDU wins
     src = np.zeros(n, np.int64)
     for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime, est), start=1):
@@ -123,6 +121,16 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     return Extent(new_start, new_start + np.maximum(new_air, 0), new_air,
                   pd.Categorical.from_codes(comp, COMPLETE),
                   pd.Categorical.from_codes(np.where(longer, src, 0), SOURCES))
+
+
+def _ba_ns(cols: PpduCols, data) -> np.ndarray:
+    """Airtime of the Block-Ack answering each data PPDU (the sources read no other; -1)."""
+    out = np.full(len(data), -1, np.int64)
+    d = np.flatnonzero(data)
+    rate = legacy_response_rate_kbps(cols.rate_kbps[d], phy=None if cols.phy is None else cols.phy[d],
+                                     mcs=cols.mcs[d])
+    out[d] = ppdu_duration_ns("ofdm", np.full(len(d), BA_BYTES), freq_mhz=cols.freq_mhz[d], rate_kbps=rate)
+    return out
 
 
 def _own_evidence(frames, fp, n, mpdu):
