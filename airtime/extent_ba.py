@@ -134,8 +134,9 @@ def _sent_bits(ctx, d, base, since) -> np.ndarray:
     """Per data PPDU ``d``: the window positions whose (pair, seq) :func:`_sent_since` finds,
     i.e. a frame with it was captured in a PPDU of the pair stamped after ``since`` and more than
     :data:`COPY_TOL_NS` before ``d``: those PPDUs lie between two ``searchsorted`` positions in
-    (pair, stamp rank) order. A data PPDU with more such frames than :data:`SENT_SCAN` is asked
-    per position instead (:func:`_sent_positions`: the same answer, no long scan)."""
+    (pair, stamp rank) order, scanned :data:`FRAME_CHUNK` frames at a time. A data PPDU with more
+    such frames (or PPDUs) than :data:`SENT_SCAN` is asked per position instead
+    (:func:`_sent_positions`: the same answer, no long scan)."""
     c, n = ctx.c, len(ctx.c.t_ns)
     code = _pair_codes(c)
     ts = np.sort(c.t_ns)
@@ -147,22 +148,29 @@ def _sent_bits(ctx, d, base, since) -> np.ndarray:
     b = np.maximum(np.searchsorted(key, q + np.searchsorted(ts, c.t_ns[d] - COPY_TOL_NS)), a)
     rows, first, seqs = ctx.rows
     per = np.r_[0, np.cumsum(np.diff(first)[by])]          # frames of the PPDUs in ``by`` order
-    short = per[b] - per[a] <= SENT_SCAN
-    i, p = _expand(np.flatnonzero(short), a[short], b[short])   # (data PPDU, PPDU of its pair)
-    p = by[p]
-    # only PPDUs whose seqs (between their least and greatest) reach into the window
+    scan = per[b] - per[a]
+    short = (scan <= SENT_SCAN) & (b - a <= SENT_SCAN)
     lo, hi = _seq_range(first, seqs)
-    b0 = base[i]
-    reach = np.where(b0 + 63 < 4096, (lo[p] <= b0 + 63) & (hi[p] >= b0), (hi[p] >= b0) | (lo[p] <= b0 + 63 - 4096))
-    i, p = i[reach], p[reach]
-    i, r = _expand(i, first[p], first[p + 1])                   # (data PPDU, frame)
-    out = set_bits(len(d), i, (seqs[r] - base[i]) % 4096)
+    out = np.zeros(len(d), np.uint64)
+    # the scans of FRAME_CHUNK frames (or PPDUs) at a time; each data PPDU's in one
+    todo = np.flatnonzero(short)
+    cum = np.cumsum(scan[todo] + (b - a)[todo])
+    for part in np.split(todo, np.searchsorted(cum, np.arange(FRAME_CHUNK, cum[-1] if len(cum) else 0, FRAME_CHUNK))):
+        i, p = _expand(part, a[part], b[part])                   # (data PPDU, PPDU of its pair)
+        p = by[p]
+        # only PPDUs whose seqs (between their least and greatest) reach into the window
+        b0 = base[i]
+        reach = np.where(b0 + 63 < 4096, (lo[p] <= b0 + 63) & (hi[p] >= b0),
+                         (hi[p] >= b0) | (lo[p] <= b0 + 63 - 4096))
+        i, p = i[reach], p[reach]
+        i, r = _expand(i, first[p], first[p + 1])               # (data PPDU, frame)
+        out |= set_bits(len(d), i, (seqs[r] - base[i]) % 4096)
     if not short.all():
         out[~short] |= _sent_positions(ctx, code, d[~short], base[~short], since[~short])
     return out
 
 
-SENT_SCAN = 4096              # frames scanned per data PPDU before asking per position (the same)
+SENT_SCAN = 4096              # frames (PPDUs) scanned per data PPDU before asking per position (the same)
 
 
 def _seq_range(first, seqs):

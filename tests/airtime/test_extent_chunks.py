@@ -118,11 +118,13 @@ def test_window_masks_count_what_positions_count(tables, scan, monkeypatch):
     assert len(seen) == len(tables) and all(seen)
 
 
-def test_sent_since_masks_are_the_answers_per_position():
+@pytest.mark.parametrize("chunk", [B.FRAME_CHUNK, 5])
+def test_sent_since_masks_are_the_answers_per_position(chunk, monkeypatch):
     """:func:`airtime.extent_ba._sent_bits` (a scan of the pair's PPDUs between two stamps) =
     the per-position search it replaces, on random PPDUs whose stamps often tie the bounds
     (a stamp equal to ``since`` or to a data PPDU's stamp less COPY_TOL_NS) and whose windows wrap."""
     from airtime.extent import PpduCols
+    monkeypatch.setattr(B, "FRAME_CHUNK", chunk)                # (chunks: memory, not results)
     rng = np.random.default_rng(5)
     for _ in range(400):
         n = int(rng.integers(5, 40))
