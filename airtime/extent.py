@@ -23,16 +23,19 @@ captured part's extent).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
-import pandas as pd
 
-from airtime.extent_ba import COPY_TOL_NS, FRAME_CHUNK, _col, _key, _missed_subframes
+from airtime.extent_ba import FRAME_CHUNK  # noqa: F401  (airtime.ppdu's, and the tests' chunk size)
+from airtime.extent_ba import COPY_TOL_NS, _col, _col_rows, _expand, _key, _missed_subframes, rows_by_ppdu
 from airtime.framecols import mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import BA_BYTES, CTS_BYTES
+
+if TYPE_CHECKING:                # pandas is imported where a table is read or built
+    import pandas as pd
 
 __all__ = ["COMPLETE", "SOURCES", "Extent", "estimate_extent"]
 
@@ -70,25 +73,27 @@ class _Ctx(NamedTuple):
     """What every source reads."""
     frames: pd.DataFrame
     fp: np.ndarray             # PPDU id of each frame row
-    seq: np.ndarray            # per frame row, -1 for none
+    seq: np.ndarray            # int32 per frame row, -1 for none
     c: PpduCols
     data: np.ndarray           # bool per PPDU: a data A-MPDU with a known airtime
     start: np.ndarray          # captured extent
     end: np.ndarray
     sifs: np.ndarray
-    ba_ns: np.ndarray          # airtime of the Block-Ack answering each PPDU
+    ba_ns: np.ndarray          # airtime of the Block-Ack answering each data PPDU
     kc: dict
     mpdu: np.ndarray           # int32 MPDU bytes of each frame row (airtime.framecols.mpdu_bytes)
+    rows: tuple                # the frames with a seq by PPDU (airtime.extent_ba.rows_by_ppdu)
 
 
 def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols, psdu: np.ndarray,
                     txtime: Callable[[np.ndarray], np.ndarray], kind_code: dict, mpdu=None) -> Extent:
     """Start, end, airtime, ``complete`` and the source used, per PPDU.
 
-    ``txtime(psdu_bytes)`` gives each PPDU's TXTIME for another PSDU length (its own PHY
-    parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
+    ``txtime(psdu_bytes, rows=None)`` gives each PPDU's (or PPDUs ``rows``') TXTIME for another
+    PSDU length (its own PHY parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
     :func:`airtime.framecols.mpdu_bytes` when the caller has them.
     """
+    import pandas as pd
     if mpdu is None:
         mpdu = mpdu_bytes(frames)
     mpdu = np.asarray(mpdu) if np.asarray(mpdu).dtype == np.int32 else np.asarray(mpdu, np.int64)
@@ -99,11 +104,10 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     fp = np.asarray(frame_ppdu, np.int64)
     agg, last_seen, mean_sub = _own_evidence(frames, fp, n, mpdu)
     start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
-    ctx = _Ctx(frames, fp, _col(frames, "seq", -1), cols, (cols.kind == kind_code["data"]) & agg & (air > 0),
-               start, start + np.maximum(air, 0), sifs_ns(cols.freq_mhz).astype(np.int64),
-               ppdu_duration_ns("ofdm", np.full(n, BA_BYTES), freq_mhz=cols.freq_mhz,
-                                rate_kbps=legacy_response_rate_kbps(cols.rate_kbps, phy=cols.phy, mcs=cols.mcs)),
-               kind_code, mpdu)
+    seq = frames["seq"].to_numpy(np.int32, na_value=-1) if "seq" in frames else np.full(len(frames), -1, np.int32)
+    data = (cols.kind == kind_code["data"]) & agg & (air > 0)
+    ctx = _Ctx(frames, fp, seq, cols, data, start, start + np.maximum(air, 0),
+               sifs_ns(cols.freq_mhz).astype(np.int64), _ba_ns(cols, data), kind_code, mpdu, rows_by_ppdu(fp, seq, n))
     est = np.full(n, -1, np.int64)              # the first source that sizes the PPDU wins
     src = np.zeros(n, np.int64)
     for code, cand in enumerate(_sources(ctx, psdu, mean_sub, txtime, est), start=1):
@@ -119,16 +123,35 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
                   pd.Categorical.from_codes(np.where(longer, src, 0), SOURCES))
 
 
+def _ba_ns(cols: PpduCols, data) -> np.ndarray:
+    """Airtime of the Block-Ack answering each data PPDU (the sources read no other; -1)."""
+    out = np.full(len(data), -1, np.int64)
+    d = np.flatnonzero(data)
+    rate = legacy_response_rate_kbps(cols.rate_kbps[d], phy=None if cols.phy is None else cols.phy[d],
+                                     mcs=cols.mcs[d])
+    out[d] = ppdu_duration_ns("ofdm", np.full(len(d), BA_BYTES), freq_mhz=cols.freq_mhz[d], rate_kbps=rate)
+    return out
+
+
 def _own_evidence(frames, fp, n, mpdu):
     """Per PPDU: an A-MPDU (status present or > 1 MPDU), its last flag seen, the mean
     padded subframe length."""
     ok = fp >= 0
-    cnt = np.bincount(fp[ok], minlength=n)
-    agg = (np.bincount(fp[ok], weights=_col(frames, "ampdu_ref", -1)[ok] >= 0, minlength=n) > 0) | (cnt > 1)
-    last_seen = np.bincount(fp[ok], weights=_col(frames, "ampdu_last", 0)[ok] > 0, minlength=n) > 0
+    every = ok.all()
+    f = fp if every else fp[ok]
+    cnt = np.bincount(f, minlength=n)
+    ref, last = _col(frames, "ampdu_ref", -1) >= 0, _col(frames, "ampdu_last", 0) > 0
     sub = (mpdu.astype(np.int64) + 4 + 3) // 4 * 4
-    mean_sub = np.bincount(fp[ok], weights=sub[ok], minlength=n) / np.maximum(cnt, 1)
-    return agg, last_seen, mean_sub
+    if not every:
+        ref, last, sub = ref[ok], last[ok], sub[ok]
+    if len(f) and (cnt > 0).all() and (f[1:] >= f[:-1]).all():     # frames in PPDU order: runs
+        at = np.r_[0, np.cumsum(cnt)[:-1]]
+        agg, last_seen, total = (np.logical_or.reduceat(ref, at), np.logical_or.reduceat(last, at),
+                                 np.add.reduceat(sub, at))
+    else:
+        agg, last_seen = np.bincount(f[ref], minlength=n) > 0, np.bincount(f[last], minlength=n) > 0
+        total = np.bincount(f, weights=sub, minlength=n)
+    return agg | (cnt > 1), last_seen, total / np.maximum(cnt, 1)
 
 
 def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
@@ -143,17 +166,19 @@ def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
     has = (resp >= 0) & ~ctx.c.ends_here
     by_resp[has] = ctx.start[resp[has]] - ctx.sifs[has] - ctx.start[has]
     yield by_resp
-    group, union = _copies(ctx, psdu)
+    group, union = _copies(ctx, psdu, ctx.data & (est < 0))
     by_copies = np.full(len(ctx.data), -1, np.int64)
     more = union > psdu
     if more.any():
-        by_copies[more] = txtime(union)[more]
+        more = np.flatnonzero(more)
+        by_copies[more] = txtime(union[more], more)
     # the Block-Ack's evidence adds to the union of the copies
     add = _missed_subframes(ctx, resp, group, ctx.data & (est < 0))
     by_ba = np.full(len(ctx.data), -1, np.int64)
     more = (add > 0) & (union > 0)
     if more.any():
-        by_ba[more] = txtime(union + np.rint(add * mean_sub).astype(np.int64))[more]
+        more = np.flatnonzero(more)
+        by_ba[more] = txtime(union[more] + np.rint(add[more] * mean_sub[more]).astype(np.int64), more)
     yield by_ba
     yield by_copies
 
@@ -161,7 +186,6 @@ def _sources(ctx: _Ctx, psdu, mean_sub, txtime, est):
 def _from_nav(ctx: _Ctx) -> np.ndarray:
     """Airtime from the NAV an RTS (TA->RA) or CTS (RA = data TA) set before the data PPDU."""
     c, start, end, sifs, ba_ns = ctx.c, ctx.start, ctx.end, ctx.sifs, ctx.ba_ns
-    dur = _col(ctx.frames, "duration_us", -1)
     out = np.full(len(ctx.data), -1, np.int64)
     d = np.flatnonzero(ctx.data)
     ends = c.ends_here[d]
@@ -169,7 +193,7 @@ def _from_nav(ctx: _Ctx) -> np.ndarray:
         r = np.flatnonzero(c.kind == ctx.kc[kind])
         if not len(r) or not len(d):
             continue
-        nav_us = dur[c.first_frame[r]]
+        nav_us = _col_rows(ctx.frames, "duration_us", -1, c.first_frame[r])
         nav_end = end[r] + nav_us * 1000
         if kind == "rts":
             key_r, key_d = _key(c.ta[r], c.ra[r], c.clock[r]), _key(c.ta[d], c.ra[d], c.clock[d])
@@ -181,9 +205,8 @@ def _from_nav(ctx: _Ctx) -> np.ndarray:
             data_start = end[r] + sifs[r]
         key_r = np.where((nav_us > 0) & (nav_us < 0x8000), key_r, -2)     # bit 15 set: not a duration
         # end stamps: the data's end meets the NAV's end less SIFS + BA; start stamps: its start
-        m_end = match_in_window(key_d, end[d] + sifs[d] + ba_ns[d], key_r, nav_end, -SLACK_NS, SLACK_NS)
-        m_start = match_in_window(key_d, start[d], key_r, data_start, -SLACK_NS, SLACK_NS)
-        m = np.where(ends, m_end, m_start)
+        m = _match_sides(ends, key_d, key_r, (end[d] + sifs[d] + ba_ns[d], nav_end, -SLACK_NS, SLACK_NS),
+                         (start[d], data_start, -SLACK_NS, SLACK_NS))
         mm = np.maximum(m, 0)
         air = np.where(ends, end[d] - data_start[mm], nav_end[mm] - sifs[d] - ba_ns[d] - start[d])
         hit = (m >= 0) & (out[d] < 0)
@@ -203,17 +226,28 @@ def _response(ctx: _Ctx) -> np.ndarray:
         return out
     kd, kb = _key(c.ta[d], c.ra[d], c.clock[d]), _key(c.ra[ba], c.ta[ba], c.clock[ba])
     t = ctx.end[d] + ctx.sifs[d]
-    m_end = match_in_window(kd, t, kb, ctx.start[ba], -SLACK_NS, SLACK_NS)
-    m_start = match_in_window(kd, t, kb, ctx.start[ba], -SLACK_NS, MAX_PPDU_NS)
-    m = np.where(c.ends_here[d], m_end, m_start)
+    m = _match_sides(c.ends_here[d], kd, kb, (t, ctx.start[ba], -SLACK_NS, SLACK_NS),
+                     (t, ctx.start[ba], -SLACK_NS, MAX_PPDU_NS))
     out[d[m >= 0]] = ba[m[m >= 0]]
     return out
 
 
-def _copies(ctx: _Ctx, psdu):
+def _match_sides(ends, key_a, key_b, end_q, start_q) -> np.ndarray:
+    """:func:`match_in_window` with ``end_q`` = ``(t_a, t_b, lo, hi)`` for the queries where
+    ``ends``, ``start_q`` for the others (each query is answered alone: only its side is asked)."""
+    m = np.full(len(key_a), -1, np.int64)
+    for side, (t_a, t_b, lo, hi) in ((ends, end_q), (~ends, start_q)):
+        q = np.flatnonzero(side)
+        if len(q):
+            m[q] = match_in_window(key_a[q], t_a[q], key_b, t_b, lo, hi)
+    return m
+
+
+def _copies(ctx: _Ctx, psdu, need):
     """(group, union PSDU bytes) per PPDU: copies of one PPDU on one clock (same TA/RA and
     stamp convention, stamps within :data:`COPY_TOL_NS`) form a group; its PSDU is the
-    union of their subframes (by sequence number). A PPDU alone is its own group."""
+    union of their subframes (by sequence number). A PPDU alone is its own group. The union
+    is built for the groups of the PPDUs in ``need`` (-1 for the rest: no source reads it)."""
     c, n = ctx.c, len(ctx.data)
     d = np.flatnonzero(ctx.data)
     key = _key(c.ta[d], c.ra[d], c.clock[d]) * 2 + c.ends_here[d]
@@ -223,15 +257,19 @@ def _copies(ctx: _Ctx, psdu):
     if new.all():                                 # no copies (one sniffer per clock)
         return group, np.where(ctx.data, psdu, -1)
     group[d[o]] = np.cumsum(new) - 1
-    key, b, p = _subframe_rows(ctx, group)
+    key, row = _subframe_rows(ctx, group, d[np.isin(group[d], group[need])])
     if not len(key):
         return group, np.full(n, -1, np.int64)
     # each (group, seq) once (its first row), then per group: bytes less the last's padding
-    o = np.argsort(key, kind="stable")                      # (np.unique's return_index: stable)
+    o = np.argsort(key, kind="stable")                      # (nearly sorted: timsort is fast)
     ks = key[o]
-    first = o[np.r_[True, ks[1:] != ks[:-1]]]
-    del o, ks
-    g, b, p = key[first] // 4096, b[first], p[first]
+    at = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    g, first = ks[at] // 4096, np.minimum.reduceat(row[o], at)
+    del o, ks, key, row
+    sub = ctx.mpdu[first].astype(np.int64) + 4
+    padded = (sub + 3) // 4 * 4
+    flag = _col_rows(ctx.frames, "ampdu_last", 0, first)     # the last subframe is not padded
+    b, p = padded.astype(np.int32), np.where(flag > 0, padded - sub, 0).astype(np.int8)
     heads = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     total = np.add.reduceat(b, heads) - np.maximum.reduceat(p, heads)
     gh = g[heads]
@@ -240,20 +278,11 @@ def _copies(ctx: _Ctx, psdu):
     return group, union
 
 
-def _subframe_rows(ctx: _Ctx, group):
-    """Per frame row of a data PPDU with a seq, in row order: key ``group * 4096 + seq``,
-    padded subframe bytes (int32), padding of a last subframe (int8); built in chunks."""
-    last = ctx.frames["ampdu_last"] if "ampdu_last" in ctx.frames else None
-    out = [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8))]
-    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
-        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
-        rows = np.flatnonzero((fp >= 0) & (sq >= 0))
-        rows = rows[ctx.data[fp[rows]]]
-        sub = ctx.mpdu[lo + rows].astype(np.int64) + 4
-        padded = (sub + 3) // 4 * 4
-        # the last subframe (its flag) is not padded
-        flag = (last.iloc[lo:lo + FRAME_CHUNK].to_numpy(np.int64, na_value=0)[rows] if last is not None
-                else np.zeros(len(rows), np.int64))
-        out.append((group[fp[rows]] * 4096 + sq[rows], padded.astype(np.int32),
-                    np.where(flag > 0, padded - sub, 0).astype(np.int8)))
-    return tuple(np.concatenate(c) for c in zip(*out))
+def _subframe_rows(ctx: _Ctx, group, d):
+    """``(key, row)`` of the frames with a seq of data PPDUs ``d``, by group (then PPDU, then
+    capture order): key ``group * 4096 + seq``."""
+    rows, first, seqs = ctx.rows
+    pp = d[np.argsort(group[d], kind="stable")]
+    cnt = first[pp + 1] - first[pp]
+    _, r = _expand(pp, first[pp], first[pp + 1])
+    return np.repeat(group[pp], cnt) * 4096 + seqs[r], rows[r]

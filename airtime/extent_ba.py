@@ -1,20 +1,22 @@
 """Block-Ack evidence for :mod:`airtime.extent` (its source 4, ``ba_span``): the MPDUs of a
 data PPDU a sniffer missed, read from the Block-Ack that answers it (or the one before),
 less those captured in an earlier PPDU of the same pair. Per-frame temporaries are built
-:data:`FRAME_CHUNK` rows at a time and the Block-Ack windows :data:`WINDOW_CHUNK` data PPDUs
-at a time (memory, not results); each window position is answered from the Block-Ack's
-records in numpy (:class:`BaAnswers`).
+:data:`FRAME_CHUNK` rows at a time (memory, not results); each data PPDU's window is one 64-bit
+mask (:mod:`airtime.extent_bits`), answered from the Block-Ack's records in numpy
+(:class:`BaAnswers`).
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from airtime.blockack import _bitmap_table, _categorical, _from_columns, ba_records
+from airtime.extent_bits import ONES, bitmap_words, low_bits, pack_rows, popcount, set_bits, span_bits, top_bit, \
+    window_words
+
+_ZERO = np.uint64(0)
+_ONE = np.uint64(1)
 
 COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
-WINDOW_CHUNK = 1 << 12        # data PPDUs whose Block-Ack windows are listed at a time (the same)
 FRAME_CHUNK = 1 << 18         # frame rows whose temporaries are built at a time (the same)
 
 
@@ -31,6 +33,7 @@ def _col(frames, name, fill):
 
 def _col_rows(frames, name, fill, rows):
     """``_col(frames, name, fill)[rows]`` without the whole column's int64 copy."""
+    import pandas as pd
     if name not in frames:
         return np.full(len(rows), fill, np.int64)
     return pd.Series(frames[name].array.take(rows)).to_numpy(np.int64, na_value=fill)
@@ -44,7 +47,9 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     one and after every one known sent before (the oldest pending MPDUs go first).
 
     ``need``: the data PPDUs to answer for (default all); each PPDU's answer depends only
-    on its own window and the frames, so the others are left at 0 without changing any."""
+    on its own window and the frames, so the others are left at 0 without changing any.
+    Each window (at most :data:`BA_REACH` positions) is one 64-bit mask (:mod:`airtime.extent_bits`)."""
+    import pandas as pd
     frames, c, n = ctx.frames, ctx.c, len(ctx.data)
     add = np.zeros(n, np.int64)
     ba_now = np.where(ctx.data & (resp >= 0), c.first_frame[np.maximum(resp, 0)], -1)
@@ -52,64 +57,168 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     d = np.flatnonzero(ctx.data & ((ba_now >= 0) | (ba_prev >= 0)) & (True if need is None else need))
     if not len(d) or "ba_ssn" not in frames:
         return add
-    captured, lo, hi = _captured_bounds(ctx, group, 2 * n)
-    lo, hi = lo[group[d]], hi[group[d]]
-    ssn = _col_rows(frames, "ba_ssn", -1, np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d]))
-    # the window the evidence covers: the Block-Ack's, unless the captured ones lie beyond it;
-    # it ends at the last captured seq or the BA's highest set bit (first 64 bits)
+    now, prev = ba_now[d], ba_prev[d]
+    ssn = _col_rows(frames, "ba_ssn", -1, np.where(now >= 0, now, prev))
+    lo, hi, base, caught = _captured(ctx, group, d, ssn)
+    # the window the evidence covers (_window_base); it ends at the last captured seq or
+    # the BA's highest set bit (first 64 bits)
     in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH)
-    base = np.where(in_ba, ssn, (lo - BA_REACH // 2) % 4096)
-    bm = pd.Series(frames["ba_bitmap_lo"].array.take(np.maximum(ba_now[d], 0))).to_numpy(np.uint64, na_value=0) \
+    bm = pd.Series(frames["ba_bitmap_lo"].array.take(np.maximum(now, 0))).to_numpy(np.uint64, na_value=0) \
         if "ba_bitmap_lo" in frames else np.zeros(len(d), np.uint64)
-    top = np.where((ba_now[d] >= 0) & in_ba & (bm > 0),
+    top = np.where((now >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
     width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
-    has_ssn = ssn >= 0
-
-    def windows():
-        """The not-captured window positions, :data:`WINDOW_CHUNK` data PPDUs at a time."""
-        for a in range(0, len(d), WINDOW_CHUNK):
-            sl = slice(a, a + WINDOW_CHUNK)
-            rows, k, s = _not_captured(group[d[sl]], base[sl], width[sl], has_ssn[sl], captured)
-            yield rows + a, k, s
-    code = np.unique(_key(c.ta, c.ra, c.clock), return_inverse=True)[1].astype(np.int64)
-    pairs = np.zeros(int(code.max()) + 1 if len(code) else 1, bool)
-    pairs[code[d]] = True                  # the pairs of the data PPDUs asked about
-    table = _capture_table(ctx, code, pairs)
-    last_known = np.full(len(d), -1, np.int64)
-    acked = BaAnswers(frames)              # once for every chunk
-    for rows, k, s in windows():           # (the answers per query: chunks change no result)
-        pid = d[rows]
-        now, prev = ba_now[pid], ba_prev[pid]
-        acked_now = np.zeros(len(s), bool)
-        acked_now[now >= 0] = acked(now[now >= 0], s[now >= 0])
-        known = np.zeros(len(s), bool)
-        known[prev >= 0] = acked(prev[prev >= 0], s[prev >= 0])
-        known |= _sent_since(table, code[pid] * 4096 + s, c.t_ns[pid] - COPY_TOL_NS, prev_t[pid])
-        np.maximum.at(last_known, rows[known], k[known])     # (a PPDU's rows are in one chunk)
-        between = ((s - lo[rows]) % 4096 < (hi[rows] - lo[rows]) % 4096) & (hi[rows] >= 0)
-        before = (k > last_known[rows]) & (k < (lo[rows] - base[rows]) % 4096) & (prev >= 0)
-        missed = ~known & (acked_now | between | before)
-        np.add.at(add, pid[missed], 1)
+    # the positions asked about: in the window, captured by no copy
+    open_ = np.where(ssn >= 0, low_bits(width), _ZERO) & ~caught
+    acked = BaAnswers(frames)
+    acked_now, known = acked.window_of(now, base), acked.window_of(prev, base)
+    known |= _sent_bits(ctx, d, base, prev_t[d])
+    known &= open_
+    e, span = (base - lo) % 4096, (hi - lo) % 4096           # (s - lo) % 4096 = (e + k) % 4096
+    between = np.where(hi >= 0, span_bits(0, span - e) | span_bits(4096 - e, 4096 - e + span), _ZERO)
+    before = np.where(prev >= 0, span_bits(top_bit(known) + 1, (lo - base) % 4096), _ZERO)
+    add[d] = popcount(open_ & ~known & (acked_now | between | before))
     return add
 
 
-def _not_captured(group_d, base, width, has_ssn, captured):
-    """``(rows, k, s)``: the window positions (data PPDU ``rows``, offset ``k`` from ``base``,
-    sequence number ``s``) that no copy captured, for PPDUs with a known SSN; built
-    :data:`WINDOW_CHUNK` PPDUs at a time (the whole windows would be ~64 rows per PPDU)."""
-    out = []
-    last = max(len(captured) - 1, 0)
-    for lo in range(0, len(group_d), WINDOW_CHUNK):
-        w = width[lo:lo + WINDOW_CHUNK]
-        rows = np.repeat(np.arange(lo, lo + len(w)), w)
-        k = np.arange(len(rows)) - np.repeat(np.cumsum(w) - w, w)
-        s = (base[rows] + k) % 4096
-        key = group_d[rows] * 4096 + s
-        at = np.minimum(np.searchsorted(captured, key), last)
-        cand = ((captured[at] != key) if len(captured) else np.ones(len(key), bool)) & has_ssn[rows]
-        out.append((rows[cand], k[cand], s[cand]))
-    return tuple(np.concatenate(c) for c in zip(*out)) if out else (np.zeros(0, np.int64),) * 3
+def _window_base(lo, ssn) -> np.ndarray:
+    """The window's first seq: the Block-Ack's SSN, unless the captured ones lie beyond it."""
+    in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH)
+    return np.where(in_ba, ssn, (lo - BA_REACH // 2) % 4096)
+
+
+def _captured(ctx, group, d, ssn):
+    """``(lo, hi, base, caught)`` per data PPDU ``d``: the first and last captured sequence
+    number of its group (its copies; mod 4096, around the seq of the group's first frame; -1
+    where none), its window's first seq (:func:`_window_base`), and the window positions whose
+    seq a frame of the group holds (a mask). Per-frame temporaries :data:`FRAME_CHUNK` frames
+    at a time."""
+    rows, first, seqs = ctx.rows
+    dd = np.flatnonzero(ctx.data)                            # (only data PPDUs share a group)
+    o = np.argsort(group[dd], kind="stable")
+    gs = group[dd][o]
+    i, m = _expand(np.arange(len(d)), np.searchsorted(gs, group[d]), np.searchsorted(gs, group[d], "right"))
+    p = dd[o[m]]                                             # (data PPDU, PPDU of its group)
+    frames_of = np.bincount(i, weights=first[p + 1] - first[p], minlength=len(d)).astype(np.int64)
+    cum = np.cumsum(frames_of)
+    edges = np.unique(np.r_[0, np.searchsorted(cum, np.arange(FRAME_CHUNK, cum[-1] if len(cum) else 0,
+                                                                  FRAME_CHUNK)), len(d)])
+    lo, hi = np.full(len(d), -1, np.int64), np.full(len(d), -1, np.int64)
+    caught = np.zeros(len(d), np.uint64)
+    for x0, x1 in zip(edges[:-1], edges[1:]):
+        y0, y1 = np.searchsorted(i, (x0, x1))
+        ii, r = _expand(i[y0:y1], first[p[y0:y1]], first[p[y0:y1] + 1])
+        if not len(ii):
+            continue
+        sq = seqs[r]
+        who = x0 + np.flatnonzero(frames_of[x0:x1])           # the data PPDUs with frames, their runs
+        size = frames_of[who]
+        at = np.cumsum(size) - size
+        # the seq of the group's first frame (one PPDU: its first entry)
+        alone = (np.diff(i[y0:y1]) > 0).all()
+        f = sq[at] if alone else \
+            (np.minimum.reduceat((rows[r].astype(np.int64) << 12) | sq, at) & 4095).astype(np.int32)
+        off = sq - np.repeat(f, size)
+        off %= 4096
+        off[off > 2048] -= 4096                              # before the first frame's seq
+        lo[who] = (f + np.minimum.reduceat(off, at)) % 4096
+        hi[who] = (f + np.maximum.reduceat(off, at)) % 4096
+        k = sq - np.repeat(_window_base(lo[who], ssn[who]).astype(np.int32), size)
+        k %= 4096
+        bits = np.where(k < 64, _ONE << np.minimum(k, 63).astype(np.uint64), _ZERO)
+        caught[who] = np.bitwise_or.reduceat(bits, at)
+    return lo, hi, _window_base(lo, ssn), caught
+
+
+def _sent_bits(ctx, d, base, since) -> np.ndarray:
+    """Per data PPDU ``d``: the window positions whose (pair, seq) :func:`_sent_since` finds,
+    i.e. a frame with it was captured in a PPDU of the pair stamped after ``since`` and more than
+    :data:`COPY_TOL_NS` before ``d``: those PPDUs lie between two ``searchsorted`` positions in
+    (pair, stamp rank) order, scanned :data:`FRAME_CHUNK` frames at a time. A data PPDU with more
+    such frames (or PPDUs) than :data:`SENT_SCAN` is asked per position instead
+    (:func:`_sent_positions`: the same answer, no long scan)."""
+    c, n = ctx.c, len(ctx.c.t_ns)
+    code = _pair_codes(c)
+    ts = np.sort(c.t_ns)
+    key = code * (n + 1) + np.searchsorted(ts, c.t_ns)      # a stamp's rank: the stamps below it
+    by = np.argsort(key, kind="stable")
+    key = key[by]
+    q = code[d] * (n + 1)
+    a = np.searchsorted(key, q + np.searchsorted(ts, since, "right"))              # stamp > since
+    b = np.maximum(np.searchsorted(key, q + np.searchsorted(ts, c.t_ns[d] - COPY_TOL_NS)), a)
+    rows, first, seqs = ctx.rows
+    per = np.r_[0, np.cumsum(np.diff(first)[by])]          # frames of the PPDUs in ``by`` order
+    scan = per[b] - per[a]
+    short = (scan <= SENT_SCAN) & (b - a <= SENT_SCAN)
+    lo, hi = _seq_range(first, seqs)
+    out = np.zeros(len(d), np.uint64)
+    # the scans of FRAME_CHUNK frames (or PPDUs) at a time; each data PPDU's in one
+    todo = np.flatnonzero(short)
+    cum = np.cumsum(scan[todo] + (b - a)[todo])
+    for part in np.split(todo, np.searchsorted(cum, np.arange(FRAME_CHUNK, cum[-1] if len(cum) else 0, FRAME_CHUNK))):
+        i, p = _expand(part, a[part], b[part])                   # (data PPDU, PPDU of its pair)
+        p = by[p]
+        # only PPDUs whose seqs (between their least and greatest) reach into the window
+        b0 = base[i]
+        reach = np.where(b0 + 63 < 4096, (lo[p] <= b0 + 63) & (hi[p] >= b0),
+                         (hi[p] >= b0) | (lo[p] <= b0 + 63 - 4096))
+        i, p = i[reach], p[reach]
+        i, r = _expand(i, first[p], first[p + 1])               # (data PPDU, frame)
+        out |= set_bits(len(d), i, (seqs[r] - base[i]) % 4096)
+    if not short.all():
+        out[~short] |= _sent_positions(ctx, code, d[~short], base[~short], since[~short])
+    return out
+
+
+SENT_SCAN = 4096              # frames (PPDUs) scanned per data PPDU before asking per position (the same)
+
+
+def _seq_range(first, seqs):
+    """Least and greatest seq of each PPDU's frames (4096 and -1 where none)."""
+    n = len(first) - 1
+    lo, hi = np.full(n, 4096, np.int64), np.full(n, -1, np.int64)
+    has = np.flatnonzero(first[1:] > first[:-1])
+    if len(has):
+        lo[has], hi[has] = np.minimum.reduceat(seqs, first[has]), np.maximum.reduceat(seqs, first[has])
+    return lo, hi
+
+
+def _expand(i, a, b):
+    """``(i, j)`` for every ``j`` in ``a[x]:b[x]`` of each ``i[x]``."""
+    cnt = b - a
+    ii = np.repeat(i, cnt)
+    return ii, np.repeat(a - np.cumsum(cnt) + cnt, cnt) + np.arange(len(ii))
+
+
+def _pair_codes(c) -> np.ndarray:
+    """Dense code of each PPDU's (TA, RA, clock) (by first appearance: a hash, no sort)."""
+    import pandas as pd
+    return pd.factorize(_key(c.ta, c.ra, c.clock))[0].astype(np.int64)
+
+
+def rows_by_ppdu(fp, seq, n):
+    """``(rows, first, seqs)``: the frame rows in a PPDU with a sequence number, by PPDU
+    (capture order within one; int32 where they fit), and their seqs (int32); PPDU ``p``'s
+    are ``rows[first[p]:first[p + 1]]``."""
+    rows = np.flatnonzero((fp >= 0) & (seq >= 0))
+    if len(fp) < 1 << 31:
+        rows = rows.astype(np.int32)     # (held through the extent: 4 bytes a frame)
+    fpr = fp[rows]
+    if len(fpr) and not (fpr[1:] >= fpr[:-1]).all():
+        rows = rows[np.argsort(fpr, kind="stable")]
+        fpr = fp[rows]
+    return rows, np.r_[0, np.cumsum(np.bincount(fpr, minlength=n))], seq[rows].astype(np.int32, copy=False)
+
+
+def _sent_positions(ctx, code, d, base, since) -> np.ndarray:
+    """:func:`_sent_bits` of data PPDUs ``d`` asked per window position (:func:`_sent_since`)."""
+    pairs = np.zeros(int(code.max()) + 1, bool)
+    pairs[code[d]] = True
+    table = _capture_table(ctx, code, pairs)
+    s = (base[:, None] + np.arange(BA_REACH)) % 4096
+    q = (code[d][:, None] * 4096 + s).reshape(-1)
+    t_q = np.repeat(ctx.c.t_ns[d] - COPY_TOL_NS, BA_REACH)
+    return pack_rows(_sent_since(table, q, t_q, np.repeat(since, BA_REACH)))
 
 
 class BaAnswers:
@@ -120,6 +229,7 @@ class BaAnswers:
     for everything; frames without ``ba_info`` by their ``ba_ssn`` / bitmap columns)."""
 
     def __init__(self, frames):
+        from airtime.blockack import _bitmap_table, _categorical, ba_records
         self.frames = frames
         info = _categorical(frames, "ba_info")
         self.has_info = None if info is None else np.asarray(info.cat.codes) >= 0
@@ -134,8 +244,10 @@ class BaAnswers:
         self.ssn = rec["ssn"].to_numpy(np.int64, na_value=0)
         self.per = rec["bits_per_msdu"].to_numpy(np.int64)
         self.table, self.nbits = _bitmap_table(rec["bitmap"].cat.categories if len(rec) else [])
+        self.words = bitmap_words(self.table)
 
     def __call__(self, ba_frame, seq) -> np.ndarray:
+        from airtime.blockack import _from_columns
         ba_frame, seq = np.asarray(ba_frame, np.int64), np.asarray(seq, np.int64)
         if self.has_info is None:
             return _from_columns(self.frames, ba_frame, seq)
@@ -143,14 +255,48 @@ class BaAnswers:
         has = self.has_info[ba_frame]
         if not has.all():                   # rows built without the field (hand-made tables)
             acked[~has] = _from_columns(self.frames, ba_frame[~has], seq[~has])
-        q = np.flatnonzero(has)
-        lo = np.searchsorted(self.row, ba_frame[q], "left")
-        cnt = np.searchsorted(self.row, ba_frame[q], "right") - lo
-        i = np.repeat(q, cnt)                              # (query, record) pairs
-        j = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(len(i))
+        i, j = self._records(np.flatnonzero(has), ba_frame)
         hit = self.all_acked[j] | self._bit_set(j, seq[i])
         acked[i[self.match[j] & hit]] = True
         return acked
+
+    def window(self, ba_frame, base) -> np.ndarray:
+        """Masks (:mod:`airtime.extent_bits`): bit ``k`` = ``self(ba_frame, (base + k) % 4096)``.
+        A record with one bit per MSDU gives its 64 bits at once from the bitmap's words; other
+        records and frames without ``ba_info`` are asked per position."""
+        ba_frame, base = np.asarray(ba_frame, np.int64), np.asarray(base, np.int64)
+        if self.has_info is None:
+            return self._positions(ba_frame, base)
+        out = np.zeros(len(ba_frame), np.uint64)
+        has = self.has_info[ba_frame]
+        i, j = self._records(np.flatnonzero(has), ba_frame)
+        i, j = i[self.match[j]], j[self.match[j]]
+        fast = self.all_acked[j] | (self.per[j] == 1) | (self.bm[j] < 0)
+        i, j, slow = i[fast], j[fast], np.union1d(np.flatnonzero(~has), i[~fast])
+        bits = window_words(self.words, np.where(self.all_acked[j], -1, self.bm[j]), (base[i] - self.ssn[j]) % 4096)
+        np.bitwise_or.at(out, i, np.where(self.all_acked[j], ONES, bits))
+        if len(slow):
+            out[slow] |= self._positions(ba_frame[slow], base[slow])
+        return out
+
+    def window_of(self, ba_frame, base) -> np.ndarray:
+        """:meth:`window` where ``ba_frame`` >= 0, else no bit set."""
+        out = np.zeros(len(ba_frame), np.uint64)
+        q = np.flatnonzero(ba_frame >= 0)
+        out[q] = self.window(ba_frame[q], base[q])
+        return out
+
+    def _positions(self, ba_frame, base) -> np.ndarray:
+        """:meth:`window` asked position by position."""
+        s = (base[:, None] + np.arange(64)) % 4096
+        return pack_rows(self(np.repeat(ba_frame, 64), s.reshape(-1)))
+
+    def _records(self, q, ba_frame):
+        """``(i, j)``: query ``i`` (of ``q``) and each record ``j`` of its frame."""
+        lo = np.searchsorted(self.row, ba_frame[q], "left")
+        cnt = np.searchsorted(self.row, ba_frame[q], "right") - lo
+        i = np.repeat(q, cnt)
+        return i, np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(len(i))
 
     def _bit_set(self, j, seq) -> np.ndarray:
         out = np.zeros(len(j), bool)
@@ -165,38 +311,6 @@ class BaAnswers:
         byte = self.table[c, np.minimum(bit // 8, self.table.shape[1] - 1)]
         out[has] = inside & ((byte >> (bit % 8).astype(np.uint8)) & 1).astype(bool)
         return out
-
-
-def _captured_bounds(ctx, group, n):
-    """``(captured, lo, hi)``: the sorted keys ``group * 4096 + seq`` of the captured rows, and
-    the first and last captured sequence number per group (mod 4096, around the seq of the
-    group's first row), -1 where none; frames read :data:`FRAME_CHUNK` rows at a time."""
-    first = np.full(n, -1, np.int64)
-    keys = [np.zeros(0, np.int64)]
-    for gf, sq in _captured_rows(ctx, group):
-        keys.append(gf * 4096 + sq)
-        u, at = np.unique(gf, return_index=True)           # each group's first row in the chunk
-        new = first[u] < 0
-        first[u[new]] = sq[at[new]]
-    captured = np.sort(np.concatenate(keys), kind="stable")   # (nearly sorted: timsort is fastest)
-    del keys
-    lo_off = np.zeros(n, np.int64)                           # (each group holds its first row: 0)
-    hi_off = np.zeros(n, np.int64)
-    for gf, sq in _captured_rows(ctx, group):
-        off = (sq - first[gf]) % 4096
-        off = np.where(off > 2048, off - 4096, off)          # before the first row's seq
-        np.minimum.at(lo_off, gf, off)
-        np.maximum.at(hi_off, gf, off)
-    has = first >= 0
-    return captured, np.where(has, (first + lo_off) % 4096, -1), np.where(has, (first + hi_off) % 4096, -1)
-
-
-def _captured_rows(ctx, group):
-    """``(group, seq)`` of the rows in a PPDU with a sequence number, a chunk of frames at a time."""
-    for lo in range(0, len(ctx.fp), FRAME_CHUNK):
-        fp, sq = ctx.fp[lo:lo + FRAME_CHUNK], ctx.seq[lo:lo + FRAME_CHUNK]
-        ok = (fp >= 0) & (sq >= 0)
-        yield group[fp[ok]], sq[ok]
 
 
 def _capture_table(ctx, code, pairs):
@@ -239,6 +353,7 @@ def _sent_since(table, q, t_q, since) -> np.ndarray:
 def _previous_ba(ctx):
     """(first frame row, stamp) of the last Block-Ack from RA to TA stamped before each
     data PPDU (same clock); -1 and the minimum int64 where none."""
+    import pandas as pd
     c, n = ctx.c, len(ctx.data)
     out = np.full(n, -1, np.int64)
     t_out = np.full(n, np.iinfo(np.int64).min, np.int64)

@@ -2,8 +2,12 @@
 constant, text as Categorical codes) and each MPDU's length on the air."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:                # pandas is imported where a table is read or built
+    import pandas as pd
 
 __all__ = ["mpdu_bytes", "FCS_AT_END"]
 
@@ -13,6 +17,7 @@ MPDU_CHUNK = 1 << 18                             # rows of mpdu_bytes' temporari
 
 def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
     """Column as numpy with nulls -> ``fill`` (a missing column is all ``fill``)."""
+    import pandas as pd
     if name not in frames:
         return np.full(len(frames), fill, dtype)
     col = frames[name]
@@ -22,20 +27,26 @@ def _np(frames: pd.DataFrame, name: str, fill, dtype=np.int64) -> np.ndarray:
 
 
 def _np_rows(frames: pd.DataFrame, name: str, fill, rows, dtype=np.int64) -> np.ndarray:
-    """:func:`_np` of frame ``rows`` only."""
+    """:func:`_np` of frame ``rows`` only (an index array, or a slice: no gather)."""
+    import pandas as pd
+    n = len(range(*rows.indices(len(frames)))) if isinstance(rows, slice) else len(rows)
     if name not in frames:
-        return np.full(len(rows), fill, dtype)
+        return np.full(n, fill, dtype)
     col = frames[name].array
-    if isinstance(col, pd.Categorical):
-        return pd.Series(col.take(rows)).astype(object).to_numpy(dtype=dtype, na_value=fill)
-    return pd.Series(col.take(rows)).to_numpy(dtype=dtype, na_value=fill)
+    part = col[rows] if isinstance(rows, slice) else col.take(rows)
+    if isinstance(part, pd.Categorical):
+        return pd.Series(part).astype(object).to_numpy(dtype=dtype, na_value=fill)
+    return part.to_numpy(dtype=dtype, na_value=fill)
 
 
 def _median_by(values, key) -> pd.Series:
     """``pd.Series(values).groupby(key).median()`` (float64 medians, sorted keys) with less
     memory: each group's values cast to float64 as pandas does, then partitioned in place
     (float64 ``values`` are reordered: the caller gives them up)."""
-    keys = np.unique(key)
+    import pandas as pd
+    key = np.asarray(key)
+    small = key.dtype.kind in "iu" and len(key) and 0 <= key.min() and key.max() < 1 << 16
+    keys = np.flatnonzero(np.bincount(key)).astype(key.dtype) if small else np.unique(key)   # (no sort)
     vals = values.astype(np.float64, copy=False)      # (partitioned in place: the caller's)
     meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
     return pd.Series(np.asarray(meds, np.float64), index=keys)
@@ -49,6 +60,7 @@ def _keep_only(frames, names) -> None:
 
 def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
     """Text column as a Categorical (no per-row string objects; null/missing -> ``fill``)."""
+    import pandas as pd
     if name not in frames:
         return pd.Categorical.from_codes(np.zeros(len(frames), np.int64), [fill])
     col = frames[name]
@@ -62,6 +74,7 @@ def _cat(frames: pd.DataFrame, name: str, fill: str) -> pd.Categorical:
 
 def _cat_rows(frames: pd.DataFrame, name: str, fill: str, rows) -> pd.Categorical:
     """``_cat(frames, name, fill)[rows]`` without a per-frame array (the same labels)."""
+    import pandas as pd
     if name not in frames:
         return pd.Categorical.from_codes(np.zeros(len(rows), np.int8), [fill])
     return _cat(pd.DataFrame({name: frames[name].array.take(rows)}), name, fill)
@@ -82,10 +95,10 @@ def mpdu_bytes(frames: pd.DataFrame) -> np.ndarray:
     """
     out = np.empty(len(frames), np.int64)
     for lo in range(0, len(frames), MPDU_CHUNK):       # (elementwise: chunks change nothing)
-        part = frames.iloc[lo:lo + MPDU_CHUNK]
-        wire = _np(part, "wirelen", -1)
-        own = _np(part, "mpdu_len", -1)
-        n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np(part, "rt_len", 0), -1))
-        fcs_in = (_np(part, "rt_flags", 0) & FCS_AT_END) != 0
-        out[lo:lo + MPDU_CHUNK] = np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
+        part = slice(lo, min(lo + MPDU_CHUNK, len(frames)))
+        wire = _np_rows(frames, "wirelen", -1, part)
+        own = _np_rows(frames, "mpdu_len", -1, part)
+        n = np.where(own >= 0, own, np.where(wire >= 0, wire - _np_rows(frames, "rt_len", 0, part), -1))
+        fcs_in = (_np_rows(frames, "rt_flags", 0, part) & FCS_AT_END) != 0
+        out[part] = np.where(n >= 0, n + np.where(fcs_in, 0, 4), -1)
     return out

@@ -8,7 +8,6 @@ define). A bad row never raises. Clause references are to IEEE 802.11-2020.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from airtime import phy_tables as T
 
@@ -19,6 +18,7 @@ __all__ = ["ppdu_duration_ns", "data_rate_kbps", "legacy_response_rate_kbps",
 # ----------------------------------------------------------------- input helpers
 def _num(x, default, dtype=np.int64):
     """Numeric column with nulls replaced by ``default`` (scalars stay 0-d)."""
+    import pandas as pd
     if x is None:
         return np.asarray(default, dtype)
     if np.ndim(x) == 0:
@@ -37,6 +37,7 @@ def _num(x, default, dtype=np.int64):
 
 def _code(x, table: dict, default: int):
     """Integer code of string labels via ``table``; null -> ``default``, unknown -> -1."""
+    import pandas as pd
     if x is None:
         return np.asarray(default)
     if np.ndim(x) == 0:

@@ -6,10 +6,9 @@ for the group ids and ``np.add.reduceat`` for the per-PPDU sums.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
 from airtime.kinds import _K, KIND_NAMES, decide_tsft_at as _decide_tsft_at, detect_tsft_at, kind_codes  # noqa: F401  (re-exported)
@@ -17,6 +16,9 @@ from airtime.framecols import _cat, _cat_in, _cat_rows, _keep_only, _median_by, 
 from airtime.phy import ppdu_duration_ns
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
+
+if TYPE_CHECKING:                # pandas is imported where a table is read or built
+    import pandas as pd
 
 __all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
            "detect_tsft_at"]
@@ -50,8 +52,8 @@ def _starts_after(frames, rows, s, phy_modern):
         return _np_rows(frames, name, fill, rows, dtype)
     ref, tsft, last = col("ampdu_ref", -1), col("tsft_us", -2), col("ampdu_last", 0, bool)
     ts, ta, ra = col("type_subtype", -1), col("ta", -1), col("ra", -1)
-    start = np.ones(len(rows), bool)
-    if len(rows) < 2:
+    start = np.ones(len(ref), bool)
+    if len(ref) < 2:
         return start
     same_snf = s[1:] == s[:-1]
     by_ref = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
@@ -71,37 +73,44 @@ def _starts_after(frames, rows, s, phy_modern):
 def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
     """Per-PPDU timestamp on each sniffer's clock (TSFT in ns, else ts_ns mapped onto it);
     per-frame temporaries :data:`FRAME_CHUNK` rows (or whole PPDUs) at a time."""
-    n = len(frames)
-    # Per sniffer, the offset TSFT*1000 - ts_ns (median) maps rows without TSFT onto
-    # the TSFT clock; sniffers with no TSFT at all keep ts_ns.
-    # (float64 as pandas' median takes them, written once into one array)
-    has = tsft > 0
-    vals = np.empty(int(np.count_nonzero(has)), np.float64)
-    at = 0
-    for lo in range(0, n, FRAME_CHUNK):
-        rows = np.arange(lo, min(lo + FRAME_CHUNK, n))
-        ok = has[rows]
-        v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[ok]
-        vals[at:at + len(v)] = v
-        at += len(v)
-    off = _median_by(vals, sniffer[has])
-    del vals, has
-
-    def row_ns(rows):
-        ok = tsft[rows] > 0
-        shift = off.reindex(sniffer[rows]).fillna(0).to_numpy().astype(np.int64) if len(off) else 0
-        return ok, np.where(ok, tsft[rows] * 1000, _np_rows(frames, "ts_ns", 0, rows) + shift)
+    low = np.iinfo(np.int64).min
     # The PPDU's TSFT: the largest valid one (covers the share/first/last patterns).
     best = np.empty(len(g.starts), np.int64)
     bounds = np.r_[g.starts, len(g.order)]
     step = max(1, FRAME_CHUNK // 64)
     for p0 in range(0, len(g.starts), step):
         p1 = min(p0 + step, len(g.starts))
-        ok, ns = row_ns(g.order[bounds[p0]:bounds[p1]])
-        best[p0:p1] = np.maximum.reduceat(np.where(ok, ns, np.iinfo(np.int64).min), g.starts[p0:p1] - bounds[p0])
-    fallback = row_ns(g.first)[1]
-    return np.where(best > np.iinfo(np.int64).min, best, fallback)
+        t = tsft[g.order[bounds[p0]:bounds[p1]]]
+        best[p0:p1] = np.maximum.reduceat(np.where(t > 0, t * 1000, low), g.starts[p0:p1] - bounds[p0])
+    none = np.flatnonzero(best == low)
+    if len(none):                        # PPDUs without a TSFT: their first frame's ts_ns, mapped
+        rows = g.first[none]
+        best[none] = _np_rows(frames, "ts_ns", 0, rows) + _tsft_offset(frames, sniffer, tsft)(sniffer[rows])
+    return best
 
+
+def _tsft_offset(frames, sniffer, tsft):
+    """Per sniffer, the offset TSFT*1000 - ts_ns (median) that maps rows without TSFT onto the
+    TSFT clock, as a function of sniffer ids (0 for a sniffer with no TSFT at all: it keeps
+    ts_ns); the values read :data:`FRAME_CHUNK` rows at a time."""
+    n = len(frames)
+    has = tsft > 0
+    vals = np.empty(int(np.count_nonzero(has)), np.float64)   # (float64 as pandas' median takes them)
+    at = 0
+    for lo in range(0, n, FRAME_CHUNK):
+        rows = slice(lo, min(lo + FRAME_CHUNK, n))
+        v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[has[rows]]
+        vals[at:at + len(v)] = v
+        at += len(v)
+    off = _median_by(vals, sniffer[has])
+    keys, meds = off.index.to_numpy(np.int64), off.to_numpy(np.float64)
+
+    def shift(s):
+        if not len(keys):
+            return np.zeros(len(s), np.int64)
+        at = np.minimum(np.searchsorted(keys, s), len(keys) - 1)
+        return np.where(keys[at] == s, meds[at], 0.0).astype(np.int64)
+    return shift
 
 
 class PpduGrouping(NamedTuple):
@@ -191,9 +200,12 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     phy_first = phy[g.first]
     del phy
 
-    def txtime(psdu_bytes):
-        """TXTIME of each PPDU for a PSDU length, with its first MPDU's PHY parameters."""
-        return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
+    def txtime(psdu_bytes, rows=None):
+        """TXTIME of each PPDU (or of PPDUs ``rows``) for a PSDU length, with its first MPDU's
+        PHY parameters."""
+        if rows is None:
+            return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
+        return ppdu_duration_ns(phy_first[rows], psdu_bytes, **{k: v[rows] for k, v in phy_args.items()})
 
     airtime = txtime(psdu)
     tsft = _np(frames, "tsft_us", -2)
@@ -243,8 +255,8 @@ class _InOrder:
         return self.n
 
     def __getitem__(self, rows):
-        if isinstance(rows, slice):
-            return np.arange(*rows.indices(self.n))
+        if isinstance(rows, slice):          # a slice: numpy and _np_rows read it without a gather
+            return slice(*rows.indices(self.n))
         return np.array(rows, np.int64)
 
 
@@ -313,6 +325,7 @@ def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
 
 def _first_columns(frames, g: _Groups) -> dict:
     """What the PPDU table reads of the frames: the first MPDU's columns and the sums."""
+    import pandas as pd
     n_groups = len(g.starts)
 
     def grouped(name, dtype):
@@ -329,6 +342,7 @@ def _first_columns(frames, g: _Groups) -> dict:
 def _ppdu_table(grouped, g: _Groups, snf, start_ns, end_ns, airtime, kind, psdu) -> pd.DataFrame:
     """The PPDU table: times, airtime, kind and sums, and the first MPDU's PHY columns
     (``grouped``: :func:`_first_columns`)."""
+    import pandas as pd
     n_groups = len(g.starts)
     retries, fcs_bad = grouped["retries"], grouped["fcs_bad"]
     return pd.DataFrame({

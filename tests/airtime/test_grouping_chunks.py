@@ -53,7 +53,6 @@ def test_chunked_grouping_is_the_whole_grouping(tables, name, monkeypatch):
     monkeypatch.setattr(E, "FRAME_CHUNK", 7)
     monkeypatch.setattr(B, "FRAME_CHUNK", 7)
     monkeypatch.setattr(P, "FRAME_CHUNK", 7)
-    monkeypatch.setattr(B, "WINDOW_CHUNK", 3)
     unions = []
     rows_of = E._subframe_rows
     monkeypatch.setattr(E, "_subframe_rows", lambda *a: unions.append(1) or rows_of(*a))
