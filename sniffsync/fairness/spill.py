@@ -137,7 +137,8 @@ class SpilledCols(dict):
             return dict.__getitem__(self, name)
 
     def get(self, name, default=None):
-        return self[name] if self._load(name) else default
+        with self.lock:
+            return dict.__getitem__(self, name) if self._load(name) else default
 
     def pop(self, name, *default):
         with self.lock:
@@ -146,10 +147,11 @@ class SpilledCols(dict):
 
     def __delitem__(self, name) -> None:
         """Frees a column without reading it back (a parked one is forgotten)."""
-        if not dict.__contains__(self, name) and name not in self.parked:
-            raise KeyError(name)
-        dict.pop(self, name, None)
-        self.parked.discard(name)
+        with self.lock:
+            if not dict.__contains__(self, name) and name not in self.parked:
+                raise KeyError(name)
+            dict.pop(self, name, None)
+            self.parked.discard(name)
 
     def restore(self) -> None:
         """Every parked column into memory now (e.g. before a frame table is built)."""
