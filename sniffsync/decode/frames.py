@@ -331,10 +331,24 @@ def _dot11_stage(c: _Chunk, need_payload: bool) -> None:
     rows = np.flatnonzero(c.dot11_off >= 0)
     if not rows.size:
         return
-    from sniffsync.decode.dot11 import decode_dot11
-    d_cols, llc_off, llc_end, d_marks = decode_dot11(
-        c.buf, c.dot11_off[rows], c.end[rows], c.fcs_at_end[rows], c.truncated[rows], c.with_bad())
+    from sniffsync.decode.dot11c import decode_dot11_c
+    args = (c.buf, _sub(c.dot11_off, rows, c.n), _sub(c.end, rows, c.n), _sub(c.fcs_at_end, rows, c.n),
+            _sub(c.truncated, rows, c.n), c.with_bad())
+    fast = decode_dot11_c(*args)          # the MAC and LLC/SNAP headers in one C pass
+    if fast is None:
+        from sniffsync.decode.dot11 import decode_dot11
+        d_cols, llc_off, llc_end, d_marks = decode_dot11(*args)
+    else:
+        d_cols, llc_off, llc_end, d_marks, (l3_off, eth, eth_ok) = fast
     c.stage(rows, (d_cols, d_marks))
+    if fast is not None:
+        has = llc_off >= 0
+        if need_payload and has.any():     # (as decode_llc on the rows with an LLC payload)
+            c.stage(rows, ({"ethertype": (eth, eth_ok)}, []))
+            c.l3_off[rows] = l3_off
+            c.l3_end[rows[has]] = llc_end[has]
+            c.ethertype[rows] = np.where(eth_ok, eth, 0)
+        return
     has = llc_off >= 0
     llc_rows = rows[has] if need_payload else np.zeros(0, np.int64)
     if llc_rows.size:

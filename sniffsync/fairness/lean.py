@@ -24,6 +24,7 @@ __all__ = ["read_lean", "narrow", "lean_frame"]
 _SCHEMA = {c.name: c.dtype for c in COLUMNS}
 _SIGNED = (np.int8, np.int16, np.int32, np.int64)
 _UNSIGNED = (np.uint8, np.uint16, np.uint32, np.uint64)
+LEAN_ROWS = 1 << 16       # frames per batch (one decoding chunk each): less per-batch overhead
 
 
 def _schema_np(name: str, values: np.ndarray) -> np.dtype:
@@ -83,7 +84,7 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
     :class:`sniffsync.fairness.spill.SpilledCols`, which reads each back when first asked
     for (``restore()``: all at once); ``spill_copy``: columns also copied there (and kept
     in ``cols``, so a stage may free them)."""
-    from sniffsync.decode.frames import BATCH_ROWS, iter_columns
+    from sniffsync.decode.frames import iter_columns
     from sniffsync.fairness.spill import Spill, SpilledCols
 
     def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
@@ -93,7 +94,7 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
     marks, sink, names = [], None, {}
     parked = Spill(spill, spill_copy)
     # one decoding chunk a batch: no per-chunk overhead, no join of chunks
-    batches = iter_columns(path, sniffer, columns, post=post, chunk_rows=BATCH_ROWS)
+    batches = iter_columns(path, sniffer, columns, post=post, batch_rows=LEAN_ROWS, chunk_rows=LEAN_ROWS)
     for row0, k, cols, batch_marks, rows_estimate in batches:
         marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
         for name, (v, ok) in cols.items():        # categories: codes into one list per column

@@ -276,8 +276,9 @@ out:
     return result;
 }
 
-/* sniffsync/io/_l3.c */
+/* sniffsync/io/_l3.c, sniffsync/io/_dot11.c */
 PyObject *walk_l3(PyObject *self, PyObject *args);
+PyObject *walk_dot11(PyObject *self, PyObject *args);
 
 PyDoc_STRVAR(l3_doc,
 "l3(buf, off, end, ethertype, outs) -> None\n\n"
@@ -285,16 +286,24 @@ PyDoc_STRVAR(l3_doc,
 "ethertype uint16) written into the list of writable buffers outs (n items each, in the\n"
 "order of sniffsync.decode.l3c.OUTPUTS; zeroed by the caller, the SACK offsets -1).");
 
+PyDoc_STRVAR(dot11_doc,
+"dot11(buf, off, end, fcs_at_end, truncated, outs, roles) -> None\n\n"
+"The 802.11 MAC header and LLC/SNAP fields of the frames at the int64 offsets off (ends in\n"
+"end, fcs_at_end and truncated uint8) written into the list of writable buffers outs (in\n"
+"the order of sniffsync.decode.dot11c.OUTPUTS, zeroed by the caller; the address roles'\n"
+"outputs empty unless roles).");
+
 static PyMethodDef methods[] = {
     {"pcap", walk_pcap, METH_VARARGS, pcap_doc},
     {"pcapng", walk_pcapng, METH_VARARGS, pcapng_doc},
     {"radiotap", radiotap, METH_VARARGS, radiotap_doc},
     {"l3", walk_l3, METH_VARARGS, l3_doc},
+    {"dot11", walk_dot11, METH_VARARGS, dot11_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_walk", "Record walk of pcap / pcapng, radiotap and IP / TCP / UDP headers at C speed (see sniffsync.io.walk).",
+    PyModuleDef_HEAD_INIT, "_walk", "Record walk of pcap / pcapng, radiotap, 802.11 MAC / LLC and IP / TCP / UDP headers at C speed (see sniffsync.io.walk).",
     -1, methods,
 };
 
