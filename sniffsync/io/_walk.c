@@ -279,6 +279,7 @@ out:
 /* sniffsync/io/_l3.c, sniffsync/io/_dot11.c */
 PyObject *walk_l3(PyObject *self, PyObject *args);
 PyObject *walk_dot11(PyObject *self, PyObject *args);
+PyObject *walk_rt_phy(PyObject *self, PyObject *args);    /* sniffsync/io/_rtphy.c */
 
 PyDoc_STRVAR(l3_doc,
 "l3(buf, off, end, ethertype, outs) -> None\n\n"
@@ -293,12 +294,19 @@ PyDoc_STRVAR(dot11_doc,
 "the order of sniffsync.decode.dot11c.OUTPUTS, zeroed by the caller; the address roles'\n"
 "outputs empty unless roles).");
 
+PyDoc_STRVAR(rt_phy_doc,
+"rt_phy(present, rate, channel, xchannel, mcs, vht, he, outs) -> None\n\n"
+"The PHY columns of the radiotap field bytes radiotap() copied out (present: its uint32 bits\n"
+"per row; a field not read: b\"\") written into the list of writable buffers outs (in the order\n"
+"of sniffsync.decode.radiotap_values.PHY_OUTPUTS, zeroed by the caller).");
+
 static PyMethodDef methods[] = {
     {"pcap", walk_pcap, METH_VARARGS, pcap_doc},
     {"pcapng", walk_pcapng, METH_VARARGS, pcapng_doc},
     {"radiotap", radiotap, METH_VARARGS, radiotap_doc},
     {"l3", walk_l3, METH_VARARGS, l3_doc},
     {"dot11", walk_dot11, METH_VARARGS, dot11_doc},
+    {"rt_phy", walk_rt_phy, METH_VARARGS, rt_phy_doc},
     {NULL, NULL, 0, NULL},
 };
 
