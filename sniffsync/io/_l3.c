@@ -10,6 +10,7 @@
  * valid values, masks and marks on every test capture and on random headers.
  */
 #define PY_SSIZE_T_CLEAN
+#define AHEAD 16        /* rows ahead whose header lines are fetched */
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
@@ -253,8 +254,10 @@ PyObject *walk_l3(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++) {
 #if defined(__GNUC__) || defined(__clang__)
         /* rows are far apart in the file: fetch the headers a few rows ahead */
-        if (i + 8 < n && off[i + 8] >= 0 && off[i + 8] < bv.len)
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + 8]);
+        if (i + AHEAD < n && off[i + AHEAD] >= 0 && off[i + AHEAD] + 64 < bv.len) {
+            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD]);
+            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);   /* (the header spans two lines) */
+        }
 #endif
         row((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], etype[i], out, i);
     }

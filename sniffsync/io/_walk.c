@@ -254,8 +254,10 @@ static PyObject *radiotap(PyObject *self, PyObject *args)
     int unusual = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !unusual; i++) {
-        if (i + 8 < n)
-            PREFETCH_LINE((const unsigned char *)bv.buf + (off[i + 8] >= 0 && off[i + 8] < bv.len ? off[i + 8] : 0));
+        if (i + 16 < n && off[i + 16] >= 0 && off[i + 16] + 64 < bv.len) {   /* (two lines: the header and past it) */
+            PREFETCH_LINE((const unsigned char *)bv.buf + off[i + 16]);
+            PREFETCH_LINE((const unsigned char *)bv.buf + off[i + 16] + 63);
+        }
         unusual = rt_frame((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], need, dst, i,
                            it_len + i, present + i);
     }
