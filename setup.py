@@ -8,6 +8,6 @@ from setuptools import Extension, find_packages, setup
 
 setup(packages=find_packages(include=["sniffsync*", "airtime*", "viz*", "web*"]) + ["sniffsync.samples"],
       package_dir={"sniffsync.samples": "samples"},
-      ext_modules=[Extension("sniffsync.io._walk", ["sniffsync/io/_walk.c", "sniffsync/io/_l3.c",
-                                                        "sniffsync/io/_dot11.c", "sniffsync/io/_rtphy.c"], optional=True,
-                             extra_compile_args=["-O2"])])
+      ext_modules=[Extension("sniffsync.io._walk",
+                             [f"sniffsync/io/{name}.c" for name in ("_walk", "_l3", "_dot11", "_rtphy")],
+                             optional=True, extra_compile_args=["-O2"])])

@@ -192,7 +192,7 @@ static void row(const unsigned char *buf, int64_t blen, int64_t off, int64_t end
         llc_snap(buf, blen, llc, llc_end, out, i);
 }
 
-/* registered by _walk.c (one extension, three sources) */
+/* registered by _walk.c */
 PyObject *walk_dot11(PyObject *self, PyObject *args)
 {
     Py_buffer bv, ov, ev, fv, cv, outv[N_OUT];
@@ -226,7 +226,8 @@ PyObject *walk_dot11(PyObject *self, PyObject *args)
         /* rows are far apart in the file: fetch the headers a few rows ahead */
         if (i + AHEAD < n && off[i + AHEAD] >= 0 && off[i + AHEAD] + 64 < bv.len) {
             __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD]);
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);   /* (the header spans two lines) */
+            /* (a header spans two lines) */
+            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);
         }
 #endif
         row((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], fcs[i] != 0, cut[i] != 0,

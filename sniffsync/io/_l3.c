@@ -223,7 +223,7 @@ static void row(const unsigned char *buf, int64_t blen, int64_t off, int64_t end
                (v4_ok && proto == 1) || (v6_ok && proto == 58), out, i);
 }
 
-/* registered by _walk.c (one extension, two sources) */
+/* registered by _walk.c (one extension, four sources) */
 PyObject *walk_l3(PyObject *self, PyObject *args)
 {
     Py_buffer bv, ov, ev, tv, outv[N_OUT];
@@ -256,7 +256,8 @@ PyObject *walk_l3(PyObject *self, PyObject *args)
         /* rows are far apart in the file: fetch the headers a few rows ahead */
         if (i + AHEAD < n && off[i + AHEAD] >= 0 && off[i + AHEAD] + 64 < bv.len) {
             __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD]);
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);   /* (the header spans two lines) */
+            /* (a header spans two lines) */
+            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);
         }
 #endif
         row((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], etype[i], out, i);

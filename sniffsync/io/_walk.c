@@ -313,7 +313,9 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_walk", "Record walk of pcap / pcapng, radiotap, 802.11 MAC / LLC and IP / TCP / UDP headers at C speed (see sniffsync.io.walk).",
+    PyModuleDef_HEAD_INIT, "_walk",
+    "Record walk of pcap / pcapng, radiotap, 802.11 MAC / LLC and IP / TCP / UDP headers at C speed "
+    "(see sniffsync.io.walk).",
     -1, methods,
 };
 

@@ -8,8 +8,9 @@ the package installs and runs on the Python walks) gives the same offsets and st
 position as the Python walks, byte for byte (the tests compare both on every test
 capture); the loop is about 7x faster (docs/benchmarks.md, issue 17).
 The extension also reads the radiotap headers of clean chunks
-(:func:`sniffsync.decode.radiotap.decode_radiotap`) and the IP / TCP / UDP / ICMP headers
-(:mod:`sniffsync.decode.l3c`, source ``_l3.c``). ``SNIFFSYNC_WALK=python`` in the
+(:func:`sniffsync.decode.radiotap.decode_radiotap`; their PHY columns: source ``_rtphy.c``), the
+802.11 MAC and LLC/SNAP headers (:mod:`sniffsync.decode.dot11c`, source ``_dot11.c``) and the
+IP / TCP / UDP / ICMP headers (:mod:`sniffsync.decode.l3c`, source ``_l3.c``). ``SNIFFSYNC_WALK=python`` in the
 environment, or :func:`use_backend`, selects the Python walk and decoders.
 """
 from __future__ import annotations
