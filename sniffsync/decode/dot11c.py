@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["decode_dot11_c", "dot11_c_ready", "OUTPUTS"]
+__all__ = ["decode_dot11_c", "decode_dot11_llc", "dot11_c_ready", "OUTPUTS"]
 
 _U1, _U2, _U4, _U8, _I8 = np.uint8, np.uint16, np.uint32, np.uint64, np.int64
 # the C pass's outputs, in its order (sniffsync/io/_dot11.c); the last six only with roles
@@ -96,3 +96,29 @@ def decode_dot11_c(buf, off, end, fcs_at_end, truncated=None, columns=None):
     if wanted is not None:
         cols = {k: v for k, v in cols.items() if k in wanted}
     return cols, o["llc_off"], o["llc_end"], marks, (o["l3_off"], o["ethertype"], o["eth_ok"])
+
+
+def decode_dot11_llc(buf, off, end, fcs_at_end, truncated, columns, llc: bool = True):
+    """``(cols, marks, llc)``: :func:`sniffsync.decode.dot11.decode_dot11`'s columns and marks
+    (one C pass, else the Python decoder) and, with ``llc`` and any data frame with an LLC
+    payload, ``(llc_cols, l3_off, l3_end)`` of every row: the columns of
+    :func:`sniffsync.decode.payload.decode_llc` for those rows (null on the others), where
+    the IP packet starts (-1: none) and ends (``end`` on the others); else ``llc`` None."""
+    fast = decode_dot11_c(buf, off, end, fcs_at_end, truncated, columns)
+    if fast is None:
+        from sniffsync.decode.dot11 import decode_dot11
+        cols, llc_off, llc_end, marks = decode_dot11(buf, off, end, fcs_at_end, truncated, columns)
+    else:
+        cols, llc_off, llc_end, marks, (l3_off, eth, eth_ok) = fast
+    has = llc_off >= 0
+    if not (llc and has.any()):
+        return cols, marks, None
+    if fast is None:                 # decode_llc on those rows, placed in every row
+        from sniffsync.decode.payload import decode_llc
+        from sniffsync.decode.table import scatter
+        rows = np.flatnonzero(has)
+        l_cols, sub_l3 = decode_llc(buf, llc_off[rows], llc_end[rows])
+        (eth, eth_ok), = scatter(len(has), rows, l_cols).values()
+        l3_off = np.full(len(has), -1, np.int64)
+        l3_off[rows] = sub_l3
+    return cols, marks, ({"ethertype": (eth, eth_ok)}, l3_off, np.where(has, llc_end, end))

@@ -20,7 +20,7 @@ from sniffsync.io.capture import WINDOW_BYTES, concat_records, iter_records, rel
 from sniffsync.runtime import Inline, pool, workers
 from sniffsync.decode.linklayer import RADIO_LINKTYPES, decode_link, decode_radio
 from sniffsync.decode.l3c import l3_c_ready
-from sniffsync.decode.payload import decode_l3, decode_llc
+from sniffsync.decode.payload import decode_l3
 from sniffsync.decode.schema import COLUMNS
 from sniffsync.decode.table import ColumnSink, concat_cols, frame_table, scatter
 
@@ -331,32 +331,15 @@ def _dot11_stage(c: _Chunk, need_payload: bool) -> None:
     rows = np.flatnonzero(c.dot11_off >= 0)
     if not rows.size:
         return
-    from sniffsync.decode.dot11c import decode_dot11_c
-    args = (c.buf, _sub(c.dot11_off, rows, c.n), _sub(c.end, rows, c.n), _sub(c.fcs_at_end, rows, c.n),
-            _sub(c.truncated, rows, c.n), c.with_bad())
-    fast = decode_dot11_c(*args)          # the MAC and LLC/SNAP headers in one C pass
-    if fast is None:
-        from sniffsync.decode.dot11 import decode_dot11
-        d_cols, llc_off, llc_end, d_marks = decode_dot11(*args)
-    else:
-        d_cols, llc_off, llc_end, d_marks, (l3_off, eth, eth_ok) = fast
+    from sniffsync.decode.dot11c import decode_dot11_llc
+    d_cols, d_marks, llc = decode_dot11_llc(c.buf, _sub(c.dot11_off, rows, c.n), _sub(c.end, rows, c.n),
+                                            _sub(c.fcs_at_end, rows, c.n), _sub(c.truncated, rows, c.n),
+                                            c.with_bad(), need_payload)
     c.stage(rows, (d_cols, d_marks))
-    if fast is not None:
-        has = llc_off >= 0
-        if need_payload and has.any():     # (as decode_llc on the rows with an LLC payload)
-            c.stage(rows, ({"ethertype": (eth, eth_ok)}, []))
-            c.l3_off[rows] = l3_off
-            c.l3_end[rows[has]] = llc_end[has]
-            c.ethertype[rows] = np.where(eth_ok, eth, 0)
-        return
-    has = llc_off >= 0
-    llc_rows = rows[has] if need_payload else np.zeros(0, np.int64)
-    if llc_rows.size:
-        l_cols, sub_l3 = decode_llc(c.buf, llc_off[has], llc_end[has])
-        c.stage(llc_rows, (l_cols, []))
-        c.l3_off[llc_rows] = sub_l3
-        c.l3_end[llc_rows] = llc_end[has]
-        c.set_ethertype(llc_rows, l_cols)
+    if llc is not None:                     # where the IP packets start, and their ethertype
+        l_cols, c.l3_off[rows], c.l3_end[rows] = llc
+        c.stage(rows, (l_cols, []))
+        c.set_ethertype(rows, l_cols)
 
 
 def _wired_stage(c: _Chunk) -> None:
