@@ -311,11 +311,12 @@ def _radiotap_stage(c: _Chunk) -> None:
     rt_len = np.zeros(c.n, np.int64)
     rows = np.flatnonzero(c.lt_in(RADIO_LINKTYPES))
     if rows.size:
-        rt_cols, hdr_len, fcs, rt_marks = decode_radio(c.buf, c.off[rows], c.end[rows], c.lt[rows],
-                                                       c.with_bad(), c.truncated[rows])
+        off = _sub(c.off, rows, c.n)        # (every row, usually: no copies)
+        rt_cols, hdr_len, fcs, rt_marks = decode_radio(c.buf, off, _sub(c.end, rows, c.n), _sub(c.lt, rows, c.n),
+                                                       c.with_bad(), _sub(c.truncated, rows, c.n))
         c.stage(rows, (rt_cols, rt_marks))
-        ok = hdr_len > 0
-        c.dot11_off[rows[ok]] = c.off[rows[ok]] + hdr_len[ok]
+        rows = slice(None) if len(rows) == c.n else rows
+        c.dot11_off[rows] = np.where(hdr_len > 0, off + hdr_len, -1)
         rt_len[rows] = hdr_len
         c.fcs_at_end[rows] = fcs
     rows = np.flatnonzero(c.lt_in((LINK_DOT11,)))
