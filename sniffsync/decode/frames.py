@@ -133,7 +133,7 @@ def split_records(rec, rows: int = BATCH_ROWS):
 
 def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int | None = None,
                  batch_rows: int = BATCH_ROWS, chunk_rows: int = STREAM_CHUNK_ROWS,
-                 window_bytes: int = WINDOW_BYTES, walk_rows: int = WALK_ROWS):
+                 window_bytes: int = WINDOW_BYTES, walk_rows: int = WALK_ROWS, drop_walked: bool = True):
     """Walk and decode one capture at once: yields, in file order, one result per batch.
 
     The main thread walks the record headers (the one per-record loop, in C when built:
@@ -158,6 +158,9 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
         one): bounds the decoded columns held at once.
     batch_rows, chunk_rows, window_bytes, walk_rows : int
         Frames per batch, frames per decoding chunk, bytes and frames walked at a time.
+    drop_walked : bool
+        Drop each walked window's pages (False: they stay mapped until their batch is
+        decoded, at most ``ahead`` + 1 batches: the decoder then does not map them again).
 
     Yields
     ------
@@ -172,7 +175,7 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
     pending = deque()
     ahead = workers() + 1 if ahead is None else ahead
     with pool() as ex:
-        for rec in _batches(iter_records(path, batch_rows=min(walk_rows, batch_rows),
+        for rec in _batches(iter_records(path, drop_walked, batch_rows=min(walk_rows, batch_rows),
                                          window_bytes=window_bytes), batch_rows):
             pending.append(ex.submit(work, rec))
             while pending and (len(pending) > ahead or pending[0].done()):

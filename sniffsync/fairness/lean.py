@@ -93,8 +93,10 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
 
     marks, sink, names = [], None, {}
     parked = Spill(spill, spill_copy)
-    # one decoding chunk a batch: no per-chunk overhead, no join of chunks
-    batches = iter_columns(path, sniffer, columns, post=post, batch_rows=LEAN_ROWS, chunk_rows=LEAN_ROWS)
+    # one decoding chunk a batch: no per-chunk overhead, no join of chunks; the walked pages
+    # stay mapped until their batch is decoded (then dropped), not mapped twice
+    batches = iter_columns(path, sniffer, columns, post=post, batch_rows=LEAN_ROWS, chunk_rows=LEAN_ROWS,
+                           drop_walked=False)
     for row0, k, cols, batch_marks, rows_estimate in batches:
         marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
         for name, (v, ok) in cols.items():        # categories: codes into one list per column
