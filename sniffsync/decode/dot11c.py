@@ -51,8 +51,7 @@ def decode_dot11_c(buf, off, end, fcs_at_end, truncated=None, columns=None):
     gives the first four, and ``llc`` = ``(l3_off, ethertype, ethertype_valid)`` as
     :func:`sniffsync.decode.payload.decode_llc` gives them for the rows with ``llc_off >= 0``
     (-1 / 0 / False on the others); None when the C extension is not in use."""
-    from sniffsync.decode import dot11 as D
-    from sniffsync.decode import dot11_tables as T
+    from sniffsync.decode.dot11 import _ROLES as ROLE_COLUMNS
     from sniffsync.io import walk
     if not dot11_c_ready():
         return None
@@ -64,7 +63,7 @@ def decode_dot11_c(buf, off, end, fcs_at_end, truncated=None, columns=None):
     end = np.ascontiguousarray(end, np.int64)
     n = len(off)
     cut = np.zeros(n, bool) if truncated is None else np.ascontiguousarray(truncated, bool)
-    roles = want(D._ROLES)
+    roles = want(ROLE_COLUMNS)
     o = {name: np.zeros(n if roles or k < len(OUTPUTS) - _ROLE_OUTPUTS else 0, dt)
          for k, (name, dt) in enumerate(OUTPUTS)}
     walk._c.dot11(buf, off, end, np.ascontiguousarray(fcs_at_end, bool).view(np.uint8), cut.view(np.uint8),
@@ -74,28 +73,41 @@ def decode_dot11_c(buf, off, end, fcs_at_end, truncated=None, columns=None):
     short = np.flatnonzero(o["short"])
     if short.size:
         marks.append((short, "802.11: header truncated"))
-    part = o["part"]
-    parts = part.any()
-    tid, tid_ok = o["tid"], o["qos_ok"].copy()
-    if want(D._BA + ("bad",)):        # its marks feed the bad column
-        rows = np.flatnonzero(part == PART_BA) if parts else np.zeros(0, np.int64)
-        body_end = end[rows] - 4 * o["strip"][rows]
-        at = off[rows] + 16 + 6 * o["wrap"][rows]
-        cols.update(D._block_ack(buf, at, body_end, o["in_sub"][rows] == 9, cut[rows], rows, n,
-                                 tid, tid_ok, marks, want))
-    cols["tid"] = (tid, tid_ok)
-    if want(D._MGMT):
-        rows = np.flatnonzero(part == PART_MGMT_BODY) if parts else np.zeros(0, np.int64)
-        sub = o["subtype"][rows]
-        body = off[rows] + o["hdr"][rows]
-        cols.update(D._mgmt_body(buf, body, end[rows] - 4 * o["strip"][rows], T.MGMT_HAS_TSF[sub],
-                                 body + T.MGMT_IE_OFF[sub], rows, n))
-        rows = np.flatnonzero(part == PART_ASSOC) if parts else np.zeros(0, np.int64)
-        cols["assoc_aid"] = D._assoc_aid(buf, off[rows] + o["hdr"][rows], end[rows] - 4 * o["strip"][rows], rows, n)
+    _bodies(buf, o, off, end, cut, cols, marks, want)
     cols["fcs"] = (o["fcs"], o["strip"])
     if wanted is not None:
         cols = {k: v for k, v in cols.items() if k in wanted}
     return cols, o["llc_off"], o["llc_end"], marks, (o["l3_off"], o["ethertype"], o["eth_ok"])
+
+
+def _bodies(buf, o, off, end, cut, cols, marks, want) -> None:
+    """``tid`` and the columns of the variable bodies (Block Ack / BAR, beacons and probe
+    responses, association responses) into ``cols``, by the numpy decoder's functions on
+    the rows the C pass points out (output ``part``)."""
+    from sniffsync.decode import dot11 as D
+    from sniffsync.decode import dot11_tables as T
+    n, part = len(off), o["part"]
+    parts = part.any()
+
+    def rows_of(kind):
+        return np.flatnonzero(part == kind) if parts else np.zeros(0, np.int64)
+
+    def body_end(rows):                   # (FCS excluded)
+        return end[rows] - 4 * o["strip"][rows]
+    tid, tid_ok = o["tid"], o["qos_ok"].copy()
+    if want(D._BA + ("bad",)):            # its marks feed the bad column
+        rows = rows_of(PART_BA)
+        at = off[rows] + 16 + 6 * o["wrap"][rows]
+        cols.update(D._block_ack(buf, at, body_end(rows), o["in_sub"][rows] == 9, cut[rows], rows, n,
+                                 tid, tid_ok, marks, want))
+    cols["tid"] = (tid, tid_ok)
+    if want(D._MGMT):
+        rows = rows_of(PART_MGMT_BODY)
+        sub, body = o["subtype"][rows], off[rows] + o["hdr"][rows]
+        cols.update(D._mgmt_body(buf, body, body_end(rows), T.MGMT_HAS_TSF[sub], body + T.MGMT_IE_OFF[sub],
+                                 rows, n))
+        rows = rows_of(PART_ASSOC)
+        cols["assoc_aid"] = D._assoc_aid(buf, off[rows] + o["hdr"][rows], body_end(rows), rows, n)
 
 
 def decode_dot11_llc(buf, off, end, fcs_at_end, truncated, columns, llc: bool = True):
