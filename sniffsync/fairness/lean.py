@@ -129,9 +129,10 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
 
 def _global_codes(cat: Cat, index: dict) -> np.ndarray:
     """A batch's codes into ``index`` ({category: code}, extended in first-seen order)."""
-    remap = np.array([index.setdefault(v, len(index)) for v in cat.categories] + [-1], np.int64)
-    k = len(index)
-    return remap[np.asarray(cat.codes)].astype(np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
+    ids = [index.setdefault(v, len(index)) for v in cat.categories]
+    k = len(index)                # (the table in the codes' final dtype: one pass over the rows)
+    remap = np.array(ids + [-1], np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
+    return remap[np.asarray(cat.codes)]
 
 
 def lean_frame(n: int, cols: dict, marks: list, names, consume=()):

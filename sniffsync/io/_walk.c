@@ -77,7 +77,9 @@ static int walk(const unsigned char *buf, int64_t n, int64_t *ppos, int64_t stop
     return 0;
 }
 
-static PyObject *run(PyObject *args, int at, int64_t add, int64_t zero)
+/* The walk; with `heads`, also the first `heads` bytes at each offset (zero past the buffer,
+ * as bytecols.gather reads them), copied while the walk's lines are still cached. */
+static PyObject *run(PyObject *args, int at, int64_t add, int64_t zero, int heads)
 {
     Py_buffer view;
     long long pos, stop;
@@ -87,18 +89,40 @@ static PyObject *run(PyObject *args, int at, int64_t add, int64_t zero)
     offs_t o = {NULL, 0, 0};
     int64_t p = pos;
     int rc;
+    PyObject *head_b = NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = walk((const unsigned char *)view.buf, (int64_t)view.len, &p, stop, at, add, zero, big, &o);
     Py_END_ALLOW_THREADS
+    if (rc == 0 && heads) {
+        head_b = PyBytes_FromStringAndSize(NULL, o.n * (Py_ssize_t)heads);
+        if (!head_b)
+            rc = -1;
+    }
+    if (head_b) {
+        unsigned char *h = (unsigned char *)PyBytes_AS_STRING(head_b);
+        const unsigned char *buf = (const unsigned char *)view.buf;
+        int64_t blen = (int64_t)view.len;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < o.n; i++) {
+            int64_t q = o.v[i], have = blen - q < heads ? blen - q : heads;   /* (walked: 0 <= q < blen) */
+            memcpy(h + i * heads, buf + q, (size_t)have);
+            memset(h + i * heads + have, 0, (size_t)(heads - have));
+        }
+        Py_END_ALLOW_THREADS
+    }
     PyBuffer_Release(&view);
     if (rc < 0) {
         free(o.v);
-        return PyErr_NoMemory();
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     }
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)o.v, o.n * (Py_ssize_t)sizeof(int64_t));
     free(o.v);
-    if (!bytes)
+    if (!bytes) {
+        Py_XDECREF(head_b);
         return NULL;
+    }
+    if (heads)
+        return Py_BuildValue("NNL", bytes, head_b, (long long)p);
     return Py_BuildValue("NL", bytes, (long long)p);
 }
 
@@ -110,7 +134,16 @@ PyDoc_STRVAR(pcap_doc,
 
 static PyObject *walk_pcap(PyObject *self, PyObject *args)
 {
-    return run(args, 8, 16, 0);
+    return run(args, 8, 16, 0, 0);
+}
+
+PyDoc_STRVAR(pcap_heads_doc,
+"pcap_heads(buf, pos, stop, big) -> (offsets, headers, pos)\n\n"
+"pcap(), and the 16 header bytes of each record (zero past the end of buf).");
+
+static PyObject *walk_pcap_heads(PyObject *self, PyObject *args)
+{
+    return run(args, 8, 16, 0, 16);
 }
 
 PyDoc_STRVAR(pcapng_doc,
@@ -120,7 +153,7 @@ PyDoc_STRVAR(pcapng_doc,
 
 static PyObject *walk_pcapng(PyObject *self, PyObject *args)
 {
-    return run(args, 4, 0, 12);
+    return run(args, 4, 0, 12, 0);
 }
 
 /* ---- radiotap: the fixed fields of every frame's header in one pass ----
@@ -304,6 +337,7 @@ PyDoc_STRVAR(rt_phy_doc,
 
 static PyMethodDef methods[] = {
     {"pcap", walk_pcap, METH_VARARGS, pcap_doc},
+    {"pcap_heads", walk_pcap_heads, METH_VARARGS, pcap_heads_doc},
     {"pcapng", walk_pcapng, METH_VARARGS, pcapng_doc},
     {"radiotap", radiotap, METH_VARARGS, radiotap_doc},
     {"l3", walk_l3, METH_VARARGS, l3_doc},
