@@ -1,6 +1,6 @@
 """Only what setup.cfg cannot say: the top-level ``samples/`` folder installed as
 ``sniffsync/samples`` (package data of a package that lives outside the tree ``find:`` walks),
-and the optional C record walk and header passes (``sniffsync.io._walk``, two sources: when
+and the optional C record walk and header passes (``sniffsync.io._walk``, four sources: when
 it cannot be compiled, the install goes on and the reader uses its Python walk and
 decoders, see ``sniffsync/io/walk.py``).
 Everything else is in setup.cfg."""
@@ -8,5 +8,6 @@ from setuptools import Extension, find_packages, setup
 
 setup(packages=find_packages(include=["sniffsync*", "airtime*", "viz*", "web*"]) + ["sniffsync.samples"],
       package_dir={"sniffsync.samples": "samples"},
-      ext_modules=[Extension("sniffsync.io._walk", ["sniffsync/io/_walk.c", "sniffsync/io/_l3.c"], optional=True,
-                             extra_compile_args=["-O2"])])
+      ext_modules=[Extension("sniffsync.io._walk",
+                             [f"sniffsync/io/{name}.c" for name in ("_walk", "_l3", "_dot11", "_rtphy")],
+                             optional=True, extra_compile_args=["-O2"])])

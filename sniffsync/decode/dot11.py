@@ -1,5 +1,7 @@
 """Vectorised IEEE 802.11 MAC header decoder (IEEE 802.11-2020 clause 9).
 
+The C extension does the fixed part of every header in one pass when built
+(:mod:`sniffsync.decode.dot11c`); this module is the fallback and the reference.
 Every frame's first ``WINDOW`` bytes are copied once into an ``(n, WINDOW)`` array;
 fixed-offset fields are column slices of it and the few variable offsets (4th
 address, QoS, +HTC) are ``np.where`` choices. Variable-length parts (Block Ack
@@ -121,6 +123,10 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
     marks : Marks
         Rows that could not be fully decoded.
     """
+    from sniffsync.decode.dot11c import decode_dot11_c
+    fast = decode_dot11_c(buf, off, end, fcs_at_end, truncated, columns)     # the same, one C pass
+    if fast is not None:
+        return fast[:4]
     wanted = None if columns is None else set(columns)
 
     def want(group):
@@ -148,7 +154,7 @@ def decode_dot11(buf, off, end, fcs_at_end, truncated=None, columns=None):
         cols.update(_mgmt_body(buf, body, h.body_end[rows], T.MGMT_HAS_TSF[h.sub[rows]],
                                body + T.MGMT_IE_OFF[h.sub[rows]], rows, h.n))
         rows = np.flatnonzero(h.has_fc & h.is_m & np.isin(h.sub, T.ASSOC_RESP_SUBTYPES) & ~h.short)
-        cols["assoc_aid"] = _assoc_aid(buf, h, rows, h.n)
+        cols["assoc_aid"] = _assoc_aid(buf, h.off[rows] + h.hdr[rows], h.body_end[rows], rows, h.n)
     fcs = np.zeros(h.n, np.uint32)          # the FCS as sent
     rows = np.flatnonzero(h.strip) if want(("fcs",)) else np.zeros(0, np.int64)
     fcs[rows] = u32le(buf, h.body_end[rows])
@@ -310,10 +316,11 @@ def _mark(marks, rows, which, reason):
         marks.append((rows[np.unique(which)], reason))
 
 
-def _assoc_aid(buf, h: _Header, rows, n):
-    """AID a (re)association response assigns (its 2 top bits are set on air)."""
-    at = h.off[rows] + h.hdr[rows] + T.ASSOC_AID_OFF
-    return _scatter(n, rows, u16le(buf, at) & 0x3FFF, at + 2 <= h.body_end[rows])
+def _assoc_aid(buf, body, body_end, rows, n):
+    """AID a (re)association response assigns (its 2 top bits are set on air); ``body``:
+    where the frame body of ``rows`` starts."""
+    at = body + T.ASSOC_AID_OFF
+    return _scatter(n, rows, u16le(buf, at) & 0x3FFF, at + 2 <= body_end)
 
 
 def _mgmt_body(buf, body, body_end, has_tsf, ie_off, rows, n):

@@ -20,7 +20,7 @@ from sniffsync.io.capture import WINDOW_BYTES, concat_records, iter_records, rel
 from sniffsync.runtime import Inline, pool, workers
 from sniffsync.decode.linklayer import RADIO_LINKTYPES, decode_link, decode_radio
 from sniffsync.decode.l3c import l3_c_ready
-from sniffsync.decode.payload import decode_l3, decode_llc
+from sniffsync.decode.payload import decode_l3
 from sniffsync.decode.schema import COLUMNS
 from sniffsync.decode.table import ColumnSink, concat_cols, frame_table, scatter
 
@@ -133,7 +133,7 @@ def split_records(rec, rows: int = BATCH_ROWS):
 
 def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int | None = None,
                  batch_rows: int = BATCH_ROWS, chunk_rows: int = STREAM_CHUNK_ROWS,
-                 window_bytes: int = WINDOW_BYTES, walk_rows: int = WALK_ROWS):
+                 window_bytes: int = WINDOW_BYTES, walk_rows: int = WALK_ROWS, drop_walked: bool = True):
     """Walk and decode one capture at once: yields, in file order, one result per batch.
 
     The main thread walks the record headers (the one per-record loop, in C when built:
@@ -158,6 +158,9 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
         one): bounds the decoded columns held at once.
     batch_rows, chunk_rows, window_bytes, walk_rows : int
         Frames per batch, frames per decoding chunk, bytes and frames walked at a time.
+    drop_walked : bool
+        Drop each walked window's pages (False: they stay mapped until their batch is
+        decoded, at most ``ahead`` + 1 batches: the decoder then does not map them again).
 
     Yields
     ------
@@ -172,7 +175,7 @@ def iter_columns(path, sniffer: int = 0, columns=None, *, post=None, ahead: int 
     pending = deque()
     ahead = workers() + 1 if ahead is None else ahead
     with pool() as ex:
-        for rec in _batches(iter_records(path, batch_rows=min(walk_rows, batch_rows),
+        for rec in _batches(iter_records(path, drop_walked, batch_rows=min(walk_rows, batch_rows),
                                          window_bytes=window_bytes), batch_rows):
             pending.append(ex.submit(work, rec))
             while pending and (len(pending) > ahead or pending[0].done()):
@@ -311,11 +314,12 @@ def _radiotap_stage(c: _Chunk) -> None:
     rt_len = np.zeros(c.n, np.int64)
     rows = np.flatnonzero(c.lt_in(RADIO_LINKTYPES))
     if rows.size:
-        rt_cols, hdr_len, fcs, rt_marks = decode_radio(c.buf, c.off[rows], c.end[rows], c.lt[rows],
-                                                       c.with_bad(), c.truncated[rows])
+        off = _sub(c.off, rows, c.n)        # (every row, usually: no copies)
+        rt_cols, hdr_len, fcs, rt_marks = decode_radio(c.buf, off, _sub(c.end, rows, c.n), _sub(c.lt, rows, c.n),
+                                                       c.with_bad(), _sub(c.truncated, rows, c.n))
         c.stage(rows, (rt_cols, rt_marks))
-        ok = hdr_len > 0
-        c.dot11_off[rows[ok]] = c.off[rows[ok]] + hdr_len[ok]
+        rows = slice(None) if len(rows) == c.n else rows
+        c.dot11_off[rows] = np.where(hdr_len > 0, off + hdr_len, -1)
         rt_len[rows] = hdr_len
         c.fcs_at_end[rows] = fcs
     rows = np.flatnonzero(c.lt_in((LINK_DOT11,)))
@@ -331,18 +335,15 @@ def _dot11_stage(c: _Chunk, need_payload: bool) -> None:
     rows = np.flatnonzero(c.dot11_off >= 0)
     if not rows.size:
         return
-    from sniffsync.decode.dot11 import decode_dot11
-    d_cols, llc_off, llc_end, d_marks = decode_dot11(
-        c.buf, c.dot11_off[rows], c.end[rows], c.fcs_at_end[rows], c.truncated[rows], c.with_bad())
+    from sniffsync.decode.dot11c import decode_dot11_llc
+    d_cols, d_marks, llc = decode_dot11_llc(c.buf, _sub(c.dot11_off, rows, c.n), _sub(c.end, rows, c.n),
+                                            _sub(c.fcs_at_end, rows, c.n), _sub(c.truncated, rows, c.n),
+                                            c.with_bad(), need_payload)
     c.stage(rows, (d_cols, d_marks))
-    has = llc_off >= 0
-    llc_rows = rows[has] if need_payload else np.zeros(0, np.int64)
-    if llc_rows.size:
-        l_cols, sub_l3 = decode_llc(c.buf, llc_off[has], llc_end[has])
-        c.stage(llc_rows, (l_cols, []))
-        c.l3_off[llc_rows] = sub_l3
-        c.l3_end[llc_rows] = llc_end[has]
-        c.set_ethertype(llc_rows, l_cols)
+    if llc is not None:                     # where the IP packets start, and their ethertype
+        l_cols, c.l3_off[rows], c.l3_end[rows] = llc
+        c.stage(rows, (l_cols, []))
+        c.set_ethertype(rows, l_cols)
 
 
 def _wired_stage(c: _Chunk) -> None:

@@ -95,15 +95,18 @@ def _addresses(o: dict, v4: str, at6: int, n: int) -> Cat:
     from sniffsync.decode.payload import _ip_category, _ipv4_category
     from sniffsync.decode.table import _union_cats
 
-    def general(rows):
-        i4, i6 = np.flatnonzero(o["v4_ok"][rows]), np.flatnonzero(o["v6_ok"][rows])
-        if len(i4) == len(rows):               # every row IPv4 (a wired TCP capture): the same, directly
-            return _ipv4_category(o[v4][rows])
-        return _ip_category(o[v4][rows[i4]], i4, o["addr6"][rows[i6], at6:at6 + 16], i6, len(rows))
+    def general(rows=None):                    # (None: every row, no copies)
+        sub = (lambda a: a) if rows is None else (lambda a: a[rows])
+        i4, i6 = np.flatnonzero(sub(o["v4_ok"])), np.flatnonzero(sub(o["v6_ok"]))
+        m = n if rows is None else len(rows)
+        if len(i4) == m:                       # every row IPv4 (a wired TCP capture): the same, directly
+            return _ipv4_category(sub(o[v4]))
+        at = (lambda i: i) if rows is None else (lambda i: rows[i])
+        return _ip_category(o[v4][at(i4)], i4, o["addr6"][at(i6), at6:at6 + 16], i6, m)
 
     k, n_l3 = int(np.count_nonzero(o["fixed"])), o["n_l3"]
     if k == n_l3 or k == 0 or k < n_l3 // 2:
-        return general(np.arange(n))
+        return general()
     fr, gr = np.flatnonzero(o["fixed"]), np.flatnonzero(~o["fixed"])
     cat = _union_cats([_ipv4_category(o[v4][fr]), general(gr)])
     codes = np.empty(n, cat.codes.dtype)

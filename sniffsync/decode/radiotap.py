@@ -287,8 +287,8 @@ def decode_radiotap(buf, off, end, columns=None):
     need = fields_for(columns)
     fast = _c_fields(buf, off, end, need)
     if fast is not None:
-        it_len, raw, present = fast
-        cols = field_values(raw, present, np.ones(len(off), bool), columns)
+        it_len, raw, present, mask = fast
+        cols = field_values(raw, present, np.ones(len(off), bool), columns, mask)
         return cols, it_len, present["flags"] & (raw["flags"][:, 0] & 0x10).astype(bool), []
     head = gather(buf, off, _HEAD)             # the header's first bytes, copied once
     it_len, words, good = _fixed_header(buf, off, end, head)
@@ -311,9 +311,10 @@ def decode_radiotap(buf, off, end, columns=None):
 
 
 def _c_fields(buf, off, end, need):
-    """``(it_len, raw, present)`` as the Python decoder below computes them, from one pass
-    of the C extension over the headers (:mod:`sniffsync.io.walk`'s backend: the same switch
-    selects both), or None: no extension, or a frame the Python decoder must mark."""
+    """``(it_len, raw, present, mask)`` as the Python decoder below computes the first three,
+    from one pass of the C extension over the headers (:mod:`sniffsync.io.walk`'s backend: the
+    same switch selects both), and the present bits as uint32 (``mask``), or None: no
+    extension, or a frame the Python decoder must mark."""
     from sniffsync.io import walk
     if walk.backend() != "c" or not len(off):
         return None
@@ -329,7 +330,7 @@ def _c_fields(buf, off, end, need):
            for b, data in zip(bits, fields)}
     present = {f.name: (mask >> np.uint32(b) & np.uint32(1)).astype(bool) if f.name in raw
                else np.zeros(n, bool) for b, f in FIELDS.items()}
-    return np.frombuffer(it_len, np.int64), raw, present
+    return np.frombuffer(it_len, np.int64), raw, present, mask
 
 
 def _fixed_header(buf, off, end, head):

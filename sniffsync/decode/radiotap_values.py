@@ -15,7 +15,8 @@ from sniffsync.decode.schema import PHY_NAMES
 from sniffsync.decode.table import Cat
 from sniffsync.io.bytecols import le
 
-__all__ = ["field_values", "fields_for", "COLUMN_FIELDS", "PHY_CODE", "RATE_PHY", "HT_NSS", "VHT_BW_MHZ", "HE_BW_MHZ"]
+__all__ = ["field_values", "fields_for", "COLUMN_FIELDS", "PHY_CODE", "RATE_PHY", "HT_NSS", "VHT_BW_MHZ", "HE_BW_MHZ",
+           "PHY_OUTPUTS"]
 
 PHY_CODE = {name: i for i, name in enumerate(PHY_NAMES)}
 _NULL = -1          # "no value" entry in the lookup tables below
@@ -272,7 +273,42 @@ def fields_for(columns) -> set:
     return {f for c in columns for f in COLUMN_FIELDS.get(c, ())} | {"flags"}
 
 
-def field_values(raw, present, good, columns=None):
+# the PHY columns from the C extension (sniffsync/io/_rtphy.c): its outputs, in its order
+PHY_OUTPUTS = (("mcs", np.uint8), ("nss", np.uint8), ("bw_mhz", np.uint16), ("gi_ns", np.uint16),
+               ("ldpc", bool), ("stbc", np.uint8), ("ness", np.uint8), ("he_ltf_size", np.uint8),
+               ("he_n_ltf", np.uint8), ("he_pe_disambig", bool), ("_he_format", np.int8))
+_PHY_C_FIELDS = ("rate", "channel", "xchannel", "mcs", "vht", "he")
+_PHY_C_COLUMNS = {"phy", "ht_format", "he_format"} | set(c for c, _ in PHY_OUTPUTS)
+
+
+def _phy_c(raw, mask, good, want, out) -> bool:
+    """The PHY groups' columns of ``want`` (``_phy_kind``, ``_phy_values``, ``_ht_format``,
+    ``_he_format``) from one pass of the C extension over the field bytes and the present
+    bits ``mask``; False when the extension (with this pass) is not in use."""
+    from sniffsync.io import walk
+    if walk.backend() != "c" or getattr(walk._c, "rt_phy", None) is None:
+        return False
+    n = len(mask)
+    o = {}
+    for name, dt in PHY_OUTPUTS:
+        o[name], o[name + "_ok"] = np.zeros(n, dt), np.zeros(n, bool)
+    o["phy"], o["ht_format"], o["ht_format_ok"] = np.zeros(n, np.int16), np.zeros(n, np.int16), np.zeros(n, bool)
+    walk._c.rt_phy(np.ascontiguousarray(mask, np.uint32),
+                   *(np.ascontiguousarray(raw[f]) if f in raw else b"" for f in _PHY_C_FIELDS), list(o.values()))
+    if "phy" in want:                   # (the Python groups' column order)
+        out["phy"] = (_categorical(o["phy"], good, PHY_NAMES), good)
+    for name, _ in PHY_OUTPUTS:
+        if name in want:
+            out[name] = (o[name], o[name + "_ok"])
+    if "ht_format" in want:
+        out["ht_format"] = (Cat(o["ht_format"], HT_FORMATS), o["ht_format_ok"])
+    if "he_format" in want:
+        ok = o["_he_format_ok"]
+        out["he_format"] = (_categorical(o["_he_format"], ok, HE_FORMATS), ok)
+    return True
+
+
+def field_values(raw, present, good, columns=None, mask=None):
     """Frame-table columns from the gathered radiotap field bytes.
 
     Parameters
@@ -286,6 +322,8 @@ def field_values(raw, present, good, columns=None):
         Rows whose header is usable.
     columns : iterable of str, optional
         Columns wanted (default: every radiotap column of the schema).
+    mask : numpy.ndarray of uint32, optional
+        The present bits per row (the C pass's): the PHY columns then come from one C pass.
 
     Returns
     -------
@@ -296,7 +334,8 @@ def field_values(raw, present, good, columns=None):
     out = {}
     for name in want & set(_SIMPLE):
         out[name] = _SIMPLE[name][1](raw, present)
+    phy_c = mask is not None and bool(want & _PHY_C_COLUMNS) and _phy_c(raw, mask, good, want, out)
     for cols, _fields, write in _GROUPS:
-        if want.intersection(cols):
+        if want.intersection(cols) and not (phy_c and _PHY_C_COLUMNS.issuperset(cols)):
             write(raw, present, good, want, out)
     return {k: v for k, v in out.items() if k in want}

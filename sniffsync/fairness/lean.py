@@ -24,6 +24,7 @@ __all__ = ["read_lean", "narrow", "lean_frame"]
 _SCHEMA = {c.name: c.dtype for c in COLUMNS}
 _SIGNED = (np.int8, np.int16, np.int32, np.int64)
 _UNSIGNED = (np.uint8, np.uint16, np.uint32, np.uint64)
+LEAN_ROWS = 1 << 16       # frames per batch (one decoding chunk each): less per-batch overhead
 
 
 def _schema_np(name: str, values: np.ndarray) -> np.dtype:
@@ -83,7 +84,7 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
     :class:`sniffsync.fairness.spill.SpilledCols`, which reads each back when first asked
     for (``restore()``: all at once); ``spill_copy``: columns also copied there (and kept
     in ``cols``, so a stage may free them)."""
-    from sniffsync.decode.frames import BATCH_ROWS, iter_columns
+    from sniffsync.decode.frames import iter_columns
     from sniffsync.fairness.spill import Spill, SpilledCols
 
     def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
@@ -92,8 +93,10 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
 
     marks, sink, names = [], None, {}
     parked = Spill(spill, spill_copy)
-    # one decoding chunk a batch: no per-chunk overhead, no join of chunks
-    batches = iter_columns(path, sniffer, columns, post=post, chunk_rows=BATCH_ROWS)
+    # one decoding chunk a batch: no per-chunk overhead, no join of chunks; the walked pages
+    # stay mapped until their batch is decoded (then dropped), not mapped twice
+    batches = iter_columns(path, sniffer, columns, post=post, batch_rows=LEAN_ROWS, chunk_rows=LEAN_ROWS,
+                           drop_walked=False)
     for row0, k, cols, batch_marks, rows_estimate in batches:
         marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
         for name, (v, ok) in cols.items():        # categories: codes into one list per column
@@ -126,9 +129,10 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
 
 def _global_codes(cat: Cat, index: dict) -> np.ndarray:
     """A batch's codes into ``index`` ({category: code}, extended in first-seen order)."""
-    remap = np.array([index.setdefault(v, len(index)) for v in cat.categories] + [-1], np.int64)
-    k = len(index)
-    return remap[np.asarray(cat.codes)].astype(np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
+    ids = [index.setdefault(v, len(index)) for v in cat.categories]
+    k = len(index)                # (the table in the codes' final dtype: one pass over the rows)
+    remap = np.array(ids + [-1], np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
+    return remap[np.asarray(cat.codes)]
 
 
 def lean_frame(n: int, cols: dict, marks: list, names, consume=()):

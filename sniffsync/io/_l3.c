@@ -10,6 +10,7 @@
  * valid values, masks and marks on every test capture and on random headers.
  */
 #define PY_SSIZE_T_CLEAN
+#define AHEAD 16        /* rows ahead whose header lines are fetched */
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
@@ -222,7 +223,7 @@ static void row(const unsigned char *buf, int64_t blen, int64_t off, int64_t end
                (v4_ok && proto == 1) || (v6_ok && proto == 58), out, i);
 }
 
-/* registered by _walk.c (one extension, two sources) */
+/* registered by _walk.c (one extension, four sources) */
 PyObject *walk_l3(PyObject *self, PyObject *args)
 {
     Py_buffer bv, ov, ev, tv, outv[N_OUT];
@@ -253,8 +254,11 @@ PyObject *walk_l3(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++) {
 #if defined(__GNUC__) || defined(__clang__)
         /* rows are far apart in the file: fetch the headers a few rows ahead */
-        if (i + 8 < n && off[i + 8] >= 0 && off[i + 8] < bv.len)
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + 8]);
+        if (i + AHEAD < n && off[i + AHEAD] >= 0 && off[i + AHEAD] + 64 < bv.len) {
+            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD]);
+            /* (a header spans two lines) */
+            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);
+        }
 #endif
         row((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], etype[i], out, i);
     }

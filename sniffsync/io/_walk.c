@@ -77,7 +77,9 @@ static int walk(const unsigned char *buf, int64_t n, int64_t *ppos, int64_t stop
     return 0;
 }
 
-static PyObject *run(PyObject *args, int at, int64_t add, int64_t zero)
+/* The walk; with `heads`, also the first `heads` bytes at each offset (zero past the buffer,
+ * as bytecols.gather reads them), copied while the walk's lines are still cached. */
+static PyObject *run(PyObject *args, int at, int64_t add, int64_t zero, int heads)
 {
     Py_buffer view;
     long long pos, stop;
@@ -87,18 +89,40 @@ static PyObject *run(PyObject *args, int at, int64_t add, int64_t zero)
     offs_t o = {NULL, 0, 0};
     int64_t p = pos;
     int rc;
+    PyObject *head_b = NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = walk((const unsigned char *)view.buf, (int64_t)view.len, &p, stop, at, add, zero, big, &o);
     Py_END_ALLOW_THREADS
+    if (rc == 0 && heads) {
+        head_b = PyBytes_FromStringAndSize(NULL, o.n * (Py_ssize_t)heads);
+        if (!head_b)
+            rc = -1;
+    }
+    if (head_b) {
+        unsigned char *h = (unsigned char *)PyBytes_AS_STRING(head_b);
+        const unsigned char *buf = (const unsigned char *)view.buf;
+        int64_t blen = (int64_t)view.len;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < o.n; i++) {
+            int64_t q = o.v[i], have = blen - q < heads ? blen - q : heads;   /* (walked: 0 <= q < blen) */
+            memcpy(h + i * heads, buf + q, (size_t)have);
+            memset(h + i * heads + have, 0, (size_t)(heads - have));
+        }
+        Py_END_ALLOW_THREADS
+    }
     PyBuffer_Release(&view);
     if (rc < 0) {
         free(o.v);
-        return PyErr_NoMemory();
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     }
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)o.v, o.n * (Py_ssize_t)sizeof(int64_t));
     free(o.v);
-    if (!bytes)
+    if (!bytes) {
+        Py_XDECREF(head_b);
         return NULL;
+    }
+    if (heads)
+        return Py_BuildValue("NNL", bytes, head_b, (long long)p);
     return Py_BuildValue("NL", bytes, (long long)p);
 }
 
@@ -110,7 +134,16 @@ PyDoc_STRVAR(pcap_doc,
 
 static PyObject *walk_pcap(PyObject *self, PyObject *args)
 {
-    return run(args, 8, 16, 0);
+    return run(args, 8, 16, 0, 0);
+}
+
+PyDoc_STRVAR(pcap_heads_doc,
+"pcap_heads(buf, pos, stop, big) -> (offsets, headers, pos)\n\n"
+"pcap(), and the 16 header bytes of each record (zero past the end of buf).");
+
+static PyObject *walk_pcap_heads(PyObject *self, PyObject *args)
+{
+    return run(args, 8, 16, 0, 16);
 }
 
 PyDoc_STRVAR(pcapng_doc,
@@ -120,7 +153,7 @@ PyDoc_STRVAR(pcapng_doc,
 
 static PyObject *walk_pcapng(PyObject *self, PyObject *args)
 {
-    return run(args, 4, 0, 12);
+    return run(args, 4, 0, 12, 0);
 }
 
 /* ---- radiotap: the fixed fields of every frame's header in one pass ----
@@ -254,8 +287,10 @@ static PyObject *radiotap(PyObject *self, PyObject *args)
     int unusual = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !unusual; i++) {
-        if (i + 8 < n)
-            PREFETCH_LINE((const unsigned char *)bv.buf + (off[i + 8] >= 0 && off[i + 8] < bv.len ? off[i + 8] : 0));
+        if (i + 16 < n && off[i + 16] >= 0 && off[i + 16] + 64 < bv.len) {   /* (two lines: the header and past it) */
+            PREFETCH_LINE((const unsigned char *)bv.buf + off[i + 16]);
+            PREFETCH_LINE((const unsigned char *)bv.buf + off[i + 16] + 63);
+        }
         unusual = rt_frame((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], need, dst, i,
                            it_len + i, present + i);
     }
@@ -276,8 +311,10 @@ out:
     return result;
 }
 
-/* sniffsync/io/_l3.c */
+/* sniffsync/io/_l3.c, sniffsync/io/_dot11.c */
 PyObject *walk_l3(PyObject *self, PyObject *args);
+PyObject *walk_dot11(PyObject *self, PyObject *args);
+PyObject *walk_rt_phy(PyObject *self, PyObject *args);    /* sniffsync/io/_rtphy.c */
 
 PyDoc_STRVAR(l3_doc,
 "l3(buf, off, end, ethertype, outs) -> None\n\n"
@@ -285,16 +322,34 @@ PyDoc_STRVAR(l3_doc,
 "ethertype uint16) written into the list of writable buffers outs (n items each, in the\n"
 "order of sniffsync.decode.l3c.OUTPUTS; zeroed by the caller, the SACK offsets -1).");
 
+PyDoc_STRVAR(dot11_doc,
+"dot11(buf, off, end, fcs_at_end, truncated, outs, roles) -> None\n\n"
+"The 802.11 MAC header and LLC/SNAP fields of the frames at the int64 offsets off (ends in\n"
+"end, fcs_at_end and truncated uint8) written into the list of writable buffers outs (in\n"
+"the order of sniffsync.decode.dot11c.OUTPUTS, zeroed by the caller; the address roles'\n"
+"outputs empty unless roles).");
+
+PyDoc_STRVAR(rt_phy_doc,
+"rt_phy(present, rate, channel, xchannel, mcs, vht, he, outs) -> None\n\n"
+"The PHY columns of the radiotap field bytes radiotap() copied out (present: its uint32 bits\n"
+"per row; a field not read: b\"\") written into the list of writable buffers outs (in the order\n"
+"of sniffsync.decode.radiotap_values.PHY_OUTPUTS, zeroed by the caller).");
+
 static PyMethodDef methods[] = {
     {"pcap", walk_pcap, METH_VARARGS, pcap_doc},
+    {"pcap_heads", walk_pcap_heads, METH_VARARGS, pcap_heads_doc},
     {"pcapng", walk_pcapng, METH_VARARGS, pcapng_doc},
     {"radiotap", radiotap, METH_VARARGS, radiotap_doc},
     {"l3", walk_l3, METH_VARARGS, l3_doc},
+    {"dot11", walk_dot11, METH_VARARGS, dot11_doc},
+    {"rt_phy", walk_rt_phy, METH_VARARGS, rt_phy_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_walk", "Record walk of pcap / pcapng, radiotap and IP / TCP / UDP headers at C speed (see sniffsync.io.walk).",
+    PyModuleDef_HEAD_INIT, "_walk",
+    "Record walk of pcap / pcapng, radiotap, 802.11 MAC / LLC and IP / TCP / UDP headers at C speed "
+    "(see sniffsync.io.walk).",
     -1, methods,
 };
 

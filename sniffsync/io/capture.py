@@ -26,7 +26,7 @@ from sniffsync.io.bytecols import field, gather
 from sniffsync.io.inflate import inflate
 from sniffsync.io.limits import limits, take_frames
 from sniffsync.io.stamps import flag_ts_outliers
-from sniffsync.io.walk import pcap_window
+from sniffsync.io.walk import pcap_window_heads
 from sniffsync.errors import CaptureError
 
 __all__ = ["Records", "read_records", "iter_records", "concat_records", "release", "head_linktypes",
@@ -184,12 +184,14 @@ def _pcap_batches(buf, n: int, order: str, mapping, drop: bool, rows: int | None
     while pos <= last:
         start = pos
         size = next_window(pos - 24, walked, rows, window)
-        offs, pos = pcap_window(mv, pos, min(pos + size, last), order)
+        offs, pos, heads = pcap_window_heads(mv, pos, min(pos + size, last), order)
         walked += len(offs)
         if len(offs) and offs[-1] > last:      # a header cut by the end of the file
             pos = offs.pop()
         hdr_off = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
-        head = gather(buf, hdr_off, 16)
+        # the headers the C walk copied as it went, else gathered
+        head = gather(buf, hdr_off, 16) if heads is None else \
+            np.frombuffer(heads, np.uint8, 16 * hdr_off.size).reshape(-1, 16)
         over = np.flatnonzero(field(head, 8, order + "u4") > MAX_RECORD)
         if over.size:
             pos = int(hdr_off[over[0]])

@@ -8,8 +8,9 @@ the package installs and runs on the Python walks) gives the same offsets and st
 position as the Python walks, byte for byte (the tests compare both on every test
 capture); the loop is about 7x faster (docs/benchmarks.md, issue 17).
 The extension also reads the radiotap headers of clean chunks
-(:func:`sniffsync.decode.radiotap.decode_radiotap`) and the IP / TCP / UDP / ICMP headers
-(:mod:`sniffsync.decode.l3c`, source ``_l3.c``). ``SNIFFSYNC_WALK=python`` in the
+(:func:`sniffsync.decode.radiotap.decode_radiotap`; their PHY columns: source ``_rtphy.c``), the
+802.11 MAC and LLC/SNAP headers (:mod:`sniffsync.decode.dot11c`, source ``_dot11.c``) and the
+IP / TCP / UDP / ICMP headers (:mod:`sniffsync.decode.l3c`, source ``_l3.c``). ``SNIFFSYNC_WALK=python`` in the
 environment, or :func:`use_backend`, selects the Python walk and decoders.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 # that fails to load is a broken install and raises
 _c = importlib.import_module("sniffsync.io._walk") if importlib.util.find_spec("sniffsync.io._walk") else None
 
-__all__ = ["pcap_window", "pcapng_window", "backend", "use_backend", "ENV_WALK"]
+__all__ = ["pcap_window", "pcap_window_heads", "pcapng_window", "backend", "use_backend", "ENV_WALK"]
 
 ENV_WALK = "SNIFFSYNC_WALK"
 _state = {"c": _c is not None and os.environ.get(ENV_WALK, "").strip().lower() != "python"}
@@ -68,6 +69,15 @@ def pcap_window(mv, pos: int, stop: int, order: str):
     if _state["c"]:
         return _from_c(_c.pcap(mv, pos, stop, order == ">"))
     return _pcap_py(mv, pos, stop, _PCAP[order])
+
+
+def pcap_window_heads(mv, pos: int, stop: int, order: str):
+    """:func:`pcap_window`, and each record's 16 header bytes as ``bytes`` (zero past the
+    buffer) when the C walk copied them as it went, else None (the caller gathers them)."""
+    if _state["c"] and hasattr(_c, "pcap_heads"):
+        raw, heads, pos = _c.pcap_heads(mv, pos, stop, order == ">")
+        return *_from_c((raw, pos)), heads
+    return *pcap_window(mv, pos, stop, order), None
 
 
 def pcapng_window(mv, pos: int, stop: int, order: str):

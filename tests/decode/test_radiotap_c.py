@@ -57,6 +57,7 @@ def same_decode(path):
         return
     assert c[0] == py[0]
     same_cols(c[1], py[1], path.name)
+    assert list(c[1]) == list(py[1]), path.name           # the same column order
     assert [(np.asarray(r).tolist(), w) for r, w in c[2]] == [(np.asarray(r).tolist(), w) for r, w in py[2]]
 
 

@@ -70,9 +70,11 @@ def lean_both():
     import functools
 
     import sniffsync.decode.frames as F
+    import sniffsync.fairness.lean as lean
     whole = read_lean(CAP, COLUMNS)
     mp = pytest.MonkeyPatch()
     mp.setattr(F, "iter_columns", functools.partial(F.iter_columns, batch_rows=500, chunk_rows=500))
+    mp.setattr(lean, "LEAN_ROWS", 500)        # (read_lean's own batch size)
     try:
         batched = read_lean(CAP, COLUMNS, spill=TCP_ONLY, spill_copy=PPDU_AND_TCP)
     finally:

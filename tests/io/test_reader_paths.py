@@ -18,6 +18,7 @@ from sniffsync.io.capture import read_records
 from sniffsync.cli.main import main
 from sniffsync.decode.frames import CHUNK_ROWS, read_capture, read_captures, read_columns
 from sniffsync.decode.schema import COLUMNS, DTYPES
+from sniffsync.decode import table
 from sniffsync.decode.table import GOLDEN64, Cat, bad_column, factorize
 from sniffsync.io.writers import write_pcap, write_pcapng
 
@@ -381,13 +382,19 @@ def test_export_stdout_csv(capsysbinary):
 
 # --- factorize ------------------------------------------------------------------------------
 def check_factorize(keys):
-    codes, uniq = factorize(keys)
-    want_u, want_c = np.unique(keys, return_inverse=True)
-    np.testing.assert_array_equal(uniq, want_u)
-    np.testing.assert_array_equal(codes, want_c.ravel())
-    assert uniq.dtype == want_u.dtype
-    assert codes.shape == (len(keys),)
-    np.testing.assert_array_equal(uniq[codes], keys)
+    # each path: the sort (few keys, the default below table._SORT_BELOW) and the tables
+    for sort_below in (table._SORT_BELOW, 0, 1 << 40):
+        old, table._SORT_BELOW = table._SORT_BELOW, sort_below
+        try:
+            codes, uniq = factorize(keys)
+        finally:
+            table._SORT_BELOW = old
+        want_u, want_c = np.unique(keys, return_inverse=True)
+        np.testing.assert_array_equal(uniq, want_u)
+        np.testing.assert_array_equal(codes, want_c.ravel())
+        assert uniq.dtype == want_u.dtype
+        assert codes.shape == (len(keys),)
+        np.testing.assert_array_equal(uniq[codes], keys)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,

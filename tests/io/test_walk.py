@@ -125,6 +125,28 @@ def test_windows_same_on_random_buffers(fn):
             assert (got[0].tolist(), got[1]) == (want[0].tolist(), want[1]), (raw.tobytes().hex(), pos, stop)
 
 
+def test_headers_copied_by_the_walk_are_the_gathered_ones():
+    """The C walk's copy of each record's 16 header bytes (zero past the buffer) is what
+    bytecols.gather reads at the offsets; the Python walk leaves them to gather (None)."""
+    from sniffsync.io.bytecols import gather
+    rng = np.random.default_rng(8)
+    for _ in range(800):
+        n = int(rng.integers(0, 200))
+        raw = rng.integers(0, 256, n, dtype=np.uint8)
+        raw[3::4] = 0
+        raw[rng.random(n) < 0.6] = 0
+        pos, stop = int(rng.integers(0, 40)), int(rng.integers(-5, n + 20))
+        for order in "<>":
+            with walk.use_backend("c"):
+                offs, end, heads = walk.pcap_window_heads(memoryview(raw), pos, stop, order)
+                ref_offs, ref_end = walk.pcap_window(memoryview(raw), pos, stop, order)
+            assert offs.tolist() == ref_offs.tolist() and end == ref_end
+            off = np.frombuffer(offs, np.int64) if len(offs) else np.zeros(0, np.int64)
+            assert np.array_equal(np.frombuffer(heads, np.uint8).reshape(-1, 16), gather(raw, off, 16))
+    with walk.use_backend("python"):
+        assert walk.pcap_window_heads(memoryview(raw), 0, 10, "<")[2] is None
+
+
 def test_walk_reads_nothing_past_the_buffer():
     """A length field ending exactly at the end is read; one byte short of it stops the walk
     (the extension gets a buffer exactly as long as the slice, nothing after it)."""
