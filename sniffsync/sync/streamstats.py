@@ -33,6 +33,13 @@ def _bins(v) -> np.ndarray:
     return np.where(v < 1.0, 0, np.minimum(b, NBINS - 1))
 
 
+def _finite(key, v) -> tuple:
+    """``(key, |v|)`` of the finite values only (a NaN has no bin and no rank)."""
+    key, v = np.asarray(key, np.int64), np.abs(np.asarray(v, np.float64))
+    ok = np.isfinite(v)
+    return (key, v) if ok.all() else (key[ok], v[ok])
+
+
 def _centre(b) -> np.ndarray:
     b = np.asarray(b, np.float64)
     return np.where(b == 0, 0.5, 2.0 ** ((b - 0.5) / BINS_PER_OCTAVE))
@@ -45,7 +52,7 @@ class Exact:
         self.parts = []
 
     def add(self, key, v) -> None:
-        self.parts.append((np.asarray(key, np.int64), np.abs(v)))
+        self.parts.append(_finite(key, v))
 
     def quantiles(self, keys, pct, scale=1.0):
         v = np.concatenate([x[np.isin(k, keys)] for k, x in self.parts] or [np.zeros(0)])
@@ -59,7 +66,8 @@ class LogHist:
         self.code, self.n = np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def add(self, key, v) -> None:
-        code = np.r_[self.code, np.asarray(key, np.int64) * NBINS + _bins(np.abs(v))]
+        key, v = _finite(key, v)
+        code = np.r_[self.code, key * NBINS + _bins(v)]
         w = np.r_[self.n, np.ones(len(code) - len(self.code), np.int64)]
         self.code, inv = np.unique(code, return_inverse=True)
         self.n = np.bincount(inv.ravel(), w, minlength=len(self.code)).astype(np.int64)

@@ -184,3 +184,14 @@ def test_tiles_of_one_length():
     assert tile_edges(0, 30, 8).tolist() == [0, 8, 16, 23, 30]       # the rest shared by the last two
     assert tile_edges(0, 10, 8).tolist() == [0, 5, 10]
     assert tile_edges(0, 5, 8).tolist() == [0, 5]
+
+
+def test_nan_values_are_left_out_not_binned():
+    # a NaN has no bin: cast to an integer it would land in a wrong key's bins
+    from sniffsync.sync.streamstats import Exact, LogHist
+    key, v = np.array([0, 0, 1, 1, 1]), np.array([10.0, np.nan, 100.0, np.nan, -100.0])
+    for stats in (LogHist(), Exact()):
+        stats.add(key, v)
+        assert stats.quantiles([5, 6], [50]) is None                  # no stray key
+        assert stats.quantiles([1], [50]) == pytest.approx(100.0, rel=REL)
+        assert stats.quantiles([0], [50]) == pytest.approx(10.0, rel=REL)
