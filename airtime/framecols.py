@@ -97,7 +97,7 @@ def _filled(v, ok, rows, fill, dtype) -> np.ndarray:
     v = np.asarray(v) if rows is None else np.asarray(v)[rows]
     out = v.astype(dtype, copy=False)
     if ok is not None:
-        bad = ~(ok if rows is None else ok[rows])
+        bad = ~np.asarray(ok if rows is None else ok[rows], bool)
         if bad.any():
             out = out.copy() if out is v else out
             out[bad] = fill

@@ -53,7 +53,7 @@ class PpduTable:
         if isinstance(v, _Nullable):
             out = v.values.astype(dtype)
             if v.valid is not None:
-                out[~v.valid] = fill
+                out[~np.asarray(v.valid, bool)] = fill
             return out
         if isinstance(v, np.ndarray):
             return v.astype(dtype, copy=False)
