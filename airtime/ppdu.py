@@ -12,8 +12,8 @@ import numpy as np
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
 from airtime.kinds import _K, KIND_NAMES, decide_tsft_at as _decide_tsft_at, detect_tsft_at, kind_codes  # noqa: F401  (re-exported)
-from airtime.framecols import Columns, _cat, _cat_in, _cat_rows, _keep_only, _median_by, _median_by_arrays, _np, _np_rows, \
-    mpdu_bytes  # noqa: F401  (_median_by: the tests)
+from airtime.framecols import Columns, _cat, _cat_in, _cat_rows, _keep_only, _median_by_arrays, _np, _np_rows, mpdu_bytes
+from airtime.framecols import _median_by  # noqa: F401  (the tests read it here)
 from airtime.phy import ppdu_duration_ns
 from airtime.ppdutable import PpduGrouping, _group_sum, first_columns, ppdu_table
 from sniffsync.decode.quality import good_fcs_mask
