@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync.decode import dot11_tables as T
-from sniffsync.decode.dot11_ba import walk_block_ack
+from airtime.barecords import bitmap_table as _bitmap_table, from_columns as _from_columns, record_arrays
 
 __all__ = ["acked_in_block_ack", "ba_records", "station_aids"]
 
@@ -32,56 +32,19 @@ def ba_records(frames) -> pd.DataFrame:
     every MPDU it answers was received), ``addr`` (GCR group address, or the RA of a
     multi-STA record with AID 2045). Null where a record lacks the part.
     """
-    info = _categorical(frames, "ba_info")
-    if info is None:
+    rec = record_arrays(frames)
+    if rec is None:
         return _empty()
-    codes = np.asarray(info.cat.codes)                           # (narrow: no per-frame int64 copies)
-    ts = frames["type_subtype"].to_numpy(np.int16, na_value=-1)
-    rows = np.flatnonzero((codes >= 0) & ((ts == T.TS_BA) | (ts == T.TS_BAR)))
-    if rows.size == 0:
-        return _empty()
-    key = codes[rows].astype(np.int64) * 2 + (ts[rows] == T.TS_BA)
-    uniq, inv = np.unique(key, return_inverse=True)
-    cats = info.cat.categories
-    blobs = [bytes.fromhex(str(cats[k // 2])) for k in uniq]       # per distinct field
-    lens = np.array([len(b) for b in blobs], np.int64)
-    off = np.cumsum(lens) - lens
-    buf = np.frombuffer(b"".join(blobs) or b"\0", np.uint8)
-    wk = walk_block_ack(buf, off, off + lens, uniq % 2 == 1)
-    keep = ~wk.cut & (wk.tid >= 0)
-    # one row per (frame, record): repeat each distinct field's records over its frames
-    order = np.argsort(inv, kind="stable")
-    count = np.bincount(inv, minlength=uniq.size)
-    first = np.cumsum(count) - count
-    r = np.flatnonzero(keep)
-    rep = count[wk.src[r]]
-    r_of = np.repeat(r, rep)
-    within = np.arange(rep.sum()) - np.repeat(np.cumsum(rep) - rep, rep)
-    frame_row = rows[order[first[wk.src[r_of]] + within]]
-    bm = np.array([buf[o:o + n].tobytes().hex() if n else None     # per distinct record
-                   for o, n in zip(wk.bm_off[r], wk.bm_len[r])], dtype=object)
-    bm_code = np.full(wk.src.size, -1, np.int64)
-    bm_cat = pd.Categorical(bm)
-    bm_code[r] = bm_cat.codes
-    is_ba = (uniq % 2 == 1)[wk.src[r_of]]
-    t = wk.batype[wk.src[r_of]]
     names = np.array(T.BA_TYPE_NAMES + [None], dtype=object)
-    tcode = np.where(is_ba, T.BA_TYPE_CODE[t], T.BAR_TYPE_CODE[t])
-    ssc = wk.ssc[r_of]
-    out = pd.DataFrame({
-        "frame_row": frame_row, "rec": wk.rec[r_of],
-        "ba_type": pd.Categorical(names[tcode], categories=T.BA_TYPE_NAMES),
-        "aid": _na(wk.aid[r_of], wk.aid[r_of] >= 0, "UInt16"),
-        "ack_type": _na(wk.ack_type[r_of], wk.ack_type[r_of] >= 0, "UInt8"),
-        "tid": _na(wk.tid[r_of], wk.tid[r_of] >= 0, "UInt8"),
-        "ssn": _na(np.maximum(ssc, 0) >> 4, ssc >= 0, "UInt16"),
-        "frag": _na(np.maximum(ssc, 0) & 0xF, ssc >= 0, "UInt8"),
-        "bits_per_msdu": wk.bits_per_msdu[r_of],
-        "bitmap": pd.Categorical.from_codes(bm_code[r_of], categories=bm_cat.categories),
-        "all_acked": (wk.ack_type[r_of] == 1) & (wk.aid[r_of] != T.MSTA_RA_AID),
-        "addr": _na(wk.addr[r_of], wk.addr[r_of] != 0, "UInt64"),
+    return pd.DataFrame({
+        "frame_row": rec["frame_row"], "rec": rec["rec"],
+        "ba_type": pd.Categorical(names[rec["tcode"]], categories=T.BA_TYPE_NAMES),
+        "aid": _na(*rec["aid"], "UInt16"), "ack_type": _na(*rec["ack_type"], "UInt8"),
+        "tid": _na(*rec["tid"], "UInt8"), "ssn": _na(*rec["ssn"], "UInt16"), "frag": _na(*rec["frag"], "UInt8"),
+        "bits_per_msdu": rec["bits_per_msdu"],
+        "bitmap": pd.Categorical.from_codes(rec["bm_code"], categories=rec["bm_cats"]),
+        "all_acked": rec["all_acked"], "addr": _na(*rec["addr"], "UInt64"),
     })
-    return out.sort_values(["frame_row", "rec"], kind="stable").reset_index(drop=True)
 
 
 def station_aids(frames) -> pd.DataFrame:
@@ -206,37 +169,6 @@ def _opt(v, n) -> np.ndarray:
     if v is None:
         return np.full(n, -1, np.int64)
     return pd.Series(pd.array(v)).astype("Int64").fillna(-1).to_numpy(np.int64)
-
-
-def _from_columns(frames, ba_frame, seq) -> np.ndarray:
-    """Tables without ``ba_info``: the ``ba_bitmap`` bytes, else the first 64 bits."""
-    ssn = frames["ba_ssn"].to_numpy(np.int64, na_value=0)[ba_frame]
-    off = (seq - ssn) % 4096
-    bm = frames["ba_bitmap_lo"].to_numpy(np.uint64, na_value=0)[ba_frame]
-    acked = np.where(off < 64, (bm >> np.minimum(off, 63).astype(np.uint64)) & np.uint64(1), 0).astype(bool)
-    bitmap = _categorical(frames, "ba_bitmap")
-    if bitmap is not None:
-        codes = bitmap.cat.codes.to_numpy(np.int64)[ba_frame]
-        full = codes >= 0                       # rows with the bytes: every bit counts
-        if full.any():
-            table, nbits = _bitmap_table(bitmap.cat.categories)
-            c, o = codes[full], off[full]
-            byte = table[c, np.minimum(o // 8, table.shape[1] - 1)]
-            acked[full] = (o < nbits[c]) & ((byte >> (o % 8).astype(np.uint8)) & 1).astype(bool)
-    return acked
-
-
-def _bitmap_table(hex_bitmaps) -> tuple[np.ndarray, np.ndarray]:
-    """``(table, nbits)``: row k holds the bytes of bitmap k (hex text as sent), zero-padded.
-    One row per distinct bitmap, not per frame."""
-    raw = [bytes.fromhex(str(h)) for h in hex_bitmaps]
-    width = max([len(r) for r in raw] + [1])
-    table = np.zeros((len(raw), width), np.uint8)
-    nbits = np.zeros(len(raw), np.int64)
-    for k, r in enumerate(raw):         # per distinct bitmap
-        table[k, :len(r)] = np.frombuffer(r, np.uint8)
-        nbits[k] = 8 * len(r)
-    return table, nbits
 
 
 def _categorical(frames, name):

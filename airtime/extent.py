@@ -29,7 +29,7 @@ import numpy as np
 
 from airtime.extent_ba import FRAME_CHUNK  # noqa: F401  (airtime.ppdu's, and the tests' chunk size)
 from airtime.extent_ba import COPY_TOL_NS, _col, _col_rows, _expand, _key, _missed_subframes, rows_by_ppdu
-from airtime.framecols import mpdu_bytes
+from airtime.framecols import Labels, _np, mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import BA_BYTES, CTS_BYTES
@@ -49,8 +49,8 @@ class Extent(NamedTuple):
     start_ns: np.ndarray
     end_ns: np.ndarray
     airtime_ns: np.ndarray
-    complete: pd.Categorical
-    source: pd.Categorical
+    complete: Labels           # codes into COMPLETE (``to_pandas()``: a Categorical)
+    source: Labels             # codes into SOURCES
 
 
 class PpduCols(NamedTuple):
@@ -93,7 +93,6 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     PSDU length (its own PHY parameters); ``kind_code`` maps kind names to ``cols.kind`` codes; ``mpdu``: the frames'
     :func:`airtime.framecols.mpdu_bytes` when the caller has them.
     """
-    import pandas as pd
     if mpdu is None:
         mpdu = mpdu_bytes(frames)
     mpdu = np.asarray(mpdu) if np.asarray(mpdu).dtype == np.int32 else np.asarray(mpdu, np.int64)
@@ -104,7 +103,7 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     fp = np.asarray(frame_ppdu, np.int64)
     agg, last_seen, mean_sub = _own_evidence(frames, fp, n, mpdu)
     start = np.where(cols.ends_here, cols.t_ns - np.maximum(air, 0), cols.t_ns)
-    seq = frames["seq"].to_numpy(np.int32, na_value=-1) if "seq" in frames else np.full(len(frames), -1, np.int32)
+    seq = _np(frames, "seq", -1, np.int32)
     data = (cols.kind == kind_code["data"]) & agg & (air > 0)
     ctx = _Ctx(frames, fp, seq, cols, data, start, start + np.maximum(air, 0),
                sifs_ns(cols.freq_mhz).astype(np.int64), _ba_ns(cols, data), kind_code, mpdu, rows_by_ppdu(fp, seq, n))
@@ -119,8 +118,7 @@ def estimate_extent(frames: pd.DataFrame, frame_ppdu: np.ndarray, cols: PpduCols
     new_start = np.where(cols.ends_here, cols.t_ns - np.maximum(new_air, 0), cols.t_ns)
     comp = np.where(longer, 1, np.where(agg & ~last_seen & (est < 0), 2, 0))
     return Extent(new_start, new_start + np.maximum(new_air, 0), new_air,
-                  pd.Categorical.from_codes(comp, COMPLETE),
-                  pd.Categorical.from_codes(np.where(longer, src, 0), SOURCES))
+                  Labels(comp, COMPLETE, obj=False), Labels(np.where(longer, src, 0), SOURCES, obj=False))
 
 
 def _ba_ns(cols: PpduCols, data) -> np.ndarray:

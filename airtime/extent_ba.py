@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from airtime.framecols import _np, _np_rows, label_codes
+from sniffsync.decode import dot11_tables as T
 from airtime.extent_bits import ONES, bitmap_words, low_bits, pack_rows, popcount, set_bits, span_bits, top_bit, \
     window_words
 
@@ -17,6 +19,7 @@ _ONE = np.uint64(1)
 
 COPY_TOL_NS = 3_000           # copies of one PPDU on a merged/common clock
 BA_REACH = 64                 # sequence numbers of a Block-Ack window read
+_MULTI_TID = T.BA_TYPE_NAMES.index("multi_tid")
 FRAME_CHUNK = 1 << 18         # frame rows whose temporaries are built at a time (the same)
 
 
@@ -28,15 +31,12 @@ def _key(a, b, clock) -> np.ndarray:
 
 
 def _col(frames, name, fill):
-    return frames[name].to_numpy(np.int64, na_value=fill) if name in frames else np.full(len(frames), fill, np.int64)
+    return _np(frames, name, fill, np.int64)
 
 
 def _col_rows(frames, name, fill, rows):
     """``_col(frames, name, fill)[rows]`` without the whole column's int64 copy."""
-    import pandas as pd
-    if name not in frames:
-        return np.full(len(rows), fill, np.int64)
-    return pd.Series(frames[name].array.take(rows)).to_numpy(np.int64, na_value=fill)
+    return _np_rows(frames, name, fill, np.asarray(rows), np.int64)
 
 
 def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
@@ -49,7 +49,6 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     ``need``: the data PPDUs to answer for (default all); each PPDU's answer depends only
     on its own window and the frames, so the others are left at 0 without changing any.
     Each window (at most :data:`BA_REACH` positions) is one 64-bit mask (:mod:`airtime.extent_bits`)."""
-    import pandas as pd
     frames, c, n = ctx.frames, ctx.c, len(ctx.data)
     add = np.zeros(n, np.int64)
     ba_now = np.where(ctx.data & (resp >= 0), c.first_frame[np.maximum(resp, 0)], -1)
@@ -63,8 +62,7 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     # the window the evidence covers (_window_base); it ends at the last captured seq or
     # the BA's highest set bit (first 64 bits)
     in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < BA_REACH)
-    bm = pd.Series(frames["ba_bitmap_lo"].array.take(np.maximum(now, 0))).to_numpy(np.uint64, na_value=0) \
-        if "ba_bitmap_lo" in frames else np.zeros(len(d), np.uint64)
+    bm = _np_rows(frames, "ba_bitmap_lo", 0, np.maximum(now, 0), np.uint64)
     top = np.where((now >= 0) & in_ba & (bm > 0),
                    np.minimum(np.floor(np.log2(np.maximum(bm, 1).astype(float))), 63), -1).astype(np.int64)
     width = np.minimum(np.maximum((hi - base) % 4096, top) + 1, BA_REACH)
@@ -191,9 +189,9 @@ def _expand(i, a, b):
 
 
 def _pair_codes(c) -> np.ndarray:
-    """Dense code of each PPDU's (TA, RA, clock) (by first appearance: a hash, no sort)."""
-    import pandas as pd
-    return pd.factorize(_key(c.ta, c.ra, c.clock))[0].astype(np.int64)
+    """Dense code of each PPDU's (TA, RA, clock) (codes of the sorted keys: only equality counts)."""
+    from sniffsync.decode.table import factorize
+    return np.asarray(factorize(_key(c.ta, c.ra, c.clock))[0], np.int64)
 
 
 def rows_by_ppdu(fp, seq, n):
@@ -229,25 +227,29 @@ class BaAnswers:
     for everything; frames without ``ba_info`` by their ``ba_ssn`` / bitmap columns)."""
 
     def __init__(self, frames):
-        from airtime.blockack import _bitmap_table, _categorical, ba_records
+        from airtime.barecords import bitmap_table, record_arrays
         self.frames = frames
-        info = _categorical(frames, "ba_info")
-        self.has_info = None if info is None else np.asarray(info.cat.codes) >= 0
+        info = label_codes(frames, "ba_info")
+        self.has_info = None if info is None else info[0] >= 0
         if info is None:
             return
-        rec = ba_records(frames)                           # sorted by (frame_row, rec)
-        self.row = rec["frame_row"].to_numpy(np.int64)
-        kind = rec["ba_type"].astype(object).to_numpy()
-        self.match = (kind != "multi_tid") | (rec["rec"].to_numpy(np.int64) == 0)
-        self.all_acked = rec["all_acked"].to_numpy(bool)
-        self.bm = rec["bitmap"].cat.codes.to_numpy(np.int64) if len(rec) else np.zeros(0, np.int64)
-        self.ssn = rec["ssn"].to_numpy(np.int64, na_value=0)
-        self.per = rec["bits_per_msdu"].to_numpy(np.int64)
-        self.table, self.nbits = _bitmap_table(rec["bitmap"].cat.categories if len(rec) else [])
+        rec = record_arrays(frames)                        # sorted by (frame_row, rec)
+        if rec is None:
+            z = np.zeros(0, np.int64)
+            rec = {"frame_row": z, "rec": z, "tcode": z, "all_acked": z.astype(bool), "bm_code": z,
+                   "ssn": (z, z.astype(bool)), "bits_per_msdu": z, "bm_cats": []}
+        self.row = rec["frame_row"].astype(np.int64)
+        self.match = (rec["tcode"] != _MULTI_TID) | (rec["rec"].astype(np.int64) == 0)
+        self.all_acked = rec["all_acked"].astype(bool)
+        self.bm = rec["bm_code"].astype(np.int64)
+        ssn, ok = rec["ssn"]
+        self.ssn = np.where(ok, ssn, 0).astype(np.int64)
+        self.per = rec["bits_per_msdu"].astype(np.int64)
+        self.table, self.nbits = bitmap_table(rec["bm_cats"])
         self.words = bitmap_words(self.table)
 
     def __call__(self, ba_frame, seq) -> np.ndarray:
-        from airtime.blockack import _from_columns
+        from airtime.barecords import from_columns as _from_columns
         ba_frame, seq = np.asarray(ba_frame, np.int64), np.asarray(seq, np.int64)
         if self.has_info is None:
             return _from_columns(self.frames, ba_frame, seq)
@@ -353,7 +355,6 @@ def _sent_since(table, q, t_q, since) -> np.ndarray:
 def _previous_ba(ctx):
     """(first frame row, stamp) of the last Block-Ack from RA to TA stamped before each
     data PPDU (same clock); -1 and the minimum int64 where none."""
-    import pandas as pd
     c, n = ctx.c, len(ctx.data)
     out = np.full(n, -1, np.int64)
     t_out = np.full(n, np.iinfo(np.int64).min, np.int64)
@@ -361,11 +362,20 @@ def _previous_ba(ctx):
     d = np.flatnonzero(ctx.data)
     if not len(ba) or not len(d):
         return out, t_out
-    q = pd.DataFrame({"k": _key(c.ta[d], c.ra[d], c.clock[d]), "t": ctx.start[d], "i": d})
-    b = pd.DataFrame({"k": _key(c.ra[ba], c.ta[ba], c.clock[ba]), "t": ctx.start[ba],
-                      "row": c.first_frame[ba], "t_ba": c.t_ns[ba]})
-    m = pd.merge_asof(q.sort_values("t"), b.sort_values("t"), on="t", by="k", allow_exact_matches=False)
-    i = m["i"].to_numpy()
-    out[i] = m["row"].fillna(-1).to_numpy(np.int64)
-    t_out[i] = m["t_ba"].fillna(np.iinfo(np.int64).min).to_numpy(np.int64)
+    k_d, k_b = _key(c.ta[d], c.ra[d], c.clock[d]), _key(c.ra[ba], c.ta[ba], c.clock[ba])
+    t_d, t_b = ctx.start[d], ctx.start[ba]
+    # per pair key, the last Block-Ack started strictly before the data PPDU: one search over
+    # (key code, stamp rank) of the Block-Acks (the later one of equal stamps)
+    keys, code = np.unique(np.concatenate([k_b, k_d]), return_inverse=True)
+    times = np.unique(t_b)
+    m = len(times) + 1
+    cb = code[:len(ba)] * m + np.searchsorted(times, t_b)
+    o = np.argsort(cb, kind="stable")
+    cb = cb[o]
+    cq = code[len(ba):] * m + np.searchsorted(times, t_d, "left")
+    pos = np.searchsorted(cb, cq, "left") - 1
+    hit = (pos >= 0) & (cb[np.maximum(pos, 0)] // m == cq // m)
+    j = o[pos[hit]]
+    out[d[hit]] = c.first_frame[ba][j]
+    t_out[d[hit]] = c.t_ns[ba][j]
     return out, t_out

@@ -18,9 +18,11 @@ __all__ = ["ppdu_duration_ns", "data_rate_kbps", "legacy_response_rate_kbps",
 # ----------------------------------------------------------------- input helpers
 def _num(x, default, dtype=np.int64):
     """Numeric column with nulls replaced by ``default`` (scalars stay 0-d)."""
-    import pandas as pd
     if x is None:
         return np.asarray(default, dtype)
+    if isinstance(x, (int, np.integer)) or isinstance(x, np.ndarray) and x.dtype.kind in "iub":
+        return np.asarray(x).astype(dtype)             # (no pandas needed)
+    import pandas as pd
     if np.ndim(x) == 0:
         return np.asarray(default if pd.isna(x) else x).astype(dtype)
     if isinstance(x, (pd.Series, pd.Index)):
@@ -37,9 +39,14 @@ def _num(x, default, dtype=np.int64):
 
 def _code(x, table: dict, default: int):
     """Integer code of string labels via ``table``; null -> ``default``, unknown -> -1."""
-    import pandas as pd
     if x is None:
         return np.asarray(default)
+    if isinstance(x, str):
+        return np.asarray(table.get(x, -1))
+    if hasattr(x, "codes") and hasattr(x, "categories"):     # codes + labels: no pandas needed
+        lut = np.array([table.get(str(c), -1) for c in x.categories] + [default], np.int64)
+        return lut[np.asarray(x.codes)]
+    import pandas as pd
     if np.ndim(x) == 0:
         return np.asarray(default if pd.isna(x) else table.get(str(x), -1))
     cat = pd.Categorical(np.asarray(x, dtype=object) if not isinstance(x, pd.Categorical) else x)

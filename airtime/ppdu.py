@@ -12,8 +12,10 @@ import numpy as np
 
 from airtime.extent import FRAME_CHUNK, PpduCols, estimate_extent
 from airtime.kinds import _K, KIND_NAMES, decide_tsft_at as _decide_tsft_at, detect_tsft_at, kind_codes  # noqa: F401  (re-exported)
-from airtime.framecols import _cat, _cat_in, _cat_rows, _keep_only, _median_by, _np, _np_rows, mpdu_bytes
+from airtime.framecols import Columns, _cat, _cat_in, _cat_rows, _keep_only, _median_by_arrays, _np, _np_rows, mpdu_bytes
+from airtime.framecols import _median_by  # noqa: F401  (the tests read it here)
 from airtime.phy import ppdu_duration_ns
+from airtime.ppdutable import PpduGrouping, _group_sum, first_columns, ppdu_table
 from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
 
@@ -24,9 +26,6 @@ __all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "ppdu_end_shift_n
            "detect_tsft_at"]
 
 TSFT_UNSET = -1                                  # QCA: TSFT all-ones until the last subframe
-# the PPDU table's columns of the first MPDU, and their dtypes
-_FIRST_COLUMNS = {"ta": "UInt64", "ra": "UInt64", "mcs": "UInt8", "nss": "UInt8", "bw_mhz": "UInt16",
-                  "gi_ns": "UInt16", "signal_dbm": "Int8"}
 # frame columns the extent estimate (airtime.extent, airtime.extent_ba, airtime.blockack)
 # reads: ``group_ppdus(release=True)`` frees the others before it (a test checks the result)
 EXTENT_READS = frozenset({"seq", "ampdu_ref", "ampdu_last", "duration_us", "type_subtype", "ba_ssn",
@@ -102,8 +101,8 @@ def _tsft_offset(frames, sniffer, tsft):
         v = (tsft[rows] * 1000 - _np_rows(frames, "ts_ns", 0, rows))[has[rows]]
         vals[at:at + len(v)] = v
         at += len(v)
-    off = _median_by(vals, sniffer[has])
-    keys, meds = off.index.to_numpy(np.int64), off.to_numpy(np.float64)
+    keys, meds = _median_by_arrays(vals, sniffer[has])
+    keys = keys.astype(np.int64)
 
     def shift(s):
         if not len(keys):
@@ -113,22 +112,16 @@ def _tsft_offset(frames, sniffer, tsft):
     return shift
 
 
-class PpduGrouping(NamedTuple):
-    """What :func:`group_ppdus` returns."""
-    ppdus: pd.DataFrame        # one row per PPDU (columns in docs/airtime.md)
-    frame_ppdu: np.ndarray     # int64 PPDU id of each frame row
-    tsft_at: dict              # {sniffer: "start" | "end"}: what its stamps were taken to mark
-
-
 def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture",
                 keep_bad_fcs: bool = False, release: bool = False) -> PpduGrouping:
     """Group MPDUs into PPDUs and give each its start, end and exact airtime.
 
     Parameters
     ----------
-    frames : pd.DataFrame
+    frames : pd.DataFrame or mapping
         Frame table (``sniffsync.decode.schema`` columns), frames of each sniffer in
-        capture order.
+        capture order; or its columns without pandas (:class:`airtime.framecols.Columns`,
+        or a dict ``{name: array | (values, valid) | Cat}``, categories as codes + labels).
     tsft_at : {"auto", "start", "end"} or dict
         What the sniffers' timestamps mark; ``"auto"`` decides per sniffer from
         response gaps (see :func:`detect_tsft_at`); a dict gives it per sniffer.
@@ -146,8 +139,11 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     Returns
     -------
     PpduGrouping
-        ``(ppdus, frame_ppdu, tsft_at)``.
+        ``(ppdus, frame_ppdu, tsft_at)``; ``ppdus`` (a DataFrame) is built when first read
+        (``column(name)`` reads one PPDU column without it, and without pandas).
     """
+    if isinstance(frames, dict):
+        frames = Columns.of(frames)
     return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, release=release)
 
 
@@ -160,14 +156,15 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
         raise UsageError(f"stamps must be capture or end, not {stamps!r}")
     if stamps == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
-    good = good_fcs_mask(frames, keep_bad_fcs)
+    good = _good_fcs(frames, keep_bad_fcs)
     if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
-        sub = _group_ppdus(frames[good], tsft_at, stamps, False, only_if_start, release)
+        part = frames.take(good) if isinstance(frames, Columns) else frames[good]
+        sub = _group_ppdus(part, tsft_at, stamps, False, only_if_start, release)
         rows = np.flatnonzero(good)
         frame_ppdu = np.full(len(frames), -1, np.int64)
         frame_ppdu[rows] = sub.frame_ppdu
-        return PpduGrouping(None if sub.ppdus is None else
-                            sub.ppdus.assign(first_frame=rows[sub.ppdus["first_frame"].to_numpy(np.int64)]),
+        return PpduGrouping(None if sub.table is None else
+                            sub.table.with_column("first_frame", rows[sub.column("first_frame")]),
                             frame_ppdu, sub.tsft_at)
     sniffer = _np(frames, "sniffer", 0, np.int32)        # (held through the grouping: 4 bytes a frame)
     g = _groups(frames, sniffer)
@@ -185,7 +182,7 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
                     ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
                     ness=_narrow(at("ness", 0)), freq_mhz=freq, he_format=_cat_rows(frames, "he_format", "su", g.first),
                     he_ltf_size=_narrow(at("he_ltf_size", 2)), he_n_ltf=_narrow(at("he_n_ltf", 0)))
-    table = _first_columns(frames, g)
+    table = first_columns(frames, g)
     kind = kind_codes(at("type_subtype", -1))
     snf = sniffer[g.first].astype(np.int64)
     ta, ra = at("ta", -1), at("ra", -1)
@@ -227,11 +224,16 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
                     phy_args["mcs"], phy_args["rate_kbps"], g.first)
     ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, mpdu)
     del mpdu
-    ppdus = _ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
-    ppdus["captured_airtime_ns"] = airtime
-    ppdus["complete"] = ext.complete
-    ppdus["extent_src"] = ext.source
+    ppdus = ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
+    ppdus.cols.update(captured_airtime_ns=airtime, complete=ext.complete, extent_src=ext.source)
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
+
+
+def _good_fcs(frames, keep_bad_fcs) -> np.ndarray:
+    """:func:`good_fcs_mask` (its rule, ``fcs_bad`` null = good) of a frame table or columns."""
+    if isinstance(frames, Columns):
+        return np.ones(len(frames), bool) if keep_bad_fcs else ~_np(frames, "fcs_bad", False, bool)
+    return good_fcs_mask(frames, keep_bad_fcs)
 
 
 def _narrow(v: np.ndarray) -> np.ndarray:
@@ -293,18 +295,6 @@ def _groups(frames, sniffer) -> _Groups:
     return _Groups(order, starts, first, last, np.diff(np.r_[starts, n]), frame_ppdu)
 
 
-def _group_sum(values, g: _Groups) -> np.ndarray:
-    """Per-PPDU int64 sum of a per-frame column; no gathered or widened per-frame copy
-    (a bool column: its True rows counted by PPDU; frames in PPDU order: no gather)."""
-    o = g.order
-    if not len(o):
-        return np.zeros(0, np.int64)
-    if values.dtype == bool:
-        return np.bincount(g.frame_ppdu[np.flatnonzero(values)], minlength=len(g.starts)).astype(np.int64)
-    in_order = isinstance(o, _InOrder) or (o[1:] > o[:-1]).all()
-    return np.add.reduceat(values if in_order else values[o], g.starts)
-
-
 def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
     """PSDU length per PPDU: A-MPDU subframes are delimiter (4) + MPDU padded to 4, except
     the last; -1 when a frame's length is unknown."""
@@ -321,46 +311,6 @@ def _psdu_bytes(L, frames, g: _Groups, phy: pd.Categorical) -> np.ndarray:
     is_agg = aggregated | (g.counts > 1)
     bad_len = _group_sum(L < 0, g) > 0
     return np.where(bad_len, -1, np.where(is_agg, psdu_agg, L[first])).astype(np.int64, copy=False)
-
-
-def _first_columns(frames, g: _Groups) -> dict:
-    """What the PPDU table reads of the frames: the first MPDU's columns and the sums."""
-    import pandas as pd
-    n_groups = len(g.starts)
-
-    def grouped(name, dtype):
-        vals = frames[name].iloc[g.first].reset_index(drop=True) if name in frames else \
-            pd.Series(pd.array([None] * n_groups, dtype=dtype))
-        return vals.astype(dtype)
-    out = {name: grouped(name, dtype) for name, dtype in _FIRST_COLUMNS.items()}
-    out["phy"] = grouped("phy", "category") if "phy" in frames else None
-    out["retries"] = _group_sum(_np(frames, "retry", 0, bool), g)        # (int64 sums of bools)
-    out["fcs_bad"] = _group_sum(_np(frames, "fcs_bad", 0, bool), g)
-    return out
-
-
-def _ppdu_table(grouped, g: _Groups, snf, start_ns, end_ns, airtime, kind, psdu) -> pd.DataFrame:
-    """The PPDU table: times, airtime, kind and sums, and the first MPDU's PHY columns
-    (``grouped``: :func:`_first_columns`)."""
-    import pandas as pd
-    n_groups = len(g.starts)
-    retries, fcs_bad = grouped["retries"], grouped["fcs_bad"]
-    return pd.DataFrame({
-        "ppdu": np.arange(n_groups, dtype=np.int64),
-        "sniffer": snf.astype(np.int16),
-        "start_ns": start_ns, "end_ns": end_ns, "airtime_ns": airtime,
-        "start_us": (start_ns + 500) // 1000, "end_us": (end_ns + 500) // 1000,
-        "airtime_us": np.where(airtime >= 0, (airtime + 500) // 1000, -1),
-        "ta": grouped["ta"], "ra": grouped["ra"],
-        "kind": pd.Categorical.from_codes(kind, KIND_NAMES),
-        "n_mpdus": g.counts.astype(np.int32), "psdu_bytes": psdu,
-        "phy": grouped["phy"],
-        "mcs": grouped["mcs"], "nss": grouped["nss"],
-        "bw_mhz": grouped["bw_mhz"], "gi_ns": grouped["gi_ns"],
-        "retries": retries.astype(np.int32), "fcs_bad": fcs_bad.astype(np.int32),
-        "first_frame": g.first.astype(np.int64),
-        "signal_dbm": grouped["signal_dbm"],
-    })
 
 
 def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped: PpduGrouping | None = None, *,
@@ -392,12 +342,12 @@ def align_to_ppdu_end(frames: pd.DataFrame, tsft_at="auto", grouped: PpduGroupin
 def ppdu_end_shift_ns(sniffer: np.ndarray, grouped: PpduGrouping) -> np.ndarray:
     """Per frame, what :func:`align_to_ppdu_end` adds to its stamp (int64 ns): its PPDU's
     airtime on a sniffer that stamps starts, else 0 (frames in no PPDU stay)."""
-    ppdus, frame_ppdu, conv = grouped
+    frame_ppdu, conv = grouped.frame_ppdu, grouped.tsft_at
     starts = np.array([s for s, c in conv.items() if c == "start"], np.int64)
     shift = np.zeros(len(frame_ppdu), np.int64)
     if not len(starts):
         return shift
-    air = ppdus["airtime_ns"].to_numpy(np.int64)
+    air = grouped.column("airtime_ns", np.int64, -1)
     move = np.isin(sniffer, starts) & (frame_ppdu >= 0)      # frames in no PPDU (bad FCS) stay
     shift[move] = np.maximum(air[frame_ppdu[move]], 0)
     return shift

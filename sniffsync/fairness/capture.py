@@ -130,27 +130,28 @@ def airtime_frames(cap: Capture, ppdus):
 
 
 def _airtime_columns(cap: Capture, ppdus):
-    """:func:`airtime_frames` of decoded columns, with a lower memory peak: the PPDUs are
-    grouped on a frame table of the radio columns only (no TCP/IP ones), then the columns
-    only the grouping read are freed and the TCP analysis consumes the rest as it reads them.
-    Columns the reader parked on disk (:mod:`sniffsync.fairness.spill`: the TCP-only ones, and
-    copies of those both stages read, which the grouping then frees) come back after it."""
+    """:func:`airtime_frames` of decoded columns, with a lower memory peak and no pandas: the
+    PPDUs are grouped on the radio columns only (no TCP/IP ones; :class:`airtime.framecols.Columns`),
+    then the columns only the grouping read are freed and the TCP analysis consumes the rest
+    as it reads them. Columns the reader parked on disk (:mod:`sniffsync.fairness.spill`: the
+    TCP-only ones, and copies of those both stages read, which the grouping then frees) come
+    back after it."""
+    from airtime.framecols import Columns
     from airtime.ppdu import group_ppdus, ppdu_end_shift_ns
-    from sniffsync.fairness.lean import lean_frame
     n, cols, marks = cap.columns
     keep = np.ones(n, bool) if cap.skip is None else ~cap.skip     # wild stamps group into no PPDU
     copied = cols.spill.copy if hasattr(cols, "restore") else frozenset()
     radio = [c for c in cols if c not in TCP_COLUMNS or c in _PPDU_READS]
-    # no widened copies; the columns only the grouping reads (or copied on disk) move into the table
-    frames = lean_frame(n, cols, marks, radio + ["bad"],
-                        consume={c for c in radio if c not in TCP_COLUMNS or c in copied})
+    # no copies; the columns only the grouping reads (or copied on disk) move into its mapping
+    moved = {c for c in radio if c not in TCP_COLUMNS or c in copied}
+    frames = Columns(n, {c: cols.pop(c) if c in moved else cols[c] for c in radio})
     if cap.skip is not None:
-        frames = frames[keep].reset_index(drop=True)
+        frames = frames.take(keep)
     release_free_heap()                # the reader's freed batches
     grouped = group_ppdus(frames, release=True)     # (frees the columns as its steps are done)
     del frames
     # the cross-layer view reads three PPDU columns (sniffsync.fairness.crosslayer)
-    ppdus = _lite(grouped.ppdus) if ppdus is None else ppdus
+    ppdus = _lite(grouped) if ppdus is None else ppdus
     release_free_heap()                # the grouping's freed temporaries, before the TCP analysis
     # (parked columns come back from disk as they are read: fairness.spill)
     for c in [c for c in cols if c not in TCP_COLUMNS]:
@@ -166,7 +167,6 @@ def _airtime_columns(cap: Capture, ppdus):
     return out, ppdus
 
 
-def _lite(ppdus):
-    """The PPDU columns the cross-layer view reads, copied out of the whole table."""
-    import pandas as pd
-    return pd.DataFrame({c: ppdus[c].array.copy() for c in ("ta", "start_ns", "airtime_ns")})
+def _lite(grouped) -> dict:
+    """The PPDU columns the cross-layer view reads (numpy; ``ta`` -1 where none)."""
+    return {c: grouped.column(c, np.int64, -1) for c in ("ta", "start_ns", "airtime_ns")}

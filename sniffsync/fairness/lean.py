@@ -7,9 +7,9 @@ cast to the schema dtype (the values the frame table would hold) and then stored
 narrowest integer type of the same signedness that holds the batch's values; a mask that
 is all valid is dropped; category codes go into one list per column. Each batch is copied
 into columns allocated once as it arrives (nothing of it stays pinned in the decoding
-threads' heaps), and :func:`lean_frame` gives the PPDU grouping a DataFrame over these
-arrays without widening them (pandas nullable arrays of the narrow dtype, plain numpy
-where no value is null). Readers of the columns convert to the dtype they compute in
+threads' heaps); the PPDU grouping reads them as they are (``airtime.framecols.Columns``,
+no pandas), and :func:`lean_frame` gives a DataFrame over these arrays without widening
+them (pandas nullable arrays of the narrow dtype, plain numpy where no value is null). Readers of the columns convert to the dtype they compute in
 (``to_numpy(int64)``, :func:`sniffsync.tcp.columns.frame_getter`), so results do not change.
 """
 from __future__ import annotations

@@ -53,12 +53,9 @@ def test_no_heavy_imports(argv, tmp_path):
         assert "sniffsync.cli.merge" not in mods and "sniffsync.cli.fairness" not in mods
 
 
-# the 802.11 path groups PPDUs (airtime.ppdu) on a pandas frame table today: it passes once
-# the grouping and its table are pandas-free (issue 17, helpers WX and RM); the lead flips it
-_WIFI_XFAIL = pytest.mark.xfail(strict=False, reason="802.11: the PPDU grouping still imports pandas")
-
-
-@pytest.mark.parametrize("cap", [WIRED, pytest.param(WIFI, marks=_WIFI_XFAIL)], ids=["wired", "802.11"])
+# 802.11: the PPDUs are grouped on the decoded columns (airtime.framecols.Columns) and the
+# cross-layer view reads three PPDU columns as numpy: no pandas either (issue 17)
+@pytest.mark.parametrize("cap", [WIRED, WIFI], ids=["wired", "802.11"])
 def test_fairness_imports_neither_pandas_nor_pyarrow(cap, tmp_path):
     out = tmp_path / "r.json"
     code, mods, text = _modules(tmp_path, "fairness", cap, "-o", str(out))
