@@ -61,7 +61,8 @@ def _ns(seconds: float) -> int:
 
 
 def _captures(paths, keep_bad_fcs=False):
-    """One :class:`Capture` per path, read when the analysis reaches it."""
+    """One :class:`Capture` per path, read when the analysis reaches it (its parked columns'
+    temporary file is deleted when the next is asked for, or the generator closed)."""
     from sniffsync.io.capture import head_linktypes
     from sniffsync.fairness.core import Capture
     from sniffsync.fairness.capture import PPDU_AND_TCP, TCP_ONLY
@@ -85,8 +86,11 @@ def _captures(paths, keep_bad_fcs=False):
         if keep_bad_fcs:          # no fcs_bad column: every frame is analysed (decode.quality)
             cols.pop("fcs_bad", None)
         # a wired capture is analysed once, without the frame table: its columns are freed as read
-        yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS,
-                                    stamps="capture", release=True)
+        try:
+            yield Capture.from_columns(n, cols, marks, columns, consume=columns is WIRED_COLUMNS,
+                                        stamps="capture", release=True)
+        finally:                  # the analysis is done with it, or failed: its parked columns' file
+            getattr(cols, "close", lambda: None)()
 
 
 def _all_in(values, allowed) -> bool:
@@ -100,15 +104,16 @@ def _all_in(values, allowed) -> bool:
 
 def run(args) -> int:
     import os
+    from contextlib import closing
 
     from sniffsync.fairness.core import fairness_tables
     from sniffsync.fairness.report import flow_lines, write_csv, write_json
     from sniffsync.io.atomic import atomic_output
 
-    runs, summary = fairness_tables(
-        _captures(args.captures, args.keep_bad_fcs), _ns(args.window), _ns(args.step),
-        t0_ns=args.origin,
-        qdelay_threshold_ns=_ns(args.bloat_ms / 1000), dedup=not args.no_dedup)
+    with closing(_captures(args.captures, args.keep_bad_fcs)) as captures:   # (closes on an error too)
+        runs, summary = fairness_tables(
+            captures, _ns(args.window), _ns(args.step), t0_ns=args.origin,
+            qdelay_threshold_ns=_ns(args.bloat_ms / 1000), dedup=not args.no_dedup)
     print("\n".join(flow_lines(runs)))
     below = summary["unfair_below"]
     for s, path in zip(summary["runs"], args.captures):

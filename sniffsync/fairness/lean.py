@@ -14,6 +14,8 @@ them (pandas nullable arrays of the narrow dtype, plain numpy where no value is 
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from sniffsync.decode.schema import COLUMNS
@@ -86,53 +88,102 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
     in ``cols``, so a stage may free them)."""
     from sniffsync.decode.frames import iter_columns
     from sniffsync.fairness.spill import Spill, SpilledCols
+    parked, codes = Spill(spill, spill_copy), _Codes()
 
     def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
         end = int(rec.data_off[-1]) + int(rec.caplen[-1]) if n else 1
-        return rec.row0, n, narrow(cols), marks, int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
+        cols = narrow(cols)
+        for name, (v, ok) in cols.items():        # categories: codes into one numbering per column
+            if isinstance(v, Cat):
+                cols[name] = (codes.remap(name, v, rec.row0), ok)
+        parked.add(cols, n, rec.row0)             # (here, not on the main thread: it walks)
+        return rec.row0, n, cols, marks, int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
 
-    marks, sink, names = [], None, {}
-    parked = Spill(spill, spill_copy)
+    marks, sink = [], None
     # one decoding chunk a batch: no per-chunk overhead, no join of chunks; the walked pages
     # stay mapped until their batch is decoded (then dropped), not mapped twice
     batches = iter_columns(path, sniffer, columns, post=post, batch_rows=LEAN_ROWS, chunk_rows=LEAN_ROWS,
                            drop_walked=False)
-    for row0, k, cols, batch_marks, rows_estimate in batches:
-        marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
-        for name, (v, ok) in cols.items():        # categories: codes into one list per column
-            if isinstance(v, Cat):
-                cols[name] = (_global_codes(v, names.setdefault(name, {})), ok)
-        # copied into columns allocated once: the batch's arrays are freed (and their
-        # memory reused by the next batches) at once, none kept until a final join
-        parked.add(cols, k)
-        sink = sink or ColumnSink(rows_estimate)
-        sink.add(cols, k)
-        del cols
+    try:
+        for row0, k, cols, batch_marks, rows_estimate in batches:
+            marks.extend((np.asarray(r, np.int64) + row0, why) for r, why in batch_marks)
+            # copied into columns allocated once: the batch's arrays are freed (and their
+            # memory reused by the next batches) at once, none kept until a final join
+            sink = sink or ColumnSink(rows_estimate)
+            sink.add(cols, k)
+            del cols
+    except BaseException:
+        batches.close()                           # (waits for the workers: none parks after)
+        parked.close()
+        raise
     if sink is None:                              # an empty capture: the reader's own columns
+        parked.close()
         from sniffsync.decode.frames import read_columns
         return read_columns(path, sniffer, columns, records=False)[1:]
+    cats = codes.final()
 
     def finish(name, col):
         v, ok = col
-        if name in names:                         # (nulls of batches that lacked it: code -1)
-            return as_cat(Cat(v, list(names[name])), ok), None
+        if name in cats:                          # (nulls of batches that lacked it: code -1)
+            categories, order = cats[name]
+            return as_cat(Cat(v if order is None else order[v], categories), ok), None
         if v.dtype.kind in "iu":                  # batches of different widths met at the widest
             return v.astype(_smallest(v), copy=False), ok
         return v, ok
     cols = sink.result()
     for name in list(cols):
         cols[name] = finish(name, cols[name])
-    if parked.parts:
-        cols = SpilledCols(cols, parked, finish)
-    return sink.n, cols, marks
+    if not parked.parts:
+        parked.close()
+        return sink.n, cols, marks
+    return sink.n, SpilledCols(cols, parked, finish), marks
 
 
-def _global_codes(cat: Cat, index: dict) -> np.ndarray:
-    """A batch's codes into ``index`` ({category: code}, extended in first-seen order)."""
-    ids = [index.setdefault(v, len(index)) for v in cat.categories]
-    k = len(index)                # (the table in the codes' final dtype: one pass over the rows)
-    remap = np.array(ids + [-1], np.int8 if k < 127 else np.int16 if k < 32767 else np.int32)
-    return remap[np.asarray(cat.codes)]
+def _code_dtype(k: int):
+    return np.int8 if k < 127 else np.int16 if k < 32767 else np.int32
+
+
+class _Codes:
+    """One numbering per categorical column for batches coded on any thread, in any order;
+    :meth:`final` renumbers it to first-seen order in the file (what a reading in order
+    gives), so results do not depend on thread timing."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.index = {}     # name -> {category: code}
+        self.first = {}     # name -> [(row0, position in its batch) where each code was first seen]
+
+    def remap(self, name: str, cat: Cat, row0: int) -> np.ndarray:
+        """A batch's codes (rows from ``row0``) in the column's numbering."""
+        with self.lock:
+            index, first = self.index.setdefault(name, {}), self.first.setdefault(name, [])
+            ids = []
+            for pos, v in enumerate(cat.categories):
+                code = index.setdefault(v, len(index))
+                if code == len(first):
+                    first.append((row0, pos))
+                elif (row0, pos) < first[code]:
+                    first[code] = (row0, pos)
+                ids.append(code)
+            k = len(index)
+        remap = np.array(ids + [-1], _code_dtype(k))    # (in the codes' final dtype: one pass)
+        return remap[np.asarray(cat.codes)]
+
+    def final(self) -> dict:
+        """``{name: (categories, order)}``: ``order[code]`` the file-order code (last: -1),
+        None where the numbering already is in file order."""
+        out = {}
+        for name, index in self.index.items():
+            cats, first = list(index), self.first[name]
+            rank = sorted(range(len(cats)), key=first.__getitem__)
+            if rank == list(range(len(cats))):
+                out[name] = cats, None
+                continue
+            order = np.empty(len(cats) + 1, _code_dtype(len(cats)))
+            order[rank] = np.arange(len(cats))
+            order[-1] = -1
+            out[name] = [cats[i] for i in rank], order
+        return out
 
 
 def lean_frame(n: int, cols: dict, marks: list, names, consume=()):

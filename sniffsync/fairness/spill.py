@@ -7,10 +7,12 @@ streams, so neither the read nor the grouping holds them, and each comes back on
 the TCP analysis first asks for it (which frees it once read). The columns both stages read are
 written there too (and kept), so the grouping may free its own. Values come back exactly
 as written (each batch's raw bytes, promoted to the widest batch dtype as the in-memory
-sink does); the file is deleted when closed.
+sink does); the file is deleted when closed. Batches may be parked from the decoding
+threads, in any order (each part's offset is recorded; positioned writes).
 """
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 
@@ -32,30 +34,53 @@ class Spill:
     def __init__(self, names, copy=()):
         self.copy = frozenset(copy)     # written, but left in the batch too
         self.names = frozenset(names) | self.copy
-        self.n = 0
+        self.n = 0                      # rows: the end of the furthest batch added
+        self.end = 0                    # bytes reserved in the file
         self.parts = {}                 # name -> [(row0, k, dtype, has_mask, file offset)]
         self.file = None
-        self.lock = threading.Lock()    # load: one seek + read at a time (group threads)
+        self.closed = False
+        self.lock = threading.Lock()    # offsets reserved, parts recorded, one load at a time
 
-    def add(self, cols: dict, k: int) -> None:
+    def add(self, cols: dict, k: int, row0: int | None = None) -> None:
+        """Parks the batch of rows ``row0 .. row0 + k`` (default: after the rows so far).
+        Thread-safe: batches may come in any order from any thread (each part's file
+        offset is reserved under the lock, the bytes written outside it)."""
+        take = []
         for name in sorted(self.names & cols.keys()):
             v, ok = cols[name] if name in self.copy else cols.pop(name)
             v = np.ascontiguousarray(v)
             if v.dtype == object:
                 raise TypeError(f"cannot spill the object column {name}")
-            ok = None if ok is None else np.ascontiguousarray(ok, bool)
+            take.append((name, v, None if ok is None else np.ascontiguousarray(ok, bool)))
+        with self.lock:
+            row0 = self.n if row0 is None else row0
+            self.n = max(self.n, row0 + k)
+            if not take:
+                return
+            fd, at = self._reserve(sum(v.nbytes + (0 if ok is None else ok.nbytes) for _, v, ok in take))
+            writes = []
+            for name, v, ok in take:
+                self.parts.setdefault(name, []).append((row0, k, v.dtype, ok is not None, at))
+                for a in (v, ok)[:1 + (ok is not None)]:
+                    writes.append((a, at))
+                    at += a.nbytes
+        try:
+            for a, at in writes:
+                _write_at(fd, _bytes_of(a), at)           # the array's own buffer: no copy
+        except OSError as exc:             # (the CLI prints it as one line)
+            raise _no_room(exc) from exc
+
+    def _reserve(self, size: int) -> tuple:
+        """``(fd, offset)`` of ``size`` fresh bytes in the file (opened on first use); under the lock."""
+        if self.closed:
+            raise ValueError("the parked columns' file is closed")
+        if self.file is None:
             try:
-                if self.file is None:
-                    self.file = tempfile.TemporaryFile(prefix="sniffsync-spill-")
-                at = self.file.tell()
-                self.file.write(_bytes_of(v))          # the array's own buffer: no copy
-                if ok is not None:
-                    self.file.write(_bytes_of(ok))
-            except OSError as exc:         # (the CLI prints it as one line)
-                raise OSError(exc.errno, f"cannot park decoded columns in a temporary file in "
-                              f"{tempfile.gettempdir()} (set TMPDIR to a disk with room): {exc.strerror}") from exc
-            self.parts.setdefault(name, []).append((self.n, k, v.dtype, ok is not None, at))
-        self.n += k
+                self.file = tempfile.TemporaryFile(prefix="sniffsync-spill-")
+            except OSError as exc:
+                raise _no_room(exc) from exc
+        at, self.end = self.end, self.end + size
+        return self.file.fileno(), at
 
     def load(self, name: str) -> tuple:
         """``(values, valid or None)`` of ``name``, all rows: values promoted as
@@ -66,25 +91,31 @@ class Spill:
         masked = sum(p[1] for p in parts) < n or any(p[3] for p in parts)
         v, ok = np.zeros(n, dt), (np.zeros(n, bool) if masked else None)
         with self.lock:
+            if self.closed:
+                raise ValueError("the parked columns' file is closed")
             self._read_into(parts, v, ok)
         return v, ok
 
     def _read_into(self, parts, v, ok) -> None:
+        fd = self.file.fileno()
         for row0, k, pdt, has_mask, at in parts:
-            self.file.seek(at)
-            if pdt == v.dtype:                     # straight into the column: no copy
-                _read_exactly(self.file, v[row0:row0 + k])
-            else:
-                v[row0:row0 + k] = np.fromfile(self.file, pdt, k)
+            same = pdt == v.dtype
+            into = v[row0:row0 + k] if same else np.empty(k, pdt)   # same dtype: no copy
+            _read_at(fd, into, at)
+            if not same:
+                v[row0:row0 + k] = into
             if has_mask:
-                _read_exactly(self.file, ok[row0:row0 + k])
+                _read_at(fd, ok[row0:row0 + k], at + into.nbytes)
             elif ok is not None:
                 ok[row0:row0 + k] = True
 
     def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+        """Deletes the file (idempotent); no column can be parked or read back after."""
+        with self.lock:
+            self.closed = True
+            if self.file is not None:
+                self.file.close()
+                self.file = None
 
 
 def _bytes_of(a: np.ndarray) -> memoryview:
@@ -92,12 +123,24 @@ def _bytes_of(a: np.ndarray) -> memoryview:
     return memoryview(a.reshape(-1).view(np.uint8))
 
 
-def _read_exactly(fh, into: np.ndarray) -> None:
-    """Fills the contiguous array ``into`` from ``fh``'s position (what was written there)."""
+def _no_room(exc: OSError) -> OSError:
+    return OSError(exc.errno, f"cannot park decoded columns in a temporary file in "
+                   f"{tempfile.gettempdir()} (set TMPDIR to a disk with room): {exc.strerror}")
+
+
+def _write_at(fd: int, buf: memoryview, at: int) -> None:
+    """All of ``buf`` at offset ``at`` of ``fd`` (positioned: writers need no common file position)."""
+    while len(buf):
+        k = os.pwrite(fd, buf, at)
+        buf, at = buf[k:], at + k
+
+
+def _read_at(fd: int, into: np.ndarray, at: int) -> None:
+    """Fills the contiguous array ``into`` from offset ``at`` of ``fd`` (what was written there)."""
     buf = _bytes_of(into)
     got = 0
     while got < len(buf):
-        k = fh.readinto(buf[got:])
+        k = os.preadv(fd, [buf[got:]], at + got)
         if not k:
             raise OSError(f"the temporary file of parked columns ended early ({got} of {len(buf)} bytes)")
         got += k
@@ -152,6 +195,10 @@ class SpilledCols(dict):
                 raise KeyError(name)
             dict.pop(self, name, None)
             self.parked.discard(name)
+
+    def close(self) -> None:
+        """Deletes the parked columns' file (the owner's ``finally``: also on an error)."""
+        self.spill.close()
 
     def restore(self) -> None:
         """Every parked column into memory now (e.g. before a frame table is built)."""

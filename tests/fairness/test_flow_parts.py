@@ -72,8 +72,9 @@ def test_split_analysis_equals_one_table(kind, ethernet_pcap, split, monkeypatch
     def caps():
         if kind in ("A-nearAP", "B-nearSTA1"):        # the API's path: a frame table
             return [Capture.from_frame(read_capture(NS3.format(kind)))]
-        # the command's path: columns consumed as read (each group gathers its rows)
-        return list(_captures([ethernet_pcap if kind == "wired" else NS3.format(kind.split()[0])]))
+        # the command's path: columns consumed as read (each group gathers its rows); lazily,
+        # as the command does (a capture's parked columns are deleted when the next is asked for)
+        return _captures([ethernet_pcap if kind == "wired" else NS3.format(kind.split()[0])])
     with monkeypatch.context() as mp:
         mp.setenv("SNIFFSYNC_THREADS", "1")
         one, runs1 = _report(caps())
@@ -99,7 +100,7 @@ def test_groups_one_after_the_other_equal_groups_at_once(kind, split, monkeypatc
     temporaries alone, its columns the join does not keep freed): the same report."""
     def caps():
         if kind == "A-command":
-            return list(_captures([NS3.format("A-nearAP")]))
+            return _captures([NS3.format("A-nearAP")])     # (lazily: see above)
         return [Capture.from_frame(read_capture(NS3.format(kind)))]
     at_once, _ = _report(caps())
     monkeypatch.setattr(core, "PARALLEL_MAX_ROWS", 0)

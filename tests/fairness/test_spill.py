@@ -131,3 +131,97 @@ def test_parked_columns_read_by_two_threads_at_once_come_back_whole():
     for i, name in enumerate(names):
         want = np.arange(64 * 500) * (i + 1)
         assert np.array_equal(got[1][i], want) and np.array_equal(got[0][len(names) - 1 - i], want), name
+
+
+def test_batches_parked_out_of_order_from_threads_come_back_in_row_order():
+    """Batches are parked on the decoding workers as they finish: any order, any thread."""
+    import threading
+    inorder, shuffled = Spill({"a", "b"}, copy={"c"}), Spill({"a", "b"}, copy={"c"})
+    row0s = np.cumsum([0] + [k for _, k in BATCHES[:-1]])
+    for cols, k in _batches():
+        inorder.add(cols, k)
+    threads = [threading.Thread(target=shuffled.add, args=(cols, k, int(r0)))
+               for (cols, k), r0 in reversed(list(zip(_batches(), row0s)))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert shuffled.n == inorder.n == 6
+    for name in ("a", "b", "c"):
+        (v, ok), (wv, wok) = shuffled.load(name), inorder.load(name)
+        assert v.dtype == wv.dtype and v.tolist() == wv.tolist(), name
+        assert (ok is None) == (wok is None) and (ok is None or ok.tolist() == wok.tolist()), name
+
+
+def test_category_codes_numbered_in_file_order_whatever_the_batch_order():
+    """Workers number a batch's categories as it finishes; the final numbering is the one
+    a reading in file order gives (first seen first), so results do not depend on timing."""
+    from sniffsync.fairness.lean import _Codes
+    batches = [(0, Cat(np.array([0, 1, -1, 1], np.int8), ["x", "y"])),
+               (4, Cat(np.array([1, 0, 2], np.int8), ["y", "z", "w"])),
+               (7, Cat(np.array([0, 1], np.int8), ["v", "x"]))]
+    want = ["x", "y", None, "y", "z", "y", "w", "v", "x"]
+    for order in ([0, 1, 2], [2, 1, 0], [1, 2, 0]):
+        codes, got = _Codes(), {}
+        for i in order:
+            row0, cat = batches[i]
+            got[row0] = codes.remap("ip_src", cat, row0)
+        cats, perm = codes.final()["ip_src"]
+        assert cats == ["x", "y", "z", "w", "v"], order
+        allc = np.concatenate([got[r] for r, _ in batches])
+        allc = allc if perm is None else perm[allc]
+        assert [None if c < 0 else cats[c] for c in allc] == want, order
+
+
+class _Recorded(Spill):
+    made = []
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        _Recorded.made.append(self)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    import sniffsync.fairness.spill as spill_mod
+    _Recorded.made = []
+    monkeypatch.setattr(spill_mod, "Spill", _Recorded)
+    return _Recorded.made
+
+
+def test_a_read_failing_midway_closes_its_parked_columns(recorded, monkeypatch):
+    import functools
+
+    import sniffsync.decode.frames as F
+    import sniffsync.fairness.lean as lean
+    monkeypatch.setattr(F, "iter_columns", functools.partial(F.iter_columns, batch_rows=500, chunk_rows=500))
+    monkeypatch.setattr(lean, "LEAN_ROWS", 500)
+    calls, narrow = [], lean.narrow
+
+    def failing(cols):                       # the third batch fails on its worker
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("injected")
+        return narrow(cols)
+    monkeypatch.setattr(lean, "narrow", failing)
+    with pytest.raises(RuntimeError, match="injected"):
+        read_lean(CAP, COLUMNS, spill=TCP_ONLY, spill_copy=PPDU_AND_TCP)
+    (spill,) = recorded
+    assert spill.parts and spill.closed and spill.file is None    # parked some, then deleted
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_fairness_command_closes_its_parked_columns(recorded, monkeypatch, tmp_path, fail):
+    """After the analysis (or its failure) the temporary file is deleted, not left to the GC."""
+    from sniffsync.cli.main import main
+    from sniffsync.errors import NoDataError
+    if fail:
+        def boom(*a, **k):
+            raise NoDataError("injected")
+        monkeypatch.setattr("sniffsync.fairness.core.run_tables", boom)
+        with pytest.raises(NoDataError):     # (--traceback: the frames, and the reader, stay alive)
+            main(["fairness", CAP, "-o", str(tmp_path / "r.json"), "--traceback"])
+    else:
+        assert main(["fairness", CAP, "-o", str(tmp_path / "r.json")]) == 0
+    (spill,) = recorded
+    assert spill.parts and spill.closed and spill.file is None
