@@ -197,10 +197,12 @@ def _batches(walked, rows: int):
 
 def read_columns(path, sniffer: int = 0, columns=None, records: bool = True, *,
                  batch_rows: int = BATCH_ROWS, chunk_rows: int = CHUNK_ROWS,
-                 window_bytes: int = WINDOW_BYTES):
+                 window_bytes: int = WINDOW_BYTES, walk_rows: int = WALK_ROWS):
     """Records and decoded numpy columns of one capture, walked and decoded at once.
 
-    ``batch_rows``, ``chunk_rows`` and ``window_bytes`` are as :func:`iter_columns`.
+    ``batch_rows``, ``chunk_rows``, ``window_bytes`` and ``walk_rows`` are as
+    :func:`iter_columns` (``walk_rows`` a little above ``batch_rows``: each walked window
+    is a batch of its own, no window joined to the next; more of the file mapped at once).
 
     Returns
     -------
@@ -213,7 +215,8 @@ def read_columns(path, sniffer: int = 0, columns=None, records: bool = True, *,
     """
     recs, marks, sink = [], [], _InOrder()
     for rec, n, batch_marks in iter_columns(path, sniffer, columns, batch_rows=batch_rows, chunk_rows=chunk_rows,
-                                            window_bytes=window_bytes, post=sink.add, fail=sink.fail):
+                                            window_bytes=window_bytes, walk_rows=walk_rows, post=sink.add,
+                                            fail=sink.fail):
         marks.extend((np.asarray(r, np.int64) + rec.row0, why) for r, why in batch_marks)
         if records:
             recs.append(rec)
