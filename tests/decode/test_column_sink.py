@@ -97,3 +97,34 @@ def test_inline_pool_runs_at_once_and_raises_from_result():
         with pytest.raises(ZeroDivisionError):
             bad.result()
         assert list(pool.map(lambda x: x * x, [1, 2, 3])) == [1, 4, 9]
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_read_columns_workers_add_in_file_order_and_stop_on_a_failed_batch(captures, monkeypatch, threads):
+    """The workers copy batches into the sink in file order even when a later batch is
+    decoded first (the first one delayed), and a batch that fails raises its own error
+    instead of leaving the batches after it waiting (a hang)."""
+    import time
+
+    import sniffsync.decode.frames as fr
+    monkeypatch.setenv("SNIFFSYNC_THREADS", threads)
+    src = captures / "ns3-11ac-vht80-snifferA-s256.pcap"
+    want = fr.read_columns(src, 0, None, records=False)
+    decode = fr.decode_columns
+
+    def slow_first(rec, *a, **k):
+        if rec.row0 == 0:
+            time.sleep(0.05)
+        return decode(rec, *a, **k)
+    monkeypatch.setattr(fr, "decode_columns", slow_first)
+    got = fr.read_columns(src, 0, None, records=False, batch_rows=1000)
+    assert got[1] == want[1]
+    _same(got[2], want[2])
+
+    def fail_third(rec, *a, **k):
+        if 2000 <= rec.row0 < 3000:
+            raise ValueError("batch 3")
+        return slow_first(rec, *a, **k)
+    monkeypatch.setattr(fr, "decode_columns", fail_third)
+    with pytest.raises(ValueError, match="batch 3"):
+        fr.read_columns(src, 0, None, records=False, batch_rows=1000)

@@ -174,9 +174,9 @@ def test_wired_capture_decodes_only_the_wired_columns(ethernet_pcap, monkeypatch
     asked = []
     real = frames.read_columns
 
-    def spy(path, sniffer, columns, records=True):
+    def spy(path, sniffer, columns, records=True, **sizes):
         asked.append(list(columns))
-        return real(path, sniffer, columns, records)
+        return real(path, sniffer, columns, records, **sizes)
     monkeypatch.setattr(frames, "read_columns", spy)
     import sniffsync.fairness.lean as lean
     real_lean = lean.read_lean
