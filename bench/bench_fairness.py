@@ -175,9 +175,10 @@ def phases(path: str, repeat: int, wifi: bool = False) -> list[tuple[str, float]
     from sniffsync.cli.fairness import _captures
     from sniffsync.decode.frames import decode_columns
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, gen = time.perf_counter(), None
         if wifi:                     # as the command reads it: narrow, walk and decode overlapped
-            caps = list(_captures([path]))
+            gen = _captures([path])  # (closing it deletes the parked columns: after the analysis)
+            caps = [next(gen)]
             t = tick("read (walk + decode, narrow)", t)
         else:
             rec = read_records(path)
@@ -187,6 +188,8 @@ def phases(path: str, repeat: int, wifi: bool = False) -> list[tuple[str, float]
             caps = [Capture.from_columns(*cols, COLUMNS)]
         runs, summary = fairness_tables(caps)
         t = tick("analysis (fairness_tables)", t)
+        if gen is not None:
+            gen.close()
         write_json(io.StringIO(), runs, summary)
         tick("JSON report", t)
     return list(best.items())
