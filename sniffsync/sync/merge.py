@@ -40,6 +40,9 @@ NEEDED_COLUMNS = tuple(dict.fromkeys((
     "bssid", "beacon_tsf_us", "ba_ssn", "ba_bitmap_lo", "seq", "frag", "duration_us",  # keys
     "fcs", "signal_dbm",
     *GROUPING_COLUMNS)))          # PPDU grouping and airtime (airtime.ppdu.group_ppdus)
+# the columns the clock fit and the copies' key read: with the anchor candidates known,
+# only these are concatenated before the fit, the rest on a thread beside it
+FIT_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "signal_dbm", *MERGE_KEY)
 MIN_GATE_NS = 3_000          # TSFT copies differ by quantisation + jitter, ~1 µs
 RADIO_LINKTYPES = WLAN_LINKTYPES     # radiotap, PPI, Prism, AVS or bare 802.11
 
@@ -197,11 +200,21 @@ def _merge_key(cols: pd.DataFrame, sort: bool) -> tuple:
     return key, key_order(key) if sort else None
 
 
+def _join_rest(df: pd.DataFrame, rest, order) -> None:
+    """``rest``'s columns (the same rows) into ``df``, in place, each at its place in
+    ``order`` (the tables' column order)."""
+    for c in rest.columns:
+        df.insert(order.index(c), c, rest.pop(c))
+
+
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say, window_ns=None, found=None):
+                    names, say, window_ns=None, found=None, rest=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way;
-    ``found``: a list holding its anchor candidates when known, emptied)."""
+    ``found``: a list holding its anchor candidates when known, emptied; ``rest``:
+    ``(tables, order)``, the per-input tables of the columns ``df`` lacks, concatenated
+    beside the fit and joined after it in the column ``order``, then emptied)."""
     say("sync clocks")
+    rest, order = rest or (None, None)
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
         cand = ex.submit(sync_candidates, df, anchors, found.pop() if found else None)
@@ -209,10 +222,14 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
         key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
         to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
+        if rest is not None:             # what only the matching and the merged table read
+            rest = ex.submit(concat_columns, rest)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
                    allow_unsynced=allow_unsynced, names=names, clocks=clocks, candidates=cand.result())
         (key, by_key), to_epoch = key.result(), to_epoch.result()
-    del cand
+        if rest is not None:
+            _join_rest(df, rest.result(), order)
+    del cand, rest
     del clocks, on_ref
     model = res.model
     synced = model.synced[res.clock]
@@ -237,31 +254,25 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     del ts_ns
     say("build merged table")
     sniffer = df["sniffer"].to_numpy(np.int64)
-    # the A-MPDU clusters, then the report (reads only), on a thread beside the merged table
-    # (one after the other: their temporaries are not held at once)
+    # the A-MPDU clusters on a thread while this one makes the report (reads only) and
+    # the merged table up to where it needs them
     with runtime.pool(limit=1) as ex:
         ng = int(group.max()) + 1 if len(group) else 0
         clusters = ex.submit(ppdu_clusters, sniffer, common_epoch, group, ng)
         best = best_copy(group, sniffer, df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
         n_out = len(df) if keep_duplicates else len(best)
-
-        def report_of(res, few):
-            rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
-            add_provenance(rep, rt, sniffer, res)
-            return rep
         # plain arrays, not df[[...]]: a frame sharing df's blocks would make every pop of
         # merged_table (consume) copy what is left of them
         few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64),
                             "signal_dbm": df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)})
-        report = ex.submit(report_of, res, few)
-        del few
-        del res                          # the fit's arrays: freed once the report is done
+        report = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+        add_provenance(report, rt, sniffer, res)
+        del few, res                     # the fit's arrays
         # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
         rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
         out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                            consume=True, retimed=rt, clusters=clusters)
         del clusters
-        report = report.result()
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
     return out, report
@@ -353,12 +364,18 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         _validate(paths, tables)         # before the alignment reads them
         if tsft_at is not None:
             tables, tsft_conv = _align(tables, tsft_at, names, ends)
-    df = concat_columns([str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
-    n_in = len(tables)
-    del tables                          # only the concatenated table stays alive
+    n_in, rest = len(tables), None
+    if n_in == 1:
+        df = tables[0]
+    else:                                # the fit's columns now, the rest beside the fit
+        tables = [str_categories(t) for t in tables]
+        order = list(tables[0].columns)
+        df = concat_columns(tables, FIT_COLUMNS if found else None)
+        rest = (tables, order) if found and len(tables[0].columns) else None
+    del tables                          # only the concatenated table (and rest) stay alive
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
-                                  None if window_s is None else _window_ns(window_s), found)
+                                  None if window_s is None else _window_ns(window_s), found, rest)
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv
