@@ -22,10 +22,11 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
-from sniffsync.sync.anchors import anchor_candidates, hash_key, join_candidates, key_order
+from sniffsync.sync.anchors import hash_key, key_order
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
+from sniffsync.sync.perinput import input_part, join_key, join_parts
 from sniffsync.sync.report import merge_report
 from sniffsync.sync.tables import concat_columns, str_categories
 from sniffsync.sync.retime import add_provenance, provenance_totals, retime
@@ -153,17 +154,18 @@ def _read_all(paths, columns, prep=None):
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
 
 
-def _prepare(paths, tsft_at, anchors, s, t, ends):
-    """``(table, conv, candidates)`` of input ``s``: ``t`` checked, its stamps moved to
+def _prepare(paths, tsft_at, anchors, sort_key, s, t, ends):
+    """``(table, conv, part)`` of input ``s``: ``t`` checked, its stamps moved to
     PPDU ends (:func:`airtime.ppdu.align_to_ppdu_end`, with what they marked; ``ends``:
-    they already do; ``tsft_at=None``: left), and its anchor candidates
-    (:func:`sniffsync.sync.anchors.anchor_candidates`: rows of ``t``)."""
+    they already do; ``tsft_at=None``: left), and what the fit needs of its rows
+    (:func:`sniffsync.sync.perinput.input_part`: clocks, anchor candidates, the copies'
+    key; ``sort_key``: with its order)."""
     from airtime.ppdu import align_to_ppdu_end
     _check_table(paths[s], t)
     conv = {}
     if tsft_at is not None:
         t, conv = align_to_ppdu_end(t, "end" if ends else tsft_at)
-    return t, conv, anchor_candidates(t, anchors)
+    return t, conv, input_part(t, anchors, sort_key)
 
 
 def _load(items, names, columns, say, prep=None):
@@ -210,16 +212,21 @@ def _join_rest(df: pd.DataFrame, rest, order) -> None:
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
                     names, say, window_ns=None, found=None, rest=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way;
-    ``found``: a list holding its anchor candidates when known, emptied; ``rest``:
+    ``found``: a list holding :func:`sniffsync.sync.perinput.join_parts` of the inputs
+    when known (the clocks, anchor candidates and copies' key), emptied; ``rest``:
     ``(tables, order)``, the per-input tables of the columns ``df`` lacks, concatenated
     beside the fit and joined after it in the column ``order``, then emptied)."""
     say("sync clocks")
     rest, order = rest or (None, None)
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
-        cand = ex.submit(sync_candidates, df, anchors, found.pop() if found else None)
-        clocks = local_clocks(df)
-        key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
+        if found:                        # found per input while the next was read
+            clocks, cand, key = found.pop()
+            cand, key = runtime.Inline.submit(tuple, cand), ex.submit(join_key, *key)
+        else:
+            cand = ex.submit(sync_candidates, df, anchors)
+            clocks = local_clocks(df)
+            key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
         to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
         if rest is not None:             # what only the matching and the merged table read
@@ -344,11 +351,11 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         if again is not None:            # one merged file: nothing to merge, as it was
             return again
     prep = None if isinstance(items[0], pd.DataFrame) else \
-        partial(_prepare, [os.fspath(p) for p in items], tsft_at, anchors)
+        partial(_prepare, [os.fspath(p) for p in items], tsft_at, anchors, window_s is None)
     paths, recs, tables, names, ends = _load(items, names, columns, say, prep)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    tsft_conv, found = None, []          # found: the anchor candidates, when known
+    tsft_conv, found = None, []          # found: join_parts of the inputs, when known
     # every sniffer's stamps must mean the same instant: the end of the PPDU
     if tsft_at is not None:
         say("align stamps to PPDU ends")
@@ -357,8 +364,8 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         tables = [t for t, _, _ in done]
         if tsft_at is not None:
             tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
-        found.append(join_candidates([c for _, _, c in done], [len(t) for t in tables]))
-        del done                         # (the per-input candidates)
+        found.append(join_parts([c for _, _, c in done]))
+        del done                         # (the per-input parts)
         _validate(paths, tables)         # the set: the same file twice, mixed link types
     else:
         _validate(paths, tables)         # before the alignment reads them
