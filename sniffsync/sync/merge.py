@@ -355,7 +355,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     paths, recs, tables, names, ends = _load(items, names, columns, say, prep)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    tsft_conv, found = None, []          # found: join_parts of the inputs, when known
+    tsft_conv, found = None, []          # found: join_parts of the inputs (a future), when known
     # every sniffer's stamps must mean the same instant: the end of the PPDU
     if tsft_at is not None:
         say("align stamps to PPDU ends")
@@ -364,22 +364,27 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         tables = [t for t, _, _ in done]
         if tsft_at is not None:
             tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
-        found.append(join_parts([c for _, _, c in done]))
-        del done                         # (the per-input parts)
+        parts = [c for _, _, c in done]
+        del done
         _validate(paths, tables)         # the set: the same file twice, mixed link types
     else:
         _validate(paths, tables)         # before the alignment reads them
         if tsft_at is not None:
             tables, tsft_conv = _align(tables, tsft_at, names, ends)
     n_in, rest = len(tables), None
-    if n_in == 1:
-        df = tables[0]
-    else:                                # the fit's columns now, the rest beside the fit
-        tables = [str_categories(t) for t in tables]
-        order = list(tables[0].columns)
-        df = concat_columns(tables, FIT_COLUMNS if found else None)
-        rest = (tables, order) if found and len(tables[0].columns) else None
-    del tables                          # only the concatenated table (and rest) stay alive
+    with runtime.pool(limit=1) as ex:    # the parts joined while the fit's columns are
+        if paths is not None:
+            found.append(ex.submit(join_parts, parts))
+            del parts                    # (the per-input parts)
+        if n_in == 1:
+            df = tables[0]
+        else:                            # the fit's columns now, the rest beside the fit
+            tables = [str_categories(t) for t in tables]
+            order = list(tables[0].columns)
+            df = concat_columns(tables, FIT_COLUMNS if found else None)
+            rest = (tables, order) if found and len(tables[0].columns) else None
+        del tables                      # only the concatenated table (and rest) stay alive
+        found = [f.result() for f in found]
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
                                   None if window_s is None else _window_ns(window_s), found, rest)
