@@ -110,21 +110,12 @@ def _cluster(key, t_ns, clock, gate_ns, by_key=None, pairs=False):
     new[0] = True
     if by_key is not None and 2 * b <= 62:
         # time rank of each row (ties by row): times come in a few sorted runs
-        by_t = np.argsort(t_ns, kind="stable")
         rank = np.empty(n, np.int64)
-        rank[by_t] = np.arange(n)
-        # (key rank, time rank) differs from row to row: a sort of the packed values (no
-        # argsort), each row read back from its time rank; = lexsort((t_ns, key))
-        korder, run = by_key
-        packed = run << b
-        packed |= rank[korder]
+        rank[np.argsort(t_ns, kind="stable")] = np.arange(n)
+        order, run = _then_by(by_key, rank, b)          # = lexsort((t_ns, key))
         del rank
-        packed.sort()
-        order = by_t[packed & ((1 << b) - 1)]
-        del by_t
-        packed >>= b
-        np.not_equal(packed[1:], packed[:-1], out=new[1:])
-        del packed
+        np.not_equal(run[1:], run[:-1], out=new[1:])
+        del run
     else:
         order = np.lexsort((t_ns, key))
         k = key[order]
@@ -153,12 +144,10 @@ def _cluster(key, t_ns, clock, gate_ns, by_key=None, pairs=False):
     out[order] = sub
     if not pairs:
         return out, None
-    # (sub, row) packed differ from row to row: the sorted values hold the rows
+    # sub ascends along `order` except inside a cluster: an almost sorted pass again
     sub <<= b
     sub |= order
-    sub.sort()
-    sub &= (1 << b) - 1
-    return out, sub
+    return out, order[np.argsort(sub, kind="stable")]
 
 
 def _rank_in_cluster(c: np.ndarray, cid: np.ndarray) -> np.ndarray:
