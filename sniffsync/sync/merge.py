@@ -22,7 +22,7 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
-from sniffsync.sync.anchors import hash_key, key_order
+from sniffsync.sync.anchors import _key_only_clusters, hash_key, key_order
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
@@ -220,19 +220,23 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     rest, order = rest or (None, None)
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
+        here = runtime.Inline
         if found:                        # found per input while the next was read
             clocks, cand, key = found.pop()
-            cand, key = runtime.Inline.submit(tuple, cand), ex.submit(join_key, *key)
+            # the fit's first step (clusters by key alone) there, the epoch line here
+            key_cid = ex.submit(_key_only_clusters, cand[2], clocks[1][cand[0]], cand[3])
+            cand, key = here.submit(tuple, cand), ex.submit(join_key, *key)
         else:
-            cand = ex.submit(sync_candidates, df, anchors)
+            cand, key_cid, here = ex.submit(sync_candidates, df, anchors), None, ex
             clocks = local_clocks(df)
             key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
-        to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
+        to_epoch = here.submit(_epoch_map, ts_ns, clocks[0], on_ref)
         if rest is not None:             # what only the matching and the merged table read
-            rest = ex.submit(concat_columns, rest)
-        res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
-                   allow_unsynced=allow_unsynced, names=names, clocks=clocks, candidates=cand.result())
+            rest = here.submit(concat_columns, rest)
+        res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=allow_unsynced,
+                   names=names, clocks=clocks, candidates=cand.result(), key_cid=key_cid)
+        del key_cid
         (key, by_key), to_epoch = key.result(), to_epoch.result()
         if rest is not None:
             _join_rest(df, rest.result(), order)
