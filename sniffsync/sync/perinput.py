@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sniffsync import runtime
 from sniffsync.sync.anchors import anchor_candidates, hash_key, join_candidates
 from sniffsync.sync.clock import local_clocks
 from sniffsync.sync.copies import MERGE_KEY
@@ -36,13 +37,19 @@ class InputPart:
 
 
 def input_part(t: pd.DataFrame, anchors, sort_key: bool = True) -> InputPart:
-    """:class:`InputPart` of one input's (aligned) table ``t``."""
-    cand = anchor_candidates(t, anchors)
-    kind, ckey = cand[1], cand[2]
-    cuts = np.searchsorted(kind, np.arange(int(kind.max()) + 2 if len(kind) else 0))
-    cand_order = [order_by(ckey[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
-    key = hash_key(t, MERGE_KEY)
-    return InputPart(len(t), local_clocks(t), cand, cand_order, key, order_by(key) if sort_key else None)
+    """:class:`InputPart` of one input's (aligned) table ``t``: the candidates here, the
+    clocks and the copies' key on a second thread (the last input's part is waited for)."""
+    def copies_key():
+        key = hash_key(t, MERGE_KEY)
+        return key, order_by(key) if sort_key else None
+    with runtime.pool(limit=1) as ex:
+        clocks = ex.submit(local_clocks, t)
+        key = ex.submit(copies_key)
+        cand = anchor_candidates(t, anchors)
+        kind, ckey = cand[1], cand[2]
+        cuts = np.searchsorted(kind, np.arange(int(kind.max()) + 2 if len(kind) else 0))
+        cand_order = [order_by(ckey[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+        return InputPart(len(t), clocks.result(), cand, cand_order, *key.result())
 
 
 def join_clocks(parts) -> tuple:
