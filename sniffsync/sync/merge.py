@@ -389,6 +389,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
             rest = (tables, order) if found and len(tables[0].columns) else None
         del tables                      # only the concatenated table (and rest) stay alive
         found = [f.result() for f in found]
+    runtime.release_free_heap()          # the read's and the inputs' parts' freed heap (lower peak)
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
                                   None if window_s is None else _window_ns(window_s), found, rest)
