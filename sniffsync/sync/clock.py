@@ -187,6 +187,7 @@ class _Fit:
     min_anchors: int
     offset: np.ndarray | None = None
     n_key: np.ndarray | None = None      # per clock: pairs matched by content alone (coarse)
+    key_cid: object = None               # _key_only_clusters of the candidates, or a future of it
 
 
 def _coarse(f: _Fit):
@@ -195,7 +196,9 @@ def _coarse(f: _Fit):
     returns the model and the gate of the next stage."""
     nclk = len(f.clocks)
     span = (f.clocks.t1_ns - f.clocks.t0_ns).to_numpy(np.float64)
-    cid = _key_only_clusters(f.key, f.clock, f.by_key)
+    cid = _key_only_clusters(f.key, f.clock, f.by_key) if f.key_cid is None else \
+        (f.key_cid.result() if hasattr(f.key_cid, "result") else f.key_cid)
+    f.key_cid = None
     sel = cid >= 0
     i, j = anchor_pairs(cid[sel], f.clock[sel])
     i, j = np.flatnonzero(sel)[i], np.flatnonzero(sel)[j]
@@ -305,7 +308,7 @@ def sync_candidates(df: pd.DataFrame, anchors, found=None) -> tuple:
 def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"),
          knot_s: float = 1.0, min_anchors: int = 8, holdout: int = 5,
          max_knots: int = 1200, allow_unsynced: bool = False, names=None,
-         clocks=None, via_host: bool = True, candidates=None) -> SyncResult:
+         clocks=None, via_host: bool = True, candidates=None, key_cid=None) -> SyncResult:
     """Fit every sniffer's clock to the reference sniffer's clock, jointly.
 
     Parameters
@@ -336,6 +339,10 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     candidates : tuple, optional
         :func:`sync_candidates` of ``df`` and ``anchors`` when already computed (e.g. on
         a thread beside :func:`local_clocks`).
+    key_cid : array or future, optional
+        ``sniffsync.sync.anchors._key_only_clusters(key, clock[rows], key order)`` of
+        those candidates (the coarse stage's clusters by key alone), when computed
+        beside other work.
 
     Returns
     -------
@@ -348,7 +355,8 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     rows, kind, key, by_key = sync_candidates(df, anchors) if candidates is None else candidates
     prior = np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS)
     f = _Fit(rows, kind, key, clock[rows], local[rows], by_key,
-             clocks, prior.copy(), prior, ref, knot_s * 1e9, max_knots, holdout, min_anchors)
+             clocks, prior.copy(), prior, ref, knot_s * 1e9, max_knots, holdout, min_anchors,
+             key_cid=key_cid)
     del rows, kind, key, by_key, candidates
     model, gate = _coarse(f)
     for final in (False, True):

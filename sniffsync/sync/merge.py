@@ -22,10 +22,11 @@ from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
-from sniffsync.sync.anchors import anchor_candidates, hash_key, join_candidates, key_order
+from sniffsync.sync.anchors import _key_only_clusters, hash_key, key_order
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
+from sniffsync.sync.perinput import input_part, join_key, join_parts
 from sniffsync.sync.report import merge_report
 from sniffsync.sync.tables import concat_columns, str_categories
 from sniffsync.sync.retime import add_provenance, provenance_totals, retime
@@ -40,6 +41,9 @@ NEEDED_COLUMNS = tuple(dict.fromkeys((
     "bssid", "beacon_tsf_us", "ba_ssn", "ba_bitmap_lo", "seq", "frag", "duration_us",  # keys
     "fcs", "signal_dbm",
     *GROUPING_COLUMNS)))          # PPDU grouping and airtime (airtime.ppdu.group_ppdus)
+# the columns the clock fit and the copies' key read: with the anchor candidates known,
+# only these are concatenated before the fit, the rest on a thread beside it
+FIT_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "signal_dbm", *MERGE_KEY)
 MIN_GATE_NS = 3_000          # TSFT copies differ by quantisation + jitter, ~1 µs
 RADIO_LINKTYPES = WLAN_LINKTYPES     # radiotap, PPI, Prism, AVS or bare 802.11
 
@@ -150,17 +154,18 @@ def _read_all(paths, columns, prep=None):
     return [r for r, _, _ in out], [t for _, t, _ in out], [m for _, _, m in out]
 
 
-def _prepare(paths, tsft_at, anchors, s, t, ends):
-    """``(table, conv, candidates)`` of input ``s``: ``t`` checked, its stamps moved to
+def _prepare(paths, tsft_at, anchors, sort_key, s, t, ends):
+    """``(table, conv, part)`` of input ``s``: ``t`` checked, its stamps moved to
     PPDU ends (:func:`airtime.ppdu.align_to_ppdu_end`, with what they marked; ``ends``:
-    they already do; ``tsft_at=None``: left), and its anchor candidates
-    (:func:`sniffsync.sync.anchors.anchor_candidates`: rows of ``t``)."""
+    they already do; ``tsft_at=None``: left), and what the fit needs of its rows
+    (:func:`sniffsync.sync.perinput.input_part`: clocks, anchor candidates, the copies'
+    key; ``sort_key``: with its order)."""
     from airtime.ppdu import align_to_ppdu_end
     _check_table(paths[s], t)
     conv = {}
     if tsft_at is not None:
         t, conv = align_to_ppdu_end(t, "end" if ends else tsft_at)
-    return t, conv, anchor_candidates(t, anchors)
+    return t, conv, input_part(t, anchors, sort_key)
 
 
 def _load(items, names, columns, say, prep=None):
@@ -197,22 +202,45 @@ def _merge_key(cols: pd.DataFrame, sort: bool) -> tuple:
     return key, key_order(key) if sort else None
 
 
+def _join_rest(df: pd.DataFrame, rest, order) -> None:
+    """``rest``'s columns (the same rows) into ``df``, in place, each at its place in
+    ``order`` (the tables' column order)."""
+    for c in rest.columns:
+        df.insert(order.index(c), c, rest.pop(c))
+
+
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say, window_ns=None, found=None):
+                    names, say, window_ns=None, found=None, rest=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way;
-    ``found``: a list holding its anchor candidates when known, emptied)."""
+    ``found``: a list holding :func:`sniffsync.sync.perinput.join_parts` of the inputs
+    when known (the clocks, anchor candidates and copies' key), emptied; ``rest``:
+    ``(tables, order)``, the per-input tables of the columns ``df`` lacks, concatenated
+    beside the fit and joined after it in the column ``order``, then emptied)."""
     say("sync clocks")
+    rest, order = rest or (None, None)
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
-        cand = ex.submit(sync_candidates, df, anchors, found.pop() if found else None)
-        clocks = local_clocks(df)
-        key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
+        here = runtime.Inline
+        if found:                        # found per input while the next was read
+            clocks, cand, key = found.pop()
+            # the fit's first step (clusters by key alone) there, the epoch line here
+            key_cid = ex.submit(_key_only_clusters, cand[2], clocks[1][cand[0]], cand[3])
+            cand, key = here.submit(tuple, cand), ex.submit(join_key, *key)
+        else:
+            cand, key_cid, here = ex.submit(sync_candidates, df, anchors), None, ex
+            clocks = local_clocks(df)
+            key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
-        to_epoch = ex.submit(_epoch_map, ts_ns, clocks[0], on_ref)
-        res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s,
-                   allow_unsynced=allow_unsynced, names=names, clocks=clocks, candidates=cand.result())
+        to_epoch = here.submit(_epoch_map, ts_ns, clocks[0], on_ref)
+        if rest is not None:             # what only the matching and the merged table read
+            rest = here.submit(concat_columns, rest)
+        res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=allow_unsynced,
+                   names=names, clocks=clocks, candidates=cand.result(), key_cid=key_cid)
+        del key_cid
         (key, by_key), to_epoch = key.result(), to_epoch.result()
-    del cand
+        if rest is not None:
+            _join_rest(df, rest.result(), order)
+    del cand, rest
     del clocks, on_ref
     model = res.model
     synced = model.synced[res.clock]
@@ -237,31 +265,25 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     del ts_ns
     say("build merged table")
     sniffer = df["sniffer"].to_numpy(np.int64)
-    # the A-MPDU clusters, then the report (reads only), on a thread beside the merged table
-    # (one after the other: their temporaries are not held at once)
+    # the A-MPDU clusters on a thread while this one makes the report (reads only) and
+    # the merged table up to where it needs them
     with runtime.pool(limit=1) as ex:
         ng = int(group.max()) + 1 if len(group) else 0
         clusters = ex.submit(ppdu_clusters, sniffer, common_epoch, group, ng)
         best = best_copy(group, sniffer, df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
         n_out = len(df) if keep_duplicates else len(best)
-
-        def report_of(res, few):
-            rep = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
-            add_provenance(rep, rt, sniffer, res)
-            return rep
         # plain arrays, not df[[...]]: a frame sharing df's blocks would make every pop of
         # merged_table (consume) copy what is left of them
         few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64),
                             "signal_dbm": df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)})
-        report = ex.submit(report_of, res, few)
-        del few
-        del res                          # the fit's arrays: freed once the report is done
+        report = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+        add_provenance(report, rt, sniffer, res)
+        del few, res                     # the fit's arrays
         # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
         rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
         out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
                            consume=True, retimed=rt, clusters=clusters)
         del clusters
-        report = report.result()
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
     return out, report
@@ -333,11 +355,11 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         if again is not None:            # one merged file: nothing to merge, as it was
             return again
     prep = None if isinstance(items[0], pd.DataFrame) else \
-        partial(_prepare, [os.fspath(p) for p in items], tsft_at, anchors)
+        partial(_prepare, [os.fspath(p) for p in items], tsft_at, anchors, window_s is None)
     paths, recs, tables, names, ends = _load(items, names, columns, say, prep)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
-    tsft_conv, found = None, []          # found: the anchor candidates, when known
+    tsft_conv, found = None, []          # found: join_parts of the inputs (a future), when known
     # every sniffer's stamps must mean the same instant: the end of the PPDU
     if tsft_at is not None:
         say("align stamps to PPDU ends")
@@ -346,19 +368,31 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         tables = [t for t, _, _ in done]
         if tsft_at is not None:
             tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
-        found.append(join_candidates([c for _, _, c in done], [len(t) for t in tables]))
-        del done                         # (the per-input candidates)
+        parts = [c for _, _, c in done]
+        del done
         _validate(paths, tables)         # the set: the same file twice, mixed link types
     else:
         _validate(paths, tables)         # before the alignment reads them
         if tsft_at is not None:
             tables, tsft_conv = _align(tables, tsft_at, names, ends)
-    df = concat_columns([str_categories(t) for t in tables]) if len(tables) > 1 else tables[0]
-    n_in = len(tables)
-    del tables                          # only the concatenated table stays alive
+    n_in, rest = len(tables), None
+    with runtime.pool(limit=1) as ex:    # the parts joined while the fit's columns are
+        if paths is not None:
+            found.append(ex.submit(join_parts, parts))
+            del parts                    # (the per-input parts)
+        if n_in == 1:
+            df = tables[0]
+        else:                            # the fit's columns now, the rest beside the fit
+            tables = [str_categories(t) for t in tables]
+            order = list(tables[0].columns)
+            df = concat_columns(tables, FIT_COLUMNS if found else None)
+            rest = (tables, order) if found and len(tables[0].columns) else None
+        del tables                      # only the concatenated table (and rest) stay alive
+        found = [f.result() for f in found]
+    runtime.release_free_heap()          # the read's and the inputs' parts' freed heap (lower peak)
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
-                                  None if window_s is None else _window_ns(window_s), found)
+                                  None if window_s is None else _window_ns(window_s), found, rest)
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv

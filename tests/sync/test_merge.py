@@ -258,3 +258,39 @@ def test_candidates_found_per_input_equal_those_of_the_joined_table(skewed):
     want = anchor_candidates(concat_columns([str_categories(t.copy()) for t in tables]), anchors)
     assert all(g.dtype == w.dtype and np.array_equal(g, w) for g, w in zip(got, want))
     assert len(np.unique(got[1])) == 3 and len(got[0]) > 1000
+
+
+def test_fit_inputs_found_per_input_equal_those_of_the_joined_table(skewed):
+    """merge() finds each input's clocks, anchor candidates and copies' key (with their
+    sorts) while the next is read (sync/perinput.py); joined, they equal what
+    local_clocks, sync_candidates and the key sort give on the concatenated table --
+    here with TSF segments (a jump) and frames without TSFT mixed in."""
+    from sniffsync.sync.anchors import hash_key, key_order
+    from sniffsync.sync.clock import local_clocks, sync_candidates
+    from sniffsync.sync.perinput import input_part, join_key, join_parts
+    from sniffsync.sync.tables import concat_columns, str_categories
+    anchors = ("beacon", "ba", "unique")
+    tables = [t.drop(columns="true_ns").assign(sniffer=np.int16(s)) for s, t in enumerate(skewed)]
+    n1, n2 = len(tables[1]), len(tables[2])
+    tsft = tables[1]["tsft_us"].copy()
+    tsft[np.random.default_rng(5).random(n1) < 0.3] = pd.NA      # host-stamped frames mixed in
+    tables[1]["tsft_us"] = tsft
+    tables[2]["tsft_us"] = tables[2]["tsft_us"] + np.where(np.arange(n2) >= n2 // 2, 10**9, 0)   # a TSF jump
+    for sort in (True, False):
+        parts = [input_part(t, anchors, sort) for t in tables]
+        clocks, cand, keys = join_parts(parts)
+        key, by_key = join_key(*keys)
+        df = concat_columns([str_categories(t.copy()) for t in tables])
+        want = local_clocks(df)
+        assert np.array_equal(clocks[0], want[0]) and np.array_equal(clocks[1], want[1])
+        pd.testing.assert_frame_equal(clocks[2], want[2])
+        assert len(want[2]) == 5                                  # A; B TSFT + host; C two segments
+        for g, w in zip(cand, sync_candidates(df, anchors)):
+            g, w = (g, w) if isinstance(g, np.ndarray) else (np.concatenate(g), np.concatenate(w))
+            assert g.dtype == w.dtype and np.array_equal(g, w)
+        want_key = hash_key(df, MERGE_KEY)
+        assert np.array_equal(key, want_key)
+        assert (by_key is None) == (not sort)
+        if sort:
+            assert all(np.array_equal(g, w) for g, w in zip(by_key, key_order(want_key)))
+            assert (np.diff(by_key[1]) == 0).sum() > 1000          # keys shared across inputs: ties
