@@ -10,4 +10,4 @@ setup(packages=find_packages(include=["sniffsync*", "airtime*", "viz*", "web*"])
       package_dir={"sniffsync.samples": "samples"},
       ext_modules=[Extension("sniffsync.io._walk",
                              [f"sniffsync/io/{name}.c" for name in ("_walk", "_l3", "_dot11", "_rtphy")],
-                             optional=True, extra_compile_args=["-O2"])])
+                             depends=["sniffsync/io/_passes.h"], optional=True, extra_compile_args=["-O2"])])

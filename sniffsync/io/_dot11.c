@@ -9,10 +9,10 @@
  * on random headers.
  */
 #define PY_SSIZE_T_CLEAN
-#define AHEAD 16        /* rows ahead whose header lines are fetched */
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "_passes.h"
 
 /* the outputs, in the order sniffsync.decode.dot11c.OUTPUTS lists them, and their item sizes */
 enum {
@@ -202,34 +202,18 @@ PyObject *walk_dot11(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t n = ov.len / (Py_ssize_t)sizeof(int64_t);
     unsigned char *out[N_OUT];
-    if (ev.len != ov.len || fv.len != n || cv.len != n || !PyList_Check(outs) || PyList_GET_SIZE(outs) != N_OUT) {
-        PyErr_SetString(PyExc_ValueError, "dot11: inputs differ in length, or not the outputs' list");
+    if (ev.len != ov.len || fv.len != n || cv.len != n) {
+        PyErr_SetString(PyExc_ValueError, "dot11: inputs differ in length");
         goto done;
     }
-    for (; got < N_OUT; got++) {
-        if (PyObject_GetBuffer(PyList_GET_ITEM(outs, got), &outv[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
-            goto done;
-        /* the address roles' outputs are written only when asked for */
-        Py_ssize_t want = (got >= FIRST_ROLE && !roles) ? 0 : n * (Py_ssize_t)OUT_SIZE[got];
-        if (outv[got].len != want) {
-            got++;
-            PyErr_Format(PyExc_ValueError, "dot11: output %d has the wrong size", got - 1);
-            goto done;
-        }
-        out[got] = (unsigned char *)outv[got].buf;
-    }
+    /* the address roles' outputs are written only when asked for */
+    if (take_outputs(outs, N_OUT, OUT_SIZE, n, roles ? N_OUT : FIRST_ROLE, "dot11", outv, out, &got) < 0)
+        goto done;
     const int64_t *off = (const int64_t *)ov.buf, *end = (const int64_t *)ev.buf;
     const unsigned char *fcs = (const unsigned char *)fv.buf, *cut = (const unsigned char *)cv.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-#if defined(__GNUC__) || defined(__clang__)
-        /* rows are far apart in the file: fetch the headers a few rows ahead */
-        if (i + AHEAD < n && off[i + AHEAD] >= 0 && off[i + AHEAD] + 64 < bv.len) {
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD]);
-            /* (a header spans two lines) */
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);
-        }
-#endif
+        prefetch_header((const unsigned char *)bv.buf, bv.len, off, i, n);
         row((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], fcs[i] != 0, cut[i] != 0,
             roles, out, i);
     }

@@ -10,10 +10,10 @@
  * valid values, masks and marks on every test capture and on random headers.
  */
 #define PY_SSIZE_T_CLEAN
-#define AHEAD 16        /* rows ahead whose header lines are fetched */
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "_passes.h"
 
 /* the outputs, in the order sniffsync.decode.l3c.OUTPUTS lists them, and their item sizes */
 enum {
@@ -233,33 +233,17 @@ PyObject *walk_l3(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t n = ov.len / (Py_ssize_t)sizeof(int64_t);
     unsigned char *out[N_OUT];
-    if (ev.len != ov.len || tv.len != n * (Py_ssize_t)sizeof(uint16_t) || !PyList_Check(outs)
-        || PyList_GET_SIZE(outs) != N_OUT) {
-        PyErr_SetString(PyExc_ValueError, "l3: inputs differ in length, or not the outputs' list");
+    if (ev.len != ov.len || tv.len != n * (Py_ssize_t)sizeof(uint16_t)) {
+        PyErr_SetString(PyExc_ValueError, "l3: inputs differ in length");
         goto done;
     }
-    for (; got < N_OUT; got++) {
-        if (PyObject_GetBuffer(PyList_GET_ITEM(outs, got), &outv[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
-            goto done;
-        if (outv[got].len != n * (Py_ssize_t)OUT_SIZE[got]) {
-            got++;
-            PyErr_Format(PyExc_ValueError, "l3: output %d has the wrong size", got - 1);
-            goto done;
-        }
-        out[got] = (unsigned char *)outv[got].buf;
-    }
+    if (take_outputs(outs, N_OUT, OUT_SIZE, n, N_OUT, "l3", outv, out, &got) < 0)
+        goto done;
     const int64_t *off = (const int64_t *)ov.buf, *end = (const int64_t *)ev.buf;
     const uint16_t *etype = (const uint16_t *)tv.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-#if defined(__GNUC__) || defined(__clang__)
-        /* rows are far apart in the file: fetch the headers a few rows ahead */
-        if (i + AHEAD < n && off[i + AHEAD] >= 0 && off[i + AHEAD] + 64 < bv.len) {
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD]);
-            /* (a header spans two lines) */
-            __builtin_prefetch((const unsigned char *)bv.buf + off[i + AHEAD] + 63);
-        }
-#endif
+        prefetch_header((const unsigned char *)bv.buf, bv.len, off, i, n);
         row((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], etype[i], out, i);
     }
     Py_END_ALLOW_THREADS

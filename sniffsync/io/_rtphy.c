@@ -11,6 +11,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "_passes.h"
 
 /* the outputs, in the order sniffsync.decode.radiotap_values.PHY_OUTPUTS lists them */
 enum {
@@ -152,20 +153,8 @@ PyObject *walk_rt_phy(PyObject *self, PyObject *args)
         }
         f[k] = fv[k].len ? (const unsigned char *)fv[k].buf : NULL;
     }
-    if (!PyList_Check(outs) || PyList_GET_SIZE(outs) != N_OUT) {
-        PyErr_SetString(PyExc_ValueError, "rt_phy: not the outputs' list");
+    if (take_outputs(outs, N_OUT, OUT_SIZE, n, N_OUT, "rt_phy", outv, out, &got) < 0)
         goto done;
-    }
-    for (; got < N_OUT; got++) {
-        if (PyObject_GetBuffer(PyList_GET_ITEM(outs, got), &outv[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
-            goto done;
-        if (outv[got].len != n * (Py_ssize_t)OUT_SIZE[got]) {
-            got++;
-            PyErr_Format(PyExc_ValueError, "rt_phy: output %d has the wrong size", got - 1);
-            goto done;
-        }
-        out[got] = (unsigned char *)outv[got].buf;
-    }
     if (RATE_PHY[2] != PHY_DSSS)          /* (set up once, under the GIL) */
         tables();
     const uint32_t *present = (const uint32_t *)pv.buf;

@@ -1,0 +1,48 @@
+/* What the C header passes (_l3.c, _dot11.c, _rtphy.c) share: their output columns taken
+   from a Python list of writable buffers, and the prefetch of headers a few rows ahead. */
+#ifndef SNIFFSYNC_PASSES_H
+#define SNIFFSYNC_PASSES_H
+#include <Python.h>
+#include <stdint.h>
+
+#define AHEAD 16        /* rows ahead whose header lines are fetched */
+
+/* Each of the n_out items of `outs` a writable contiguous buffer of n * size[k] bytes (0
+   bytes from `empty_from` on: outputs not asked for). 0 on success, else -1 with the Python
+   error set; either way *held buffers of outv are held and must be released. */
+static int take_outputs(PyObject *outs, int n_out, const unsigned char *size, Py_ssize_t n,
+                        int empty_from, const char *who, Py_buffer *outv, unsigned char **out, int *held)
+{
+    *held = 0;
+    if (!PyList_Check(outs) || PyList_GET_SIZE(outs) != n_out) {
+        PyErr_Format(PyExc_ValueError, "%s: not the outputs' list", who);
+        return -1;
+    }
+    for (int k = 0; k < n_out; k++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(outs, k), &outv[k], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        *held = k + 1;
+        if (outv[k].len != (k >= empty_from ? 0 : n * (Py_ssize_t)size[k])) {
+            PyErr_Format(PyExc_ValueError, "%s: output %d has the wrong size", who, k);
+            return -1;
+        }
+        out[k] = (unsigned char *)outv[k].buf;
+    }
+    return 0;
+}
+
+/* rows are far apart in the file: fetch row i + AHEAD's header (two lines) now */
+static inline void prefetch_header(const unsigned char *buf, Py_ssize_t len, const int64_t *off,
+                                   Py_ssize_t i, Py_ssize_t n)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (i + AHEAD < n && off[i + AHEAD] >= 0 && off[i + AHEAD] + 64 < len) {
+        __builtin_prefetch(buf + off[i + AHEAD]);
+        __builtin_prefetch(buf + off[i + AHEAD] + 63);
+    }
+#else
+    (void)buf; (void)len; (void)off; (void)i; (void)n;
+#endif
+}
+
+#endif
