@@ -221,8 +221,7 @@ PyObject *walk_dot11(PyObject *self, PyObject *args)
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (int k = 0; k < got; k++)
-        PyBuffer_Release(&outv[k]);
+    release_outputs(outv, got);
     PyBuffer_Release(&bv);
     PyBuffer_Release(&ov);
     PyBuffer_Release(&ev);

@@ -250,8 +250,7 @@ PyObject *walk_l3(PyObject *self, PyObject *args)
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (int k = 0; k < got; k++)
-        PyBuffer_Release(&outv[k]);
+    release_outputs(outv, got);
     PyBuffer_Release(&bv);
     PyBuffer_Release(&ov);
     PyBuffer_Release(&ev);

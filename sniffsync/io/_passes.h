@@ -31,6 +31,13 @@ static int take_outputs(PyObject *outs, int n_out, const unsigned char *size, Py
     return 0;
 }
 
+/* the `held` output buffers back (on every path out of a pass) */
+static inline void release_outputs(Py_buffer *outv, int held)
+{
+    for (int k = 0; k < held; k++)
+        PyBuffer_Release(&outv[k]);
+}
+
 /* rows are far apart in the file: fetch row i + AHEAD's header (two lines) now */
 static inline void prefetch_header(const unsigned char *buf, Py_ssize_t len, const int64_t *off,
                                    Py_ssize_t i, Py_ssize_t n)

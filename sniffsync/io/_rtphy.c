@@ -165,8 +165,7 @@ PyObject *walk_rt_phy(PyObject *self, PyObject *args)
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (int k = 0; k < got; k++)
-        PyBuffer_Release(&outv[k]);
+    release_outputs(outv, got);
     for (int k = 0; k < got_f; k++)
         PyBuffer_Release(&fv[k]);
     PyBuffer_Release(&pv);

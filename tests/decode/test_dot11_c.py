@@ -17,7 +17,7 @@ from sniffsync.decode.dot11 import decode_dot11
 from sniffsync.decode.payload import decode_llc
 from sniffsync.io import walk
 
-from tests.decode.test_radiotap_c import same_cols
+from tests.decode.test_radiotap_c import packed, same_cols
 
 pytestmark = pytest.mark.skipif(getattr(walk._c, "dot11", None) is None,
                                 reason="sniffsync.io._walk not built (no compiler)")
@@ -96,9 +96,7 @@ def check(buf, off, end, fcs, cut, columns=None):
 def test_random_headers():
     rng = random.Random(11)
     frames = [frame(rng) for _ in range(3000)]
-    buf = np.frombuffer(b"".join(frames), np.uint8)
-    lens = np.array([len(f) for f in frames], np.int64)
-    off = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    buf, off, lens = packed(frames)
     fcs = np.array([rng.random() < 0.5 for _ in frames])
     cut = np.array([rng.random() < 0.1 for _ in frames])
     for columns in (None, FAIRNESS, {"seq"}):

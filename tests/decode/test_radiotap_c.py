@@ -30,6 +30,13 @@ HT20 = DATA / "captures" / "ns3-11n-ht20-hidden-snifferA-nearAP.pcap"
 pytestmark = pytest.mark.skipif(walk._c is None, reason="sniffsync.io._walk not built (no compiler)")
 
 
+def packed(records):
+    """``(buf, off, lens)``: the byte strings back to back, where each starts, their lengths."""
+    buf = np.frombuffer(b"".join(records), np.uint8)
+    lens = np.array([len(r) for r in records], np.int64)
+    return buf, np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64), lens
+
+
 def same_cols(a, b, where=""):
     assert a.keys() == b.keys(), where
     for k in a:
@@ -112,9 +119,7 @@ def random_header(rng) -> bytes:
 def test_random_headers():
     rng = random.Random(11)
     hdrs = [random_header(rng) for _ in range(3000)]
-    buf = np.frombuffer(b"".join(hdrs), np.uint8)
-    lens = np.array([len(h) for h in hdrs], np.int64)
-    off = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    buf, off, lens = packed(hdrs)
     end = off + lens
     with walk.use_backend("python"):
         _, _, _, marks = decode_radiotap(buf, off, end)
