@@ -43,17 +43,6 @@ static const signed char MGMT_IE_OFF[16] = {4, -1, 10, -1, 0, 12, -1, -1, 12, -1
 /* values of output "part": the rows sniffsync.decode.dot11c finishes in Python */
 enum { PART_NONE, PART_BA, PART_MGMT_BODY, PART_ASSOC };
 
-/* k bytes at pos into dst, zero where outside the buffer (as bytecols.gather) */
-static inline void window(const unsigned char *buf, int64_t blen, int64_t pos, unsigned char *dst, int k)
-{
-    if (pos >= 0 && pos + k <= blen) {
-        memcpy(dst, buf + pos, (size_t)k);
-        return;
-    }
-    for (int j = 0; j < k; j++)
-        dst[j] = (pos + j >= 0 && pos + j < blen) ? buf[pos + j] : 0;
-}
-
 static inline uint64_t mac(const unsigned char *p)
 {
     uint64_t v = 0;

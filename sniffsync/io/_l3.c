@@ -35,17 +35,6 @@ static const unsigned char OUT_SIZE[N_OUT] = {
 
 #define WIN 64
 
-/* k bytes at pos into dst, zero where outside the buffer */
-static inline void window(const unsigned char *buf, int64_t blen, int64_t pos, unsigned char *dst, int k)
-{
-    if (pos >= 0 && pos + k <= blen) {
-        memcpy(dst, buf + pos, (size_t)k);
-        return;
-    }
-    for (int j = 0; j < k; j++)
-        dst[j] = (pos + j >= 0 && pos + j < blen) ? buf[pos + j] : 0;
-}
-
 static inline uint32_t be16(const unsigned char *p) { return ((uint32_t)p[0] << 8) | p[1]; }
 static inline uint32_t be32(const unsigned char *p)
 {

@@ -1,9 +1,11 @@
 /* What the C header passes (_l3.c, _dot11.c, _rtphy.c) share: their output columns taken
-   from a Python list of writable buffers, and the prefetch of headers a few rows ahead. */
+   from a Python list of writable buffers, bounded reads of header bytes, and the prefetch of
+   headers a few rows ahead. */
 #ifndef SNIFFSYNC_PASSES_H
 #define SNIFFSYNC_PASSES_H
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define AHEAD 16        /* rows ahead whose header lines are fetched */
 
@@ -29,6 +31,17 @@ static int take_outputs(PyObject *outs, int n_out, const unsigned char *size, Py
         out[k] = (unsigned char *)outv[k].buf;
     }
     return 0;
+}
+
+/* k bytes at pos into dst, zero where outside the buffer (as bytecols.gather) */
+static inline void window(const unsigned char *buf, int64_t blen, int64_t pos, unsigned char *dst, int k)
+{
+    if (pos >= 0 && pos + k <= blen) {
+        memcpy(dst, buf + pos, (size_t)k);
+        return;
+    }
+    for (int j = 0; j < k; j++)
+        dst[j] = (pos + j >= 0 && pos + j < blen) ? buf[pos + j] : 0;
 }
 
 /* the `held` output buffers back (on every path out of a pass) */
