@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 import numpy as np
 
 from airtime.extent_ba import FRAME_CHUNK  # noqa: F401  (airtime.ppdu's, and the tests' chunk size)
-from airtime.extent_ba import COPY_TOL_NS, _col, _col_rows, _expand, _key, _missed_subframes, rows_by_ppdu
-from airtime.framecols import Labels, _np, mpdu_bytes
+from airtime.extent_ba import COPY_TOL_NS, _expand, _key, _missed_subframes, rows_by_ppdu
+from airtime.framecols import Labels, _np, _np_rows, mpdu_bytes
 from airtime.match import match_in_window
 from airtime.phy import legacy_response_rate_kbps, ppdu_duration_ns, sifs_ns
 from airtime.phy_tables import BA_BYTES, CTS_BYTES
@@ -138,7 +138,7 @@ def _own_evidence(frames, fp, n, mpdu):
     every = ok.all()
     f = fp if every else fp[ok]
     cnt = np.bincount(f, minlength=n)
-    ref, last = _col(frames, "ampdu_ref", -1) >= 0, _col(frames, "ampdu_last", 0) > 0
+    ref, last = _np(frames, "ampdu_ref", -1) >= 0, _np(frames, "ampdu_last", 0) > 0
     sub = (mpdu.astype(np.int64) + 4 + 3) // 4 * 4
     if not every:
         ref, last, sub = ref[ok], last[ok], sub[ok]
@@ -191,7 +191,7 @@ def _from_nav(ctx: _Ctx) -> np.ndarray:
         r = np.flatnonzero(c.kind == ctx.kc[kind])
         if not len(r) or not len(d):
             continue
-        nav_us = _col_rows(ctx.frames, "duration_us", -1, c.first_frame[r])
+        nav_us = _np_rows(ctx.frames, "duration_us", -1, c.first_frame[r])
         nav_end = end[r] + nav_us * 1000
         if kind == "rts":
             key_r, key_d = _key(c.ta[r], c.ra[r], c.clock[r]), _key(c.ta[d], c.ra[d], c.clock[d])
@@ -266,7 +266,7 @@ def _copies(ctx: _Ctx, psdu, need):
     del o, ks, key, row
     sub = ctx.mpdu[first].astype(np.int64) + 4
     padded = (sub + 3) // 4 * 4
-    flag = _col_rows(ctx.frames, "ampdu_last", 0, first)     # the last subframe is not padded
+    flag = _np_rows(ctx.frames, "ampdu_last", 0, first)     # the last subframe is not padded
     b, p = padded.astype(np.int32), np.where(flag > 0, padded - sub, 0).astype(np.int8)
     heads = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     total = np.add.reduceat(b, heads) - np.maximum.reduceat(p, heads)

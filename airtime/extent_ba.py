@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from airtime.framecols import _np, _np_rows, label_codes
+from airtime.framecols import _np_rows, label_codes
 from sniffsync.decode import dot11_tables as T
 from airtime.extent_bits import ONES, bitmap_words, low_bits, pack_rows, popcount, set_bits, span_bits, top_bit, \
     window_words
@@ -30,15 +30,6 @@ def _key(a, b, clock) -> np.ndarray:
         return (a * np.int64(-7046029254386353131) + b) * np.int64(31) + np.asarray(clock, np.int64)
 
 
-def _col(frames, name, fill):
-    return _np(frames, name, fill, np.int64)
-
-
-def _col_rows(frames, name, fill, rows):
-    """``_col(frames, name, fill)[rows]`` without the whole column's int64 copy."""
-    return _np_rows(frames, name, fill, np.asarray(rows), np.int64)
-
-
 def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     """Subframes of each data PPDU no copy captured, from Block-Ack evidence: sequence
     numbers in the window, captured by no copy, not acknowledged by the pair's previous
@@ -57,7 +48,7 @@ def _missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
     if not len(d) or "ba_ssn" not in frames:
         return add
     now, prev = ba_now[d], ba_prev[d]
-    ssn = _col_rows(frames, "ba_ssn", -1, np.where(now >= 0, now, prev))
+    ssn = _np_rows(frames, "ba_ssn", -1, np.where(now >= 0, now, prev))
     lo, hi, base, caught = _captured(ctx, group, d, ssn)
     # the window the evidence covers (_window_base); it ends at the last captured seq or
     # the BA's highest set bit (first 64 bits)
@@ -295,10 +286,8 @@ class BaAnswers:
 
     def _records(self, q, ba_frame):
         """``(i, j)``: query ``i`` (of ``q``) and each record ``j`` of its frame."""
-        lo = np.searchsorted(self.row, ba_frame[q], "left")
-        cnt = np.searchsorted(self.row, ba_frame[q], "right") - lo
-        i = np.repeat(q, cnt)
-        return i, np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(len(i))
+        f = ba_frame[q]
+        return _expand(q, np.searchsorted(self.row, f, "left"), np.searchsorted(self.row, f, "right"))
 
     def _bit_set(self, j, seq) -> np.ndarray:
         out = np.zeros(len(j), bool)

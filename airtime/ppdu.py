@@ -16,7 +16,6 @@ from airtime.framecols import Columns, _cat, _cat_in, _cat_rows, _keep_only, _me
 from airtime.framecols import _median_by  # noqa: F401  (the tests read it here)
 from airtime.phy import ppdu_duration_ns
 from airtime.ppdutable import PpduGrouping, _group_sum, first_columns, ppdu_table
-from sniffsync.decode.quality import good_fcs_mask
 from sniffsync.errors import UsageError
 
 if TYPE_CHECKING:                # pandas is imported where a table is read or built
@@ -156,7 +155,8 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
         raise UsageError(f"stamps must be capture or end, not {stamps!r}")
     if stamps == "end":
         tsft_at = "end"          # a merged table: the merge already moved every stamp to PPDU ends
-    good = _good_fcs(frames, keep_bad_fcs)
+    # (good_fcs_mask's rule, fcs_bad null = good, on a DataFrame or columns alike)
+    good = np.ones(len(frames), bool) if keep_bad_fcs else ~_np(frames, "fcs_bad", False, bool)
     if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
         part = frames.take(good) if isinstance(frames, Columns) else frames[good]
         sub = _group_ppdus(part, tsft_at, stamps, False, only_if_start, release)
@@ -227,13 +227,6 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     ppdus = ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
     ppdus.cols.update(captured_airtime_ns=airtime, complete=ext.complete, extent_src=ext.source)
     return PpduGrouping(ppdus, g.frame_ppdu, decided)
-
-
-def _good_fcs(frames, keep_bad_fcs) -> np.ndarray:
-    """:func:`good_fcs_mask` (its rule, ``fcs_bad`` null = good) of a frame table or columns."""
-    if isinstance(frames, Columns):
-        return np.ones(len(frames), bool) if keep_bad_fcs else ~_np(frames, "fcs_bad", False, bool)
-    return good_fcs_mask(frames, keep_bad_fcs)
 
 
 def _narrow(v: np.ndarray) -> np.ndarray:

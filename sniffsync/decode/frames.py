@@ -76,8 +76,7 @@ def decode_columns(rec, sniffer: int = 0, columns=None, threads: int | None = No
     with Inline() if threads == 1 else pool(len(bounds), limit=threads) as ex:
         done = ex.map(lambda b: decode_chunk(rec, b[0], b[1], wanted), bounds)
         for (lo, hi), (chunk_cols, chunk_marks) in zip(bounds, done):
-            # (a stage's other columns are not copied into the whole)
-            parts.append(chunk_cols if wanted is None else {k: v for k, v in chunk_cols.items() if k in wanted})
+            parts.append(chunk_cols)        # (only wanted columns: _Chunk.stage drops the rest)
             marks.extend((rows + lo, why) for rows, why in chunk_marks)
             # the chunk's bytes are decoded: drop its file pages
             release(rec, int(rec.data_off[hi]) - 64 if hi < n else int(rec.data_off[-1]) + int(rec.caplen[-1]),

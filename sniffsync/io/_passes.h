@@ -1,4 +1,4 @@
-/* What the C header passes (_l3.c, _dot11.c, _rtphy.c) share: their output columns taken
+/* What the C header passes (_l3.c, _dot11.c, _rtphy.c; the radiotap walk in _walk.c) share: their output columns taken
    from a Python list of writable buffers, bounded reads of header bytes, and the prefetch of
    headers a few rows ahead. */
 #ifndef SNIFFSYNC_PASSES_H
@@ -12,7 +12,7 @@
 /* Each of the n_out items of `outs` a writable contiguous buffer of n * size[k] bytes (0
    bytes from `empty_from` on: outputs not asked for). 0 on success, else -1 with the Python
    error set; either way *held buffers of outv are held and must be released. */
-static int take_outputs(PyObject *outs, int n_out, const unsigned char *size, Py_ssize_t n,
+static inline int take_outputs(PyObject *outs, int n_out, const unsigned char *size, Py_ssize_t n,
                         int empty_from, const char *who, Py_buffer *outv, unsigned char **out, int *held)
 {
     *held = 0;

@@ -13,6 +13,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "_passes.h"
 
 /* u32 at p, in the buffer's byte order */
 static inline uint32_t load_u32(const unsigned char *p, int big)
@@ -287,10 +288,7 @@ static PyObject *radiotap(PyObject *self, PyObject *args)
     int unusual = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !unusual; i++) {
-        if (i + 16 < n && off[i + 16] >= 0 && off[i + 16] + 64 < bv.len) {   /* (two lines: the header and past it) */
-            PREFETCH_LINE((const unsigned char *)bv.buf + off[i + 16]);
-            PREFETCH_LINE((const unsigned char *)bv.buf + off[i + 16] + 63);
-        }
+        prefetch_header((const unsigned char *)bv.buf, bv.len, off, i, n);
         unusual = rt_frame((const unsigned char *)bv.buf, (int64_t)bv.len, off[i], end[i], need, dst, i,
                            it_len + i, present + i);
     }

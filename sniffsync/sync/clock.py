@@ -297,11 +297,11 @@ def place_via_host(res: SyncResult, local, clock, sniffer, ts_ns, allow_unsynced
     return common
 
 
-def sync_candidates(df: pd.DataFrame, anchors, found=None) -> tuple:
+def sync_candidates(df: pd.DataFrame, anchors) -> tuple:
     """``(rows, kind, key, key order)`` of the anchor candidates :func:`sync` fits on
-    (:func:`sniffsync.sync.anchors.anchor_candidates`, or ``found`` when already known
-    (e.g. per input, joined), then the one full key sort)."""
-    rows, kind, key = anchor_candidates(df, anchors) if found is None else found
+    (:func:`sniffsync.sync.anchors.anchor_candidates`, then the one full key sort; a merge of
+    paths finds them per input instead: :mod:`sniffsync.sync.perinput`)."""
+    rows, kind, key = anchor_candidates(df, anchors)
     return rows, kind, key, key_order(key)
 
 

@@ -19,7 +19,7 @@ def missed_subframes(ctx, resp, group, need=None) -> np.ndarray:
         return add
     captured, lo, hi = _captured_bounds(ctx, group, 2 * n)
     lo, hi = lo[group[d]], hi[group[d]]
-    ssn = B._col_rows(frames, "ba_ssn", -1, np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d]))
+    ssn = B._np_rows(frames, "ba_ssn", -1, np.where(ba_now[d] >= 0, ba_now[d], ba_prev[d]))
     in_ba = (ssn >= 0) & ((lo - ssn) % 4096 < B.BA_REACH)
     base = np.where(in_ba, ssn, (lo - B.BA_REACH // 2) % 4096)
     bm = pd.Series(frames["ba_bitmap_lo"].array.take(np.maximum(ba_now[d], 0))).to_numpy(np.uint64, na_value=0) \
