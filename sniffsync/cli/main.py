@@ -82,7 +82,15 @@ def _run(args) -> int:
         log.removeHandler(handler)
 
 
+# The commands fill every core with their own threads (sniffsync.runtime); OpenBLAS would start
+# as many more, which only wait (spinning) between the few small solves of the clock fit.
+# Set before numpy loads; a value the user gave is kept.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "1")
+
+
 def main(argv: list[str] | None = None) -> int:
+    import os
+    os.environ.setdefault(*BLAS_THREADS)
     from sniffsync.cli.common import prepare
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)

@@ -65,3 +65,33 @@ def test_fairness_imports_neither_pandas_nor_pyarrow(cap, tmp_path):
     top = {m.split(".")[0] for m in mods}
     assert "numpy" in top and "sniffsync.fairness.core" in mods  # (the probe sees real imports)
     assert not {"pandas", "pyarrow"} & top
+
+
+_THREADS = """
+import json, os, sys
+from sniffsync.cli.main import main
+sys.stdout = open(os.devnull, "w")
+code = main(sys.argv[1:])
+import numpy as np
+np.linalg.solve(np.eye(300) + 1, np.ones(300))     # a BLAS call, as the clock fit's
+print(json.dumps({"code": code, "threads": len(os.listdir("/proc/self/task")),
+                  "env": os.environ.get("OPENBLAS_NUM_THREADS")}), file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2,
+                    reason="counts the process's threads in /proc; needs 2+ cores to tell")
+@pytest.mark.parametrize("given", [None, "2"])
+def test_cli_starts_no_blas_threads_unless_asked(given, tmp_path):
+    """The commands' own pools fill the cores; OpenBLAS's idle threads only took CPU from them
+    (merge 3 x 1M: -0.5 s). A user's OPENBLAS_NUM_THREADS is kept."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    if given:
+        env["OPENBLAS_NUM_THREADS"] = given
+    res = subprocess.run([sys.executable, "-c", _THREADS, "frames", CAP], capture_output=True,
+                         text=True, env=env, cwd=ROOT, check=True)
+    got = json.loads(res.stderr.splitlines()[-1])
+    assert got["code"] == 0
+    assert got["env"] == (given or "1")
+    assert got["threads"] == (1 if not given else 2)     # OpenBLAS: the caller + n - 1 workers
