@@ -19,6 +19,9 @@ def add_arguments(p) -> None:
     p.add_argument("--anchors", default="beacon,ba,unique",
                    help="anchor kinds, comma-separated (default beacon,ba,unique)")
     p.add_argument("--knot-s", type=positive_float, default=1.0, help="clock model knot spacing, s (default 1)")
+    p.add_argument("--all-anchors", action="store_true",
+                   help="fit every \"unique\" anchor; by default a large capture fits one in k, chosen by "
+                        "content (k in the report's totals.anchor_sample; docs/merge.md)")
     p.add_argument("--keep-duplicates", action="store_true",
                    help="write every copy on its own interface (on the common clock)")
     p.add_argument("--window-s", type=positive_float, default=None, metavar="S",
@@ -44,7 +47,8 @@ def run(args) -> int:
         return _run_windowed(args, anchors, say)
     merged = merge(args.captures, reference=args.reference, columns=[], tsft_at=args.tsft_at,
                    allow_unsynced=args.allow_unsynced, anchors=anchors,
-                   keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say)
+                   keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say,
+                   anchor_sample=1 if args.all_anchors else "auto")
     report = merged.report
     if args.output:
         say(f"write {args.output}")
@@ -92,4 +96,7 @@ def summary(report: dict) -> str:
     lines.append(f"frames in {t['frames_in']} = frames out {t['frames_out']} + duplicates removed "
                  f"{t['duplicates_removed']}  ({t['heard_by_2_or_more']} transmissions heard by >= 2 "
                  f"sniffers; gate {t['gate_us']} µs; unsynced frames {t['unsynced_frames']})")
+    if t.get("anchor_sample", 1) > 1:
+        lines.append(f"clock fit on 1 in {t['anchor_sample']} \"unique\" anchors, chosen by content "
+                     "(--all-anchors: every one)")
     return "\n".join(lines)

@@ -46,6 +46,7 @@ import pandas as pd
 from sniffsync import runtime
 from sniffsync.errors import SyncError
 from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidates, anchor_pairs, key_order
+from sniffsync.sync.anchorsample import sample_anchors
 from sniffsync.sync.coarse import coarse_offsets
 from sniffsync.sync.fit import ClockModel, _Pairs, _robust_fit, clock_sigma
 from sniffsync.sync.viahost import place_by_host
@@ -124,6 +125,7 @@ class SyncResult:
     anchors: pd.DataFrame                # per anchor pair (star to the cluster's first copy): rows,
                                          # clocks, kind, used, held out, residual, cluster
     gate_ns: np.ndarray | None = None    # per clock: the final anchor gate (ns)
+    anchor_sample: int = 1               # one "unique" candidate in this many fitted (anchorsample.py)
 
     @property
     def sigma_ns(self) -> np.ndarray:
@@ -188,6 +190,7 @@ class _Fit:
     offset: np.ndarray | None = None
     n_key: np.ndarray | None = None      # per clock: pairs matched by content alone (coarse)
     key_cid: object = None               # _key_only_clusters of the candidates, or a future of it
+    weight: np.ndarray | None = None     # per candidate: pairs it stands for (anchorsample.py)
 
 
 def _coarse(f: _Fit):
@@ -205,7 +208,7 @@ def _coarse(f: _Fit):
     f.offset = np.zeros(nclk, np.int64)
     if len(i):
         f.offset = coarse_offsets(f.clock[i], f.clock[j], f.local[j] - f.local[i], nclk, f.ref)
-    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, share=False)   # a loose fit
+    P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, share=False, weight=f.weight)   # a loose fit
     f.n_key = np.bincount(P.ca, minlength=nclk) + np.bincount(P.cb, minlength=nclk)
     loose = 3e-4 * np.maximum(span[P.ca], span[P.cb]) + 2e6
     ok = np.abs(P.y) <= loose
@@ -228,7 +231,7 @@ def _refine(f: _Fit, model: ClockModel, gate: np.ndarray, final: bool):
     i, j = anchor_pairs(cid, f.clock, by_cid)
     del by_cid
     with runtime.pool(limit=1) as ex:    # the pairs' weight shares beside the fit's set-up
-        P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, ex=ex)
+        P = _Pairs(i, j, f.clock, f.local, f.kind, cid, f.offset, f.rows, ex=ex, weight=f.weight)
         del cid, i, j                    # the fit's peak memory sets much of its time
         return _refit(f, P, gate, final)
 
@@ -308,7 +311,8 @@ def sync_candidates(df: pd.DataFrame, anchors) -> tuple:
 def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"),
          knot_s: float = 1.0, min_anchors: int = 8, holdout: int = 5,
          max_knots: int = 1200, allow_unsynced: bool = False, names=None,
-         clocks=None, via_host: bool = True, candidates=None, key_cid=None) -> SyncResult:
+         clocks=None, via_host: bool = True, candidates=None, key_cid=None, sample=1,
+         weight=None) -> SyncResult:
     """Fit every sniffer's clock to the reference sniffer's clock, jointly.
 
     Parameters
@@ -343,6 +347,12 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
         ``sniffsync.sync.anchors._key_only_clusters(key, clock[rows], key order)`` of
         those candidates (the coarse stage's clusters by key alone), when computed
         beside other work.
+    sample : "auto" or int
+        Keep one "unique" anchor candidate in ``sample`` (a power of two; ``"auto"``: by
+        the capture's density), :mod:`sniffsync.sync.anchorsample`; 1 keeps every one.
+    weight : array, optional
+        With ``candidates`` already sampled (``sample`` their ``k``): the pair weight of
+        each, as :func:`sniffsync.sync.anchorsample.sample_anchors` gives it.
 
     Returns
     -------
@@ -352,17 +362,23 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     """
     local, clock, clocks = local_clocks(df) if clocks is None else clocks
     ref = reference_clock(clocks, reference)
-    rows, kind, key, by_key = sync_candidates(df, anchors) if candidates is None else candidates
+    cand = sync_candidates(df, anchors) if candidates is None else candidates
+    if weight is None and sample != 1:
+        if key_cid is not None:
+            raise ValueError("key_cid is of the candidates before sampling: sample them first")
+        cand, weight, sample = sample_anchors(cand, clock[cand[0]], clocks, anchors, knot_s * 1e9, sample)
+    rows, kind, key, by_key = cand
+    del cand
     prior = np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS)
     f = _Fit(rows, kind, key, clock[rows], local[rows], by_key,
              clocks, prior.copy(), prior, ref, knot_s * 1e9, max_knots, holdout, min_anchors,
-             key_cid=key_cid)
-    del rows, kind, key, by_key, candidates
+             key_cid=key_cid, weight=weight)
+    del rows, kind, key, by_key, candidates, weight
     model, gate = _coarse(f)
     for final in (False, True):
         P = held = ok = r = None             # free the last stage's arrays before the next
         model, gate, P, held, ok, r = _refine(f, model, gate, final)
-    res = SyncResult(model, local, clock, None, None, gate)
+    res = SyncResult(model, local, clock, None, None, gate, int(sample))
     if via_host and "ts_ns" in df:
         res.common_ns = place_via_host(res, local, clock, df["sniffer"].to_numpy(np.int64),
                                        df["ts_ns"].to_numpy(np.int64), allow_unsynced, names, min_anchors)

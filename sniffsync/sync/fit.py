@@ -16,7 +16,7 @@ import pandas as pd
 from sniffsync import runtime
 from sniffsync.sync.order import order_by
 
-__all__ = ["ClockModel", "clock_sigma"]
+__all__ = ["ClockModel", "clock_sigma", "epoch_map"]
 
 SIGMA_FLOOR_NS = 250.0        # a 1 µs stamp alone is ±0.29 µs (uniform rounding)
 
@@ -165,10 +165,12 @@ def _smoothness(knots, base, ref, reg_sigma_ns):
 class _Pairs:
     """Anchor pairs as arrays: clocks, local times, rhs y, kind, cluster id, and ``share``:
     1 / the number of pairs with the same two stamps (the subframes of one A-MPDU share
-    one stamp, so one draw of its jitter: together they weigh as one measurement)."""
+    one stamp, so one draw of its jitter: together they weigh as one measurement), and
+    ``weight`` (per pair or None): how many pairs it stands for (:mod:`.anchorsample`)."""
 
-    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows, share=True, ex=None):
+    def __init__(self, i, j, a_clock, a_local, a_kind, cid, offset, rows, share=True, ex=None, weight=None):
         self.ra, self.rb = rows[i], rows[j]
+        self.weight = None if weight is None else weight[i]     # both rows share the key
         self.ca, self.cb = a_clock[i], a_clock[j]
         self.ta, self.tb = a_local[i], a_local[j]
         self.kind, self.cid = a_kind[i], cid[i]
@@ -211,6 +213,8 @@ def _robust_fit(P, clocks, sigma, knots, ref, ok, floor_ns, reg_sigma_ns, iters=
                           for c, t in ((P.ca, P.ta), (P.cb, P.tb)))
     s_row = np.sqrt(sigma[P.ca] ** 2 + sigma[P.cb] ** 2)
     w, sol = getattr(P, "share", 1.0) / s_row ** 2, np.zeros(u)
+    if getattr(P, "weight", None) is not None:
+        w = w * P.weight
 
     def residual():
         up_a, up_b = sol[np.minimum(ja + 1, u - 1)], sol[np.minimum(jb + 1, u - 1)]
@@ -265,3 +269,23 @@ def clock_sigma(ca, cb, r, prior_ns, floor_ns=SIGMA_FLOOR_NS):
     rhs = np.r_[np.sqrt(count), np.ones(nclk)]
     x = np.linalg.lstsq(m, rhs, rcond=None)[0]
     return np.sqrt(np.maximum(x, floor_ns ** 2))
+
+
+def epoch_map(ts_ns, local_ns, on_ref):
+    """Robust line ``ts - local ~ a + b (local - x0)`` on the reference clock's frames."""
+    x = local_ns[on_ref].astype(np.float64)
+    d_int = ts_ns[on_ref] - local_ns[on_ref]
+    # centre in int64 first: ts - local is ~1.7e18 ns, where float64 steps are 256 ns
+    d0 = np.int64(d_int[len(d_int) // 2]) if len(d_int) else np.int64(0)
+    d = (d_int - d0).astype(np.float64)
+    if len(x) < 2 or np.ptp(x) == 0:
+        a = float(np.median(d)) if len(d) else 0.0
+        return lambda t: np.asarray(t, np.int64) + d0 + np.int64(round(a))
+    x0 = x.min()
+    ok = np.ones(len(x), bool)
+    for _ in range(3):
+        b, a = np.polyfit(x[ok] - x0, d[ok], 1)
+        r = d - (a + b * (x - x0))
+        mad = 1.4826 * np.median(np.abs(r[ok])) + 1.0
+        ok = np.abs(r) <= 5 * mad
+    return lambda t: np.asarray(t, np.int64) + d0 + np.rint(a + b * (np.asarray(t) - x0)).astype(np.int64)

@@ -23,7 +23,9 @@ from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import _key_only_clusters, hash_key, key_order
+from sniffsync.sync.anchorsample import sample_anchors
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
+from sniffsync.sync.fit import epoch_map
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
 from sniffsync.sync.perinput import input_part, join_key, join_parts
@@ -73,26 +75,6 @@ def _window_ns(window_s) -> int:
     if not window_s > 0:
         raise UsageError(f"window_s must be > 0 s, not {window_s!r}")
     return max(1, int(round(window_s * 1e9)))
-
-
-def _epoch_map(ts_ns, local_ns, on_ref):
-    """Robust line ``ts - local ~ a + b (local - x0)`` on the reference clock's frames."""
-    x = local_ns[on_ref].astype(np.float64)
-    d_int = ts_ns[on_ref] - local_ns[on_ref]
-    # centre in int64 first: ts - local is ~1.7e18 ns, where float64 steps are 256 ns
-    d0 = np.int64(d_int[len(d_int) // 2]) if len(d_int) else np.int64(0)
-    d = (d_int - d0).astype(np.float64)
-    if len(x) < 2 or np.ptp(x) == 0:
-        a = float(np.median(d)) if len(d) else 0.0
-        return lambda t: np.asarray(t, np.int64) + d0 + np.int64(round(a))
-    x0 = x.min()
-    ok = np.ones(len(x), bool)
-    for _ in range(3):
-        b, a = np.polyfit(x[ok] - x0, d[ok], 1)
-        r = d - (a + b * (x - x0))
-        mad = 1.4826 * np.median(np.abs(r[ok])) + 1.0
-        ok = np.abs(r) <= 5 * mad
-    return lambda t: np.asarray(t, np.int64) + d0 + np.rint(a + b * (np.asarray(t) - x0)).astype(np.int64)
 
 
 def _validate(paths, tables):
@@ -210,19 +192,22 @@ def _join_rest(df: pd.DataFrame, rest, order) -> None:
 
 
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say, window_ns=None, found=None, rest=None):
+                    names, say, window_ns=None, found=None, rest=None, sample="auto"):
     """The merged table and report of the concatenated table ``df`` (emptied on the way;
     ``found``: a list holding :func:`sniffsync.sync.perinput.join_parts` of the inputs
     when known (the clocks, anchor candidates and copies' key), emptied; ``rest``:
     ``(tables, order)``, the per-input tables of the columns ``df`` lacks, concatenated
-    beside the fit and joined after it in the column ``order``, then emptied)."""
+    beside the fit and joined after it in the column ``order``, then emptied; ``sample``:
+    of the "unique" anchors, :func:`sniffsync.sync.clock.sync`'s)."""
     say("sync clocks")
     rest, order = rest or (None, None)
     ts_ns = df["ts_ns"].to_numpy(np.int64)
     with runtime.pool(limit=1) as ex:   # what needs no fitted clock runs beside the fit
-        here = runtime.Inline
+        here, weight = runtime.Inline, None
         if found:                        # found per input while the next was read
             clocks, cand, key = found.pop()
+            cand, weight, sample = sample_anchors(cand, clocks[1][cand[0]], clocks[2], anchors,
+                                                  knot_s * 1e9, sample)
             # the fit's first step (clusters by key alone) there, the epoch line here
             key_cid = ex.submit(_key_only_clusters, cand[2], clocks[1][cand[0]], cand[3])
             cand, key = here.submit(tuple, cand), ex.submit(join_key, *key)
@@ -231,11 +216,13 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
             clocks = local_clocks(df)
             key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
-        to_epoch = here.submit(_epoch_map, ts_ns, clocks[0], on_ref)
+        to_epoch = here.submit(epoch_map, ts_ns, clocks[0], on_ref)
         if rest is not None:             # what only the matching and the merged table read
             rest = here.submit(concat_columns, rest)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=allow_unsynced,
-                   names=names, clocks=clocks, candidates=cand.result(), key_cid=key_cid)
+                   names=names, clocks=clocks, candidates=cand.result(), key_cid=key_cid,
+                   sample=sample, weight=weight)
+        del weight
         del key_cid
         (key, by_key), to_epoch = key.result(), to_epoch.result()
         if rest is not None:
@@ -300,7 +287,7 @@ def merged_ids(group: np.ndarray, rank=None) -> np.ndarray:
 def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
           anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
           knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
-          tsft_at="auto", columns=None, window_s: float | None = None) -> Merged:
+          tsft_at="auto", columns=None, window_s: float | None = None, anchor_sample="auto") -> Merged:
     """Synchronise and merge several sniffers' captures.
 
     Parameters
@@ -338,6 +325,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     window_s : float, optional
         Match copies one window of this many seconds at a time
         (:mod:`sniffsync.sync.windows`); the result is the same as without.
+    anchor_sample : "auto" or int
+        Fit one "unique" anchor in this many (a power of two; :mod:`sniffsync.sync.anchorsample`):
+        ``"auto"`` samples only large captures, 1 fits every anchor.
 
     Returns
     -------
@@ -392,7 +382,8 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     runtime.release_free_heap()          # the read's and the inputs' parts' freed heap (lower peak)
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
-                                  None if window_s is None else _window_ns(window_s), found, rest)
+                                  None if window_s is None else _window_ns(window_s), found, rest,
+                                  anchor_sample)
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv

@@ -136,4 +136,5 @@ def merge_report(res, df, group, names, anchors, gate_ns, frames_out, keep_dupli
         "unsynced_frames": int((~model.synced[res.clock]).sum()),
         "host_placed_frames": int((model.via_host >= 0)[res.clock].sum()),
         "gate_us": round(gate_ns / 1000, 3), "reference": names[cl.sniffer[model.reference]],
+        "anchor_sample": int(getattr(res, "anchor_sample", 1)),   # 1 "unique" anchor in this many fitted
         "conserved": n_in == frames_out + dup}}

@@ -148,15 +148,15 @@ def joint_clocks(ins: list):
 
 
 def sample_fits(ins, base, clocks, model, reference: int):
-    """The epoch map (:func:`sniffsync.sync.merge._epoch_map` on the reference clock's
+    """The epoch map (:func:`sniffsync.sync.fit.epoch_map` on the reference clock's
     sampled frames) and the per-sniffer host offsets (µs, :func:`host_offsets_us` on
     the sample): those of every frame while the sample holds them all."""
-    from sniffsync.sync.merge import _epoch_map
+    from sniffsync.sync.fit import epoch_map
     from sniffsync.sync.report import host_offsets_us
     ref = reference_clock(clocks, reference)
     s = ins[reference]
     ts, local, seg = s.sample
-    to_epoch = _epoch_map(ts, local, s.glob(seg, base[reference]) == ref)
+    to_epoch = epoch_map(ts, local, s.glob(seg, base[reference]) == ref)
     clock = np.concatenate([i.glob(i.sample[2], b) for i, b in zip(ins, base)])
     local = np.concatenate([i.sample[1] for i in ins])
     every = SimpleNamespace(model=model, clock=clock, common_ns=model.apply(local, clock))

@@ -68,12 +68,16 @@ def test_fairness_imports_neither_pandas_nor_pyarrow(cap, tmp_path):
 
 
 _THREADS = """
-import json, os, sys
+import json, os, sys, threading, time
 from sniffsync.cli.main import main
 sys.stdout = open(os.devnull, "w")
 code = main(sys.argv[1:])
 import numpy as np
 np.linalg.solve(np.eye(300) + 1, np.ones(300))     # a BLAS call, as the clock fit's
+for t in threading.enumerate():                    # the command's own threads: gone
+    if t is not threading.main_thread():
+        t.join(5)
+time.sleep(0.05)
 print(json.dumps({"code": code, "threads": len(os.listdir("/proc/self/task")),
                   "env": os.environ.get("OPENBLAS_NUM_THREADS")}), file=sys.stderr)
 """
