@@ -11,6 +11,7 @@ import numpy as np
 
 from airtime.framecols import _np_rows, label_codes
 from sniffsync.decode import dot11_tables as T
+from sniffsync.nomask import distinct
 from airtime.extent_bits import ONES, bitmap_words, low_bits, pack_rows, popcount, set_bits, span_bits, top_bit, \
     window_words
 
@@ -90,8 +91,8 @@ def _captured(ctx, group, d, ssn):
     p = dd[o[m]]                                             # (data PPDU, PPDU of its group)
     frames_of = np.bincount(i, weights=first[p + 1] - first[p], minlength=len(d)).astype(np.int64)
     cum = np.cumsum(frames_of)
-    edges = np.unique(np.r_[0, np.searchsorted(cum, np.arange(FRAME_CHUNK, cum[-1] if len(cum) else 0,
-                                                                  FRAME_CHUNK)), len(d)])
+    edges = np.r_[0, np.searchsorted(cum, np.arange(FRAME_CHUNK, cum[-1] if len(cum) else 0, FRAME_CHUNK)), len(d)]
+    edges = edges[np.r_[True, edges[1:] != edges[:-1]]]     # ascending: distinct (np.unique imports numpy.ma)
     lo, hi = np.full(len(d), -1, np.int64), np.full(len(d), -1, np.int64)
     caught = np.zeros(len(d), np.uint64)
     for x0, x1 in zip(edges[:-1], edges[1:]):
@@ -265,7 +266,7 @@ class BaAnswers:
         i, j = self._records(np.flatnonzero(has), ba_frame)
         i, j = i[self.match[j]], j[self.match[j]]
         fast = self.all_acked[j] | (self.per[j] == 1) | (self.bm[j] < 0)
-        i, j, slow = i[fast], j[fast], np.union1d(np.flatnonzero(~has), i[~fast])
+        i, j, slow = i[fast], j[fast], distinct(np.r_[np.flatnonzero(~has), i[~fast]])
         bits = window_words(self.words, np.where(self.all_acked[j], -1, self.bm[j]), (base[i] - self.ssn[j]) % 4096)
         np.bitwise_or.at(out, i, np.where(self.all_acked[j], ONES, bits))
         if len(slow):
@@ -356,7 +357,7 @@ def _previous_ba(ctx):
     # per pair key, the last Block-Ack started strictly before the data PPDU: one search over
     # (key code, stamp rank) of the Block-Acks (the later one of equal stamps)
     keys, code = np.unique(np.concatenate([k_b, k_d]), return_inverse=True)
-    times = np.unique(t_b)
+    times = distinct(t_b)
     m = len(times) + 1
     cb = code[:len(ba)] * m + np.searchsorted(times, t_b)
     o = np.argsort(cb, kind="stable")

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sniffsync.nomask import median
+
 if TYPE_CHECKING:                # pandas is imported where a table is read or built
     import pandas as pd
 
@@ -148,7 +150,7 @@ def _median_by_arrays(values, key) -> tuple[np.ndarray, np.ndarray]:
     small = key.dtype.kind in "iu" and len(key) and 0 <= key.min() and key.max() < 1 << 16
     keys = np.flatnonzero(np.bincount(key)).astype(key.dtype) if small else np.unique(key)   # (no sort)
     vals = values.astype(np.float64, copy=False)      # (partitioned in place: the caller's)
-    meds = [np.median(vals if len(keys) == 1 else vals[key == k], overwrite_input=True) for k in keys]
+    meds = [median(vals if len(keys) == 1 else vals[key == k]) for k in keys]   # (np.median: numpy.ma)
     return keys, np.asarray(meds, np.float64)
 
 

@@ -60,7 +60,7 @@ def detect_tsft_at(sniffer, t_ns, airtime_ns, kind, ta, ra, freq_mhz) -> dict:
     vote_start = resp & (err_start < err_end) & (err_start <= GAP_TOLERANCE_NS)
     snf = sniffer[1:]
     out = {}
-    for s in np.unique(sniffer):
+    for s in _ids(sniffer):
         e, st = int(vote_end[snf == s].sum()), int(vote_start[snf == s].sum())
         out[int(s)] = "end" if e > st else "start"
     return out
@@ -71,5 +71,10 @@ def decide_tsft_at(tsft_at, snf, t_ns, airtime, kind, ta, ra, freq) -> dict:
     if tsft_at == "auto":
         return detect_tsft_at(snf, t_ns, airtime, kind, ta, ra, freq)
     if isinstance(tsft_at, dict):
-        return {int(s): tsft_at.get(int(s), "start") for s in np.unique(snf)}
-    return {int(s): tsft_at for s in np.unique(snf)}
+        return {int(s): tsft_at.get(int(s), "start") for s in _ids(snf)}
+    return {int(s): tsft_at for s in _ids(snf)}
+
+
+def _ids(sniffer) -> np.ndarray:
+    """The sniffer ids present, ascending (small ids >= 0; np.unique would import numpy.ma)."""
+    return np.flatnonzero(np.bincount(np.asarray(sniffer, np.int64)))

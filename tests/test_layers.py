@@ -7,7 +7,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # rank of each package: a module may import its own package and packages of lower rank only
 RANK = {
-    "sniffsync.errors": 0, "sniffsync.runtime": 0,
+    "sniffsync.errors": 0, "sniffsync.runtime": 0, "sniffsync.nomask": 0,
     "sniffsync.io": 1,
     "sniffsync.decode": 2,
     "sniffsync.export": 3, "airtime": 3,

@@ -303,7 +303,7 @@ def _hex_field(buf, start, stop, rows, n):
     """Categorical hex text of ``buf[start:stop]`` per row (grouped by length)."""
     length = np.maximum(stop - start, 0)
     codes, names = np.full(n, -1, np.int32), []
-    for size in np.unique(length[length > 0]):
+    for size in np.flatnonzero(np.bincount(length[length > 0])):   # (np.unique imports numpy.ma)
         sel = np.flatnonzero(length == size)
         cat = categorical_from_bytes(gather(buf, start[sel], int(size)), _hexstr)
         codes[rows[sel]] = cat.codes + len(names)

@@ -25,10 +25,6 @@ __all__ = ["ppdu_clusters", "MAX_PASSES"]
 MAX_PASSES = 1100          # > the longest A-MPDU (1024 subframes, HE)
 
 
-def _min_by(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    return np.minimum.reduceat(values[order], starts)
-
-
 def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     """``(cluster, rank, time)`` per group: its A-MPDU cluster id, the number of
     subframes sent after it in that cluster (0 for a frame sent alone), and the common
@@ -54,15 +50,10 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     new = np.r_[True, ~link]
     ppdu = np.cumsum(new) - 1                     # per row; ascends along the rows
     p_start = np.flatnonzero(new)
-    g_order = order_by(group)            # = argsort(group, kind="stable")
-    gs = group[g_order]
-    g_start = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
-    g_ids = gs[g_start]
-    del gs
     for _ in range(MAX_PASSES):                   # components: a few passes
         lab_p = np.minimum.reduceat(cluster[group], p_start)
-        nxt = cluster.copy()
-        nxt[g_ids] = _min_by(lab_p[ppdu], g_order, g_start)
+        nxt = cluster.copy()             # a group's own label is among its PPDUs' (<= it)
+        np.minimum.at(nxt, group, lab_p[ppdu])    # (no sort of the rows by group)
         if (nxt == cluster).all():
             break
         cluster = nxt

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sniffsync.nomask import distinct
+
 __all__ = ["SEQ_SPAN", "Lazy", "group_starts", "sorted_unique", "dense_codes", "sorted_within", "grouped_cummax",
            "group_median", "is_sorted", "lex_order", "pair_order", "fd_slices", "FD_CHUNK_ROWS", "flow_parts",
            "rank_span", "restart_cumsum", "wrap32", "diff32", "unwrap32", "frame_getter", "cat_codes"]
@@ -37,10 +39,7 @@ def group_starts(key: np.ndarray) -> np.ndarray:
     return start
 
 
-def sorted_unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique(a)`` of a 1-D array (which imports numpy.ma on first use: ~7 ms of start-up)."""
-    a = np.sort(np.asarray(a).ravel())
-    return a[group_starts(a)]
+sorted_unique = distinct                 # np.unique(a) of a 1-D array, without numpy.ma
 
 
 _BUCKET_BITS = 16

@@ -29,3 +29,13 @@ def test_sorted_unique():
     a = np.array([5, 1, 5, 3, 1, 9])
     assert sorted_unique(a).tolist() == [1, 3, 5, 9]
     assert sorted_unique(np.zeros(0, np.int64)).tolist() == []
+
+
+def test_distinct_equals_numpy_unique():
+    from sniffsync.nomask import distinct
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 17, 1000):
+        for dtype in (np.int64, np.uint64, np.float64):
+            a = rng.integers(0, max(n // 3, 1), n).astype(dtype)
+            got = distinct(a)
+            assert got.dtype == np.unique(a).dtype and np.array_equal(got, np.unique(a))
