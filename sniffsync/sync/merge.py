@@ -28,7 +28,7 @@ from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candi
 from sniffsync.sync.fit import epoch_map
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
-from sniffsync.sync.perinput import input_part, join_key, join_parts
+from sniffsync.sync.perinput import content_part, input_part, join_key, join_parts
 from sniffsync.sync.report import merge_report
 from sniffsync.sync.tables import concat_columns, str_categories
 from sniffsync.sync.retime import add_provenance, provenance_totals, retime
@@ -145,9 +145,11 @@ def _prepare(paths, tsft_at, anchors, sort_key, s, t, ends):
     from airtime.ppdu import align_to_ppdu_end
     _check_table(paths[s], t)
     conv = {}
-    if tsft_at is not None:
-        t, conv = align_to_ppdu_end(t, "end" if ends else tsft_at)
-    return t, conv, input_part(t, anchors, sort_key)
+    with runtime.pool(limit=1) as ex:    # keys and candidates (content only) beside the alignment
+        content = ex.submit(content_part, t, anchors, sort_key)
+        if tsft_at is not None:
+            t, conv = align_to_ppdu_end(t, "end" if ends else tsft_at)   # (same rows, new stamps)
+        return t, conv, input_part(t, anchors, sort_key, content.result())
 
 
 def _load(items, names, columns, say, prep=None):

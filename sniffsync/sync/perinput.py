@@ -22,7 +22,7 @@ from sniffsync.sync.clock import local_clocks
 from sniffsync.sync.copies import MERGE_KEY
 from sniffsync.sync.order import order_by
 
-__all__ = ["InputPart", "input_part", "join_clocks", "join_sorted", "join_parts", "join_key"]
+__all__ = ["InputPart", "input_part", "content_part", "join_clocks", "join_sorted", "join_parts", "join_key"]
 
 
 class InputPart:
@@ -36,20 +36,30 @@ class InputPart:
         self.key, self.key_order = key, key_order
 
 
-def input_part(t: pd.DataFrame, anchors, sort_key: bool = True) -> InputPart:
+def input_part(t: pd.DataFrame, anchors, sort_key: bool = True, times=None) -> InputPart:
     """:class:`InputPart` of one input's (aligned) table ``t``: the candidates here, the
-    clocks and the copies' key on a second thread (the last input's part is waited for)."""
+    clocks and the copies' key on a second thread (the last input's part is waited for).
+    ``times``: :func:`content_part` of ``t`` when known (then only the clocks are computed)."""
+    with runtime.pool(limit=1) as ex:
+        clocks = ex.submit(local_clocks, t)
+        content = content_part(t, anchors, sort_key) if times is None else times
+        return InputPart(len(t), clocks.result(), *content)
+
+
+def content_part(t: pd.DataFrame, anchors, sort_key: bool = True) -> tuple:
+    """What :class:`InputPart` holds of the frames' content, not their times (so it may be
+    computed on a table before its stamps are aligned): ``(cand, cand_order, key,
+    key_order)``, the copies' key on a second thread."""
     def copies_key():
         key = hash_key(t, MERGE_KEY)
         return key, order_by(key) if sort_key else None
     with runtime.pool(limit=1) as ex:
-        clocks = ex.submit(local_clocks, t)
         key = ex.submit(copies_key)
         cand = anchor_candidates(t, anchors)
         kind, ckey = cand[1], cand[2]
         cuts = np.searchsorted(kind, np.arange(int(kind.max()) + 2 if len(kind) else 0))
         cand_order = [order_by(ckey[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
-        return InputPart(len(t), clocks.result(), cand, cand_order, *key.result())
+        return (cand, cand_order, *key.result())
 
 
 def join_clocks(parts) -> tuple:
