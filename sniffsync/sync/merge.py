@@ -77,19 +77,20 @@ def _window_ns(window_s) -> int:
     return max(1, int(round(window_s * 1e9)))
 
 
-def _validate(paths, tables):
-    """One clear error per bad input set."""
+def _validate(paths, tables, checked: bool = False):
+    """One clear error per bad input set (``checked``: each table passed
+    :func:`_check_table` already; only the set is checked)."""
     if paths is not None:
         real = [os.path.realpath(p) for p in paths]
         for i, p in enumerate(real):
             if p in real[:i]:
                 raise UsageError(f"{paths[i]}: the same file is given twice")
-    for s, t in enumerate(tables):
+    for s, t in enumerate([] if checked else tables):
         _check_table(paths[s] if paths is not None else f"table {s}", t)
-    kinds = {int(np.unique(t["linktype"].to_numpy())[0]) for t in tables if len(t)}
-    if len(kinds) > 1:
+    first = {s: int(t["linktype"].to_numpy().min()) for s, t in enumerate(tables) if len(t)}   # (no sort)
+    if len(set(first.values())) > 1:
         raise CaptureError("mismatched link types: " + ", ".join(
-            f"{paths[s] if paths else s}={int(t['linktype'].iloc[0])}" for s, t in enumerate(tables)))
+            f"{paths[s] if paths else s}={k}" for s, k in first.items()))
 
 
 def _check_table(name, t) -> None:
@@ -362,7 +363,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
             tsft_conv = {names[s]: conv.get(s, "end") for s, (_, conv, _) in enumerate(done)}
         parts = [c for _, _, c in done]
         del done
-        _validate(paths, tables)         # the set: the same file twice, mixed link types
+        _validate(paths, tables, checked=True)   # the set: mixed link types
     else:
         _validate(paths, tables)         # before the alignment reads them
         if tsft_at is not None:

@@ -115,3 +115,8 @@ def test_cli_reports_the_sample_and_all_anchors_fits_every_one(tmp_path, monkeyp
     assert all(a < b for a, b in zip(u, [s["anchors"]["unique"] for s in every["sniffers"]]))
     assert every == plain and (tmp_path / "all.pcapng").read_bytes() == (tmp_path / "plain.pcapng").read_bytes()
     assert sampled["totals"]["frames_out"] == plain["totals"]["frames_out"]
+    from sniffsync.sync.mergedfile import read_merged
+    ts = {n: read_merged(tmp_path / f"{n}.pcapng", [], records=False).frames["ts_ns"].to_numpy(np.int64)
+          for n in ("plain", "sampled")}
+    d = np.abs(ts["sampled"] - ts["plain"])
+    assert 0 < d.max() and np.percentile(d, 99) < 300, np.percentile(d, [50, 99, 100])   # the TSF step: 1000
