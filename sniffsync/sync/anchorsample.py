@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sniffsync.errors import UsageError
+
 __all__ = ["MIN_ROWS", "PER_KNOT", "MAX_SAMPLE", "sample_factor", "sample_anchors"]
 
 MIN_ROWS = 1 << 18     # fewer unique candidates than this: all are used (their fit is cheap)
@@ -52,10 +54,10 @@ def sample_anchors(cand, clock, clocks, anchors, knot_ns: float, sample="auto"):
     candidate its pair weight (None when all are kept)."""
     rows, kind, key, (order, run) = cand
     unique = list(anchors).index("unique") if "unique" in anchors else -1
-    k = sample_factor(kind, clock, clocks, unique, knot_ns) if sample == "auto" else int(sample)
-    if k < 1 or k & (k - 1):
-        raise ValueError(f"anchor sample must be a power of two >= 1, not {sample!r}")
-    if k == 1:
+    k = sample_factor(kind, clock, clocks, unique, knot_ns) if sample == "auto" else sample
+    if not isinstance(k, int | np.integer) or k < 1 or k & (k - 1):
+        raise UsageError(f"anchor sample must be \"auto\" or a power of two >= 1, not {sample!r}")
+    if k == 1 or unique < 0:             # (no "unique" anchors asked for: nothing to sample)
         return cand, None, 1
     u = kind == unique
     drop = u & ((key >> _SHIFT) & np.uint64(k - 1) != 0)

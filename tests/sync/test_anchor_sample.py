@@ -82,8 +82,11 @@ def test_factor_follows_the_density_of_the_sparsest_dense_clock(per_clock, spans
 def test_not_a_power_of_two_is_refused():
     rng = np.random.default_rng(3)
     cand, clock = _candidates(rng, 10, [0, 1])
-    with pytest.raises(ValueError):
-        A.sample_anchors(cand, clock, _clocks([1, 1]), ANCHORS, KNOT_NS, 3)
+    from sniffsync.errors import UsageError
+    for bad in (3, 0, 2.0, "every"):
+        with pytest.raises(UsageError):
+            A.sample_anchors(cand, clock, _clocks([1, 1]), ANCHORS, KNOT_NS, bad)
+    assert A.sample_anchors(cand, clock, _clocks([1, 1]), ("beacon", "ba"), KNOT_NS, 4)[1:] == (None, 1)
     assert A.sample_anchors(cand, clock, _clocks([1, 1]), ANCHORS, KNOT_NS, 1)[1:] == (None, 1)
 
 
