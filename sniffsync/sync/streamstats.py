@@ -117,10 +117,11 @@ class PairStats:
         n = self.nclk
         ca, cb = p["clock_a"].to_numpy(np.int64), p["clock_b"].to_numpy(np.int64)
         held, ok = p["held_out"].to_numpy(bool), p["ok"].to_numpy(bool)
-        key = ca * n + cb
-        self.held_ok += np.bincount(key[held & ok], minlength=n * n)
-        self.held_bad += np.bincount(key[held & ~ok], minlength=n * n)
-        self.res.add(key[held & ok], np.abs(p["residual_ns"].to_numpy(np.float64)[held & ok]))
+        i = np.flatnonzero(held)                # a share of the pairs: the rest is not read
+        key, good = ca[i] * n + cb[i], ok[i]
+        self.held_ok += np.bincount(key[good], minlength=n * n)
+        self.held_bad += np.bincount(key[~good], minlength=n * n)
+        self.res.add(key[good], np.abs(p["residual_ns"].to_numpy(np.float64)[i[good]]))
         return ca, cb, held, ok
 
     def _within_clusters(self, cid, ca, cb, com_a, com_b, keep, held) -> None:
