@@ -79,12 +79,13 @@ class _Input:
 
 
 def _check_linktype(path, t, linktype):
-    from sniffsync.sync.merge import RADIO_LINKTYPES
-    lt = np.unique(t["linktype"].to_numpy())
-    if not np.isin(lt, RADIO_LINKTYPES).all():
-        raise CaptureError(f"{path}: not an 802.11 capture (link type {', '.join(map(str, lt))});"
-                           " merge needs 802.11 (+radiotap) captures")
-    return int(lt[0]) if linktype is None else linktype
+    """The input's link type, each batch checked as the one-pass merge checks a table (an
+    empty batch has none: a file without frames is said after pass 1)."""
+    from sniffsync.sync.merge import _check_table
+    if not len(t):
+        return linktype
+    _check_table(path, t)
+    return int(t["linktype"].min()) if linktype is None else linktype
 
 
 def _batches(path, s, want, conv, batch_rows, snaplen=NO_LIMIT):
