@@ -15,7 +15,8 @@ import pandas as pd
 from sniffsync.errors import SyncError
 from sniffsync.sync.order import order_by, rank_bits
 
-__all__ = ["ANCHOR_KEYS", "PAYLOAD_MARKS", "hash_key", "key_order", "cluster", "anchor_candidates", "anchor_pairs"]
+__all__ = ["ANCHOR_KEYS", "PAYLOAD_MARKS", "hash_key", "key_order", "cluster", "anchor_candidates", "anchor_pairs",
+           "kind_cuts", "kind_blocks", "join_candidates"]
 
 from sniffsync.decode.table import GOLDEN64 as _M  # noqa: E402  (the one hash multiplier)
 _NULL = np.uint64(0xA5A5_5A5A_DEAD_BEEF)
@@ -228,19 +229,27 @@ def anchor_pairs(cid: np.ndarray, clock: np.ndarray, by_cid=None) -> tuple[np.nd
     return i[keep], j[keep]
 
 
-def join_candidates(parts, sizes) -> tuple:
+def kind_cuts(kind: np.ndarray) -> np.ndarray:
+    """Where each kind's candidates start in one table's (they come kind by kind), and the
+    end: kind ``k`` is rows ``cuts[k]:cuts[k + 1]``."""
+    return np.searchsorted(kind, np.arange(int(kind.max()) + 2 if len(kind) else 1))
+
+
+def kind_blocks(cuts) -> list:
+    """``(table, kind, lo, hi)`` per kind, per table (``cuts``: each table's
+    :func:`kind_cuts`): the blocks the joined candidates are made of, in their order."""
+    n_kinds = max((len(c) - 1 for c in cuts), default=0)
+    return [(i, k, c[k], c[k + 1]) for k in range(n_kinds) for i, c in enumerate(cuts) if k + 1 < len(c)]
+
+
+def join_candidates(parts, sizes, blocks=None) -> tuple:
     """The anchor candidates of the concatenated tables from each table's (``sizes``: their
     rows): the rows of a kind, then of the next, each kind in row order -- what
-    :func:`sniffsync.sync.anchors.anchor_candidates` gives on the concatenated table."""
+    :func:`sniffsync.sync.anchors.anchor_candidates` gives on the concatenated table.
+    ``blocks``: :func:`kind_blocks` of the tables when the caller has them."""
     base = np.cumsum([0, *sizes[:-1]])
-    n_kinds = max((int(kind.max()) + 1 for _, kind, _ in parts if len(kind)), default=0)
-    rows, kinds, keys = [], [], []
-    for k in range(n_kinds):             # per kind, per table
-        for (r, kind, key), b in zip(parts, base):
-            lo, hi = np.searchsorted(kind, [k, k + 1])      # a table's rows come kind by kind
-            rows.append(r[lo:hi] + b)
-            kinds.append(kind[lo:hi])
-            keys.append(key[lo:hi])
-    if not rows:
+    blocks = kind_blocks([kind_cuts(kind) for _, kind, _ in parts]) if blocks is None else blocks
+    if not blocks:
         return np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.uint64)
-    return np.concatenate(rows), np.concatenate(kinds), np.concatenate(keys)
+    return (np.concatenate([parts[i][0][lo:hi] + base[i] for i, _, lo, hi in blocks]),
+            *(np.concatenate([parts[i][c][lo:hi] for i, _, lo, hi in blocks]) for c in (1, 2)))

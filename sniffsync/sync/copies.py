@@ -21,6 +21,7 @@ import pandas as pd
 from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import cluster, hash_key
 from sniffsync.sync.order import group_mean, order_by
+from sniffsync.sync.streamstats import held_stats
 
 __all__ = ["MERGE_KEY", "GATE_SIGMAS", "default_gate", "copy_gates", "match_copies", "best_copy", "merged_table"]
 
@@ -55,15 +56,16 @@ def clock_sigma(res) -> np.ndarray:
     return out
 
 
-def default_gate(res, floor_ns: float) -> float:
+def default_gate(res, floor_ns: float, st=None) -> float:
     """The tight copy gate: 2 x p99 of the held-out anchor residuals between TSFT clocks
-    (all clocks when no two have TSFT), at least ``floor_ns``."""
-    p = res.anchors
+    (all clocks when no two have TSFT), at least ``floor_ns``; read of ``st`` (default
+    :func:`sniffsync.sync.streamstats.held_stats`: exact for one fit, a tiled fit's
+    histograms)."""
+    st = held_stats(res) if st is None else st
     tsft = res.model.clocks["tsft"].to_numpy(bool)
-    sel = p["held_out"].to_numpy(bool) & p["ok"].to_numpy(bool)
-    both = sel & tsft[p["clock_a"].to_numpy(np.int64)] & tsft[p["clock_b"].to_numpy(np.int64)]
-    r = np.abs(p["residual_ns"].to_numpy(np.float64)[both if both.any() else sel])
-    return max(floor_ns, 2 * float(np.quantile(r, 0.99))) if len(r) else floor_ns
+    both = np.flatnonzero((tsft[:, None] & tsft[None, :]).ravel() & (st.held_ok > 0))
+    q = st.res.quantiles(both if len(both) else np.flatnonzero(st.held_ok), [99])
+    return max(floor_ns, 2 * float(q[0])) if q is not None else floor_ns
 
 
 def copy_gates(res, gate_ns: float) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sniffsync import runtime
-from sniffsync.sync.anchors import anchor_candidates, hash_key, join_candidates
+from sniffsync.sync.anchors import anchor_candidates, hash_key, join_candidates, kind_blocks, kind_cuts
 from sniffsync.sync.clock import local_clocks
 from sniffsync.sync.copies import MERGE_KEY
 from sniffsync.sync.order import order_by
@@ -27,12 +27,14 @@ __all__ = ["InputPart", "input_part", "content_part", "join_clocks", "join_sorte
 
 class InputPart:
     """One input's share: ``clocks`` (:func:`local_clocks` of its rows), ``cand`` (its
-    anchor candidates), ``cand_order`` (per kind, the stable key order of that kind's
-    candidates), ``key``/``key_order`` (the copies' content key; its order or None)."""
-    __slots__ = ("n", "clocks", "cand", "cand_order", "key", "key_order")
+    anchor candidates), ``cuts`` (where each kind's candidates start,
+    :func:`sniffsync.sync.anchors.kind_cuts`), ``cand_order`` (per kind, the stable key
+    order of that kind's candidates), ``key``/``key_order`` (the copies' content key; its
+    order or None)."""
+    __slots__ = ("n", "clocks", "cand", "cuts", "cand_order", "key", "key_order")
 
-    def __init__(self, n, clocks, cand, cand_order, key, key_order):
-        self.n, self.clocks, self.cand, self.cand_order = n, clocks, cand, cand_order
+    def __init__(self, n, clocks, cand, cuts, cand_order, key, key_order):
+        self.n, self.clocks, self.cand, self.cuts, self.cand_order = n, clocks, cand, cuts, cand_order
         self.key, self.key_order = key, key_order
 
 
@@ -48,7 +50,7 @@ def input_part(t: pd.DataFrame, anchors, sort_key: bool = True, times=None) -> I
 
 def content_part(t: pd.DataFrame, anchors, sort_key: bool = True) -> tuple:
     """What :class:`InputPart` holds of the frames' content, not their times (so it may be
-    computed on a table before its stamps are aligned): ``(cand, cand_order, key,
+    computed on a table before its stamps are aligned): ``(cand, cuts, cand_order, key,
     key_order)``, the copies' key on a second thread."""
     def copies_key():
         key = hash_key(t, MERGE_KEY)
@@ -56,10 +58,9 @@ def content_part(t: pd.DataFrame, anchors, sort_key: bool = True) -> tuple:
     with runtime.pool(limit=1) as ex:
         key = ex.submit(copies_key)
         cand = anchor_candidates(t, anchors)
-        kind, ckey = cand[1], cand[2]
-        cuts = np.searchsorted(kind, np.arange(int(kind.max()) + 2 if len(kind) else 0))
-        cand_order = [order_by(ckey[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
-        return (cand, cand_order, *key.result())
+        cuts = kind_cuts(cand[1])          # once: the joins below read them
+        cand_order = [order_by(cand[2][a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+        return (cand, cuts, cand_order, *key.result())
 
 
 def join_clocks(parts) -> tuple:
@@ -88,20 +89,14 @@ def join_parts(parts) -> tuple:
     :func:`local_clocks` and :func:`sniffsync.sync.clock.sync_candidates` give them on
     the concatenated table; the copies' keys and orders of every input, for
     :func:`join_key` (a thread joins them beside the fit)."""
-    sizes = [p.n for p in parts]
-    rows, kind, key = join_candidates([p.cand for p in parts], sizes)
-    # the joined candidates: per kind, per input -- blocks, each with its own order
-    n_kinds = max((len(p.cand_order) for p in parts), default=0)
-    blocks, orders = [], []
-    for k in range(n_kinds):
-        for p in parts:
-            if k < len(p.cand_order):
-                lo, hi = np.searchsorted(p.cand[1], [k, k + 1])
-                blocks.append(p.cand[2][lo:hi])
-                orders.append(p.cand_order[k])
+    blocks = kind_blocks([p.cuts for p in parts])       # per kind, per input
+    rows, kind, key = join_candidates([p.cand for p in parts], [p.n for p in parts], blocks)
+    # the joined candidates' blocks, each with its own order
+    orders = [parts[i].cand_order[k] for i, k, _, _ in blocks]
+    keys = [parts[i].cand[2][lo:hi] for i, _, lo, hi in blocks]
     if not blocks:                       # no candidates: as key_order gives it
-        blocks, orders = [key], [np.zeros(0, np.int64)]
-    by_key = join_sorted(blocks, orders)
+        keys, orders = [key], [np.zeros(0, np.int64)]
+    by_key = join_sorted(keys, orders)
     return join_clocks(parts), (rows, kind, key, by_key), ([p.key for p in parts], [p.key_order for p in parts])
 
 

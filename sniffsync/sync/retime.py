@@ -36,6 +36,7 @@ import pandas as pd
 
 from sniffsync.sync.copies import GATE_SIGMAS, clock_sigma
 from sniffsync.sync.order import group_mean
+from sniffsync.sync.streamstats import held_stats
 
 __all__ = ["TS_SRC", "PROTOCOL_TOL_NS", "TSFT_ERR_NS", "Retimed", "clock_errors", "retime",
            "add_provenance", "provenance_totals"]
@@ -58,19 +59,18 @@ class Retimed(NamedTuple):
     src: np.ndarray
 
 
-def clock_errors(res) -> np.ndarray:
+def clock_errors(res, st=None) -> np.ndarray:
     """Per clock, the error bound of one frame's common time (ns): TSFT clocks max(1 µs,
     p99 of |held-out residual| of their pairs with other TSFT clocks); host clocks
-    :data:`HOST_SIGMAS` x their residual scale."""
-    model, p = res.model, res.anchors
-    tsft = model.kind == "tsft"          # a TSF segment placed via the host clock is "host"
+    :data:`HOST_SIGMAS` x their residual scale. Residuals read of ``st`` as
+    :func:`sniffsync.sync.copies.default_gate` does."""
+    st = held_stats(res) if st is None else st
+    tsft = res.model.kind == "tsft"      # a TSF segment placed via the host clock is "host"
     out = HOST_SIGMAS * clock_sigma(res)
-    ca, cb = p["clock_a"].to_numpy(np.int64), p["clock_b"].to_numpy(np.int64)
-    sel = p["held_out"].to_numpy(bool) & p["ok"].to_numpy(bool) & tsft[ca] & tsft[cb]
-    r = np.abs(p["residual_ns"].to_numpy(np.float64))
+    both = np.flatnonzero((tsft[:, None] & tsft[None, :]).ravel())
     for c in np.flatnonzero(tsft):       # per clock: a handful
-        mine = sel & ((ca == c) | (cb == c))
-        out[c] = max(TSFT_ERR_NS, float(np.quantile(r[mine], 0.99)) if mine.any() else 0.0)
+        q = st.res.quantiles(np.intersect1d(st.keys_touching(np.arange(len(tsft)) == c), both), [99])
+        out[c] = max(TSFT_ERR_NS, float(q[0]) if q is not None else 0.0)
     return np.ceil(out).astype(np.int64)
 
 

@@ -53,7 +53,7 @@ from sniffsync.sync.snaplen import NO_LIMIT, drop_cut_fcs, min_snaplen
 from sniffsync.sync.streamfit import TILE_NS, fit_tiled, tile_pair_stats
 from sniffsync.sync.streamclock import InputClocks, joint_clocks, output_range, sample_fits
 from sniffsync.sync.streamspill import AnchorSpill
-from sniffsync.sync.streamstats import clock_error_bounds, copy_gate
+from sniffsync.sync.streamstats import held_stats
 from sniffsync.sync.streamwindow import Counts, Ctx, window
 from sniffsync.sync.windows import MARGIN_NS, window_bounds
 
@@ -79,12 +79,13 @@ class _Input:
 
 
 def _check_linktype(path, t, linktype):
-    from sniffsync.sync.merge import RADIO_LINKTYPES
-    lt = np.unique(t["linktype"].to_numpy())
-    if not np.isin(lt, RADIO_LINKTYPES).all():
-        raise CaptureError(f"{path}: not an 802.11 capture (link type {', '.join(map(str, lt))});"
-                           " merge needs 802.11 (+radiotap) captures")
-    return int(lt[0]) if linktype is None else linktype
+    """The input's link type, each batch checked as the one-pass merge checks a table (an
+    empty batch has none: a file without frames is said after pass 1)."""
+    from sniffsync.sync.merge import _check_table
+    if not len(t):
+        return linktype
+    _check_table(path, t)
+    return int(t["linktype"].min()) if linktype is None else linktype
 
 
 def _batches(path, s, want, conv, batch_rows, snaplen=NO_LIMIT):
@@ -287,12 +288,9 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     model = res.model
-    if res.anchors is not None:          # one fit: from its pairs, as the one-pass merge
-        gate_ns = default_gate(res, MIN_GATE_NS)
-        per_clock_err = clock_errors(res)
-    else:                                # tiles: from their pairs' summary (sync/streamstats.py)
-        gate_ns = copy_gate(res.pair_stats, res, MIN_GATE_NS)
-        per_clock_err = clock_error_bounds(res.pair_stats, res)
+    st = held_stats(res)                 # one fit: its pairs, exact; tiles: their summary
+    gate_ns = default_gate(res, MIN_GATE_NS, st)
+    per_clock_err = clock_errors(res, st)
     clock_gates = copy_gates(res, gate_ns)
     # per window, retime needs each clock's error, not the anchor pairs: they are dropped
     fit = {"model": model, "anchors": None, "sigma_ns": getattr(res, "sigma_ns", None),

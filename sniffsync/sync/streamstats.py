@@ -4,7 +4,8 @@ The report gives per sniffer the anchor pairs used by kind, the held-out ones (a
 outliers) and their |residual| p50/p95/p99; per pair of clocks the anchors they share and
 |common time of one copy - of the other| p50/p95 (all, and held out); the copy gate is
 2 x p99 of the held-out residuals between TSFT clocks, a TSFT clock's error bound the p99
-of its own (``copies.default_gate``, ``retime.clock_errors``). :class:`PairStats` keeps
+of its own (``copies.default_gate``, ``retime.clock_errors``: they read the summary,
+:func:`held_stats`). :class:`PairStats` keeps
 just that: counts per pair of clocks (exact) and the values per pair of clocks, either
 all of them (:class:`Exact`: one fit, the numbers as computed from the whole pairs table)
 or in a log-spaced histogram of |value| in ns (:class:`LogHist`: the tiled fit, whose pairs
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PairStats", "Exact", "LogHist", "BINS_PER_OCTAVE", "pair_stats", "copy_gate", "clock_error_bounds"]
+__all__ = ["PairStats", "Exact", "LogHist", "BINS_PER_OCTAVE", "pair_stats", "held_stats"]
 
 BINS_PER_OCTAVE = 64
 OCTAVES = 40                 # 1 ns .. 2^40 ns (18 min): far beyond any gate
@@ -103,17 +104,25 @@ class PairStats:
         """Pairs ``p`` (``sync``'s anchors table: clocks, kind, used, held_out, ok,
         residual_ns, cluster; every pair of a cluster in one call) and the common time of
         each pair's two rows."""
-        n = self.nclk
-        ca, cb = p["clock_a"].to_numpy(np.int64), p["clock_b"].to_numpy(np.int64)
-        used, held, ok = (p[c].to_numpy(bool) for c in ("used", "held_out", "ok"))
+        ca, cb, held, ok = self.add_held(p)
+        used = p["used"].to_numpy(bool)
         kind = p["kind"].cat.codes.to_numpy(np.int64) if hasattr(p["kind"], "cat") else p["kind"].to_numpy(np.int64)
-        key = ca * n + cb
-        np.add.at(self.used, (key[used], kind[used]), 1)
-        self.held_ok += np.bincount(key[held & ok], minlength=n * n)
-        self.held_bad += np.bincount(key[held & ~ok], minlength=n * n)
-        self.res.add(key[held & ok], np.abs(p["residual_ns"].to_numpy(np.float64)[held & ok]))
+        np.add.at(self.used, (ca[used] * self.nclk + cb[used], kind[used]), 1)
         self._within_clusters(p["cluster"].to_numpy(np.int64), ca, cb, np.asarray(common_a), np.asarray(common_b),
                               used | (held & ok), held)
+
+    def add_held(self, p) -> tuple:
+        """The held-out pairs of ``p`` alone (counts, |residual|): what the copy gate and
+        the clocks' error bounds read. Returns ``(clock_a, clock_b, held_out, ok)``."""
+        n = self.nclk
+        ca, cb = p["clock_a"].to_numpy(np.int64), p["clock_b"].to_numpy(np.int64)
+        held, ok = p["held_out"].to_numpy(bool), p["ok"].to_numpy(bool)
+        i = np.flatnonzero(held)                # a share of the pairs: the rest is not read
+        key, good = ca[i] * n + cb[i], ok[i]
+        self.held_ok += np.bincount(key[good], minlength=n * n)
+        self.held_bad += np.bincount(key[~good], minlength=n * n)
+        self.res.add(key[good], np.abs(p["residual_ns"].to_numpy(np.float64)[i[good]]))
+        return ca, cb, held, ok
 
     def _within_clusters(self, cid, ca, cb, com_a, com_b, keep, held) -> None:
         """Every pair of copies inside one anchor cluster (kept pairs: used, or held out
@@ -176,28 +185,12 @@ def pair_stats(res) -> PairStats:
     return st
 
 
-def copy_gate(st: PairStats, res, floor_ns: float) -> float:
-    """``copies.default_gate`` from the summary: 2 x p99 of the held-out residuals between
-    TSFT clocks (all clocks when no two have TSFT), at least ``floor_ns``."""
-    tsft = res.model.clocks["tsft"].to_numpy(bool)
-    both = np.flatnonzero((tsft[:, None] & tsft[None, :]).ravel() & (st.held_ok > 0))
-    keys = both if len(both) else np.flatnonzero(st.held_ok)
-    q = st.res.quantiles(keys, [99])
-    return max(floor_ns, 2 * float(q[0])) if q is not None else floor_ns
-
-
-def clock_error_bounds(st: PairStats, res) -> np.ndarray:
-    """``retime.clock_errors`` from the summary: TSFT clocks max(1 µs, p99 of |held-out
-    residual| of their pairs with other TSFT clocks), host clocks ``HOST_SIGMAS`` x their
-    residual scale (the fit's own noise)."""
-    from sniffsync.sync.copies import clock_sigma
-    from sniffsync.sync.retime import HOST_SIGMAS, TSFT_ERR_NS
-    tsft = res.model.kind == "tsft"      # a TSF segment placed via the host clock is "host"
-    out = HOST_SIGMAS * clock_sigma(res)
-    both = (tsft[:, None] & tsft[None, :]).ravel()
-    for c in np.flatnonzero(tsft):       # per clock: a handful
-        one = np.zeros(len(tsft), bool)
-        one[c] = True
-        q = st.res.quantiles(np.intersect1d(st.keys_touching(one), np.flatnonzero(both)), [99])
-        out[c] = max(TSFT_ERR_NS, float(q[0]) if q is not None else 0.0)
-    return np.ceil(out).astype(np.int64)
+def held_stats(res) -> PairStats:
+    """What the copy gate and the clocks' error bounds read: ``res.pair_stats`` (the tiled
+    fit's), else the held-out pairs of ``res.anchors`` (one fit: exact; nothing else summed)."""
+    st = getattr(res, "pair_stats", None)
+    if st is not None:
+        return st
+    st = PairStats(len(res.model.clocks), (), exact=True)
+    st.add_held(res.anchors)
+    return st

@@ -297,3 +297,18 @@ def test_sampled_stamps_keep_the_merge(case, tmp_path):
     b = case["whole"].frames
     assert len(a) == len(b) and (a["merged_id"].to_numpy() == b["merged_id"].to_numpy()).all()
     assert np.abs(a["ts_ns"].to_numpy() - b["ts_ns"].to_numpy()).max() <= 1000
+
+
+@pytest.mark.parametrize("linktype, n", [(127, 0), (1, 1)])     # no frames; Ethernet
+def test_a_bad_input_is_one_error_as_in_the_one_pass_merge(case, tmp_path, linktype, n):
+    import struct
+    from sniffsync.errors import CaptureError
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, linktype)
+                    + n * (struct.pack("<IIII", 1, 0, 60, 60) + bytes(60)))
+    with pytest.raises(CaptureError) as one:
+        merge([str(bad), case["paths"][1]], columns=[])
+    with pytest.raises(CaptureError) as streamed:
+        merge_to_file([str(bad), case["paths"][1]], tmp_path / "x.pcapng", window_s=1)
+    assert str(streamed.value) == str(one.value) and str(bad) in str(one.value)
+    assert not (tmp_path / "x.pcapng").exists() and len(list(tmp_path.iterdir())) == 1   # no scratch left

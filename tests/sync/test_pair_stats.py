@@ -20,7 +20,7 @@ from sniffsync.sync.report import merge_report
 from sniffsync.sync.retime import clock_errors
 from sniffsync.sync.streamfit import tile_edges, tile_pair_stats
 from sniffsync.sync.streamspill import AnchorSpill
-from sniffsync.sync.streamstats import PairStats, clock_error_bounds, copy_gate, pair_stats
+from sniffsync.sync.streamstats import PairStats, pair_stats
 
 KINDS = ["beacon", "ba", "unique"]
 NAMES = ["A", "B", "C"]
@@ -161,14 +161,21 @@ def test_counts_exact_and_quantiles_within_resolution(pairs):
 
 
 def test_gates_and_error_bounds_as_from_the_pairs(pairs):
+    # brute force over the pairs: |residual| of the held-out, kept pairs between TSFT clocks
     res = pairs
-    ex, hi = pair_stats(res), _tiled(res).pair_stats
-    assert copy_gate(ex, res, 3000.0) == default_gate(res, 3000.0)
-    g = default_gate(res, 0.0)
-    assert abs(copy_gate(hi, res, 0.0) - g) <= g * REL + 2 * ABS_NS
-    want = clock_errors(res)
-    assert (clock_error_bounds(ex, res) == want).all()
-    assert np.allclose(clock_error_bounds(hi, res), want, rtol=REL, atol=1)
+    p = res.anchors
+    ca, cb = p.clock_a.to_numpy(), p.clock_b.to_numpy()
+    sel = p.held_out.to_numpy() & p.ok.to_numpy() & TSFT[ca] & TSFT[cb]
+    r = np.abs(p.residual_ns.to_numpy())
+    g = 2 * np.quantile(r[sel], 0.99)
+    want = np.ceil(np.where(TSFT, 0.0, 3 * res.sigma_ns)).astype(np.int64)
+    for c in np.flatnonzero(TSFT):
+        want[c] = np.ceil(max(1000.0, np.quantile(r[sel & ((ca == c) | (cb == c))], 0.99)))
+    hi = _tiled(res)
+    assert default_gate(res, 3000.0) == max(3000.0, g) and default_gate(res, 0.0) == g
+    assert abs(default_gate(hi, 0.0) - g) <= g * REL + 2 * ABS_NS     # read of res.pair_stats
+    assert (clock_errors(res) == want).all()
+    assert np.allclose(clock_errors(hi), want, rtol=REL, atol=1)
 
 
 def test_histogram_edges():
