@@ -17,7 +17,6 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from airtime.columns import GROUPING_COLUMNS
 from sniffsync import runtime
 from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
@@ -28,6 +27,7 @@ from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candi
 from sniffsync.sync.fit import epoch_map
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
 from sniffsync.sync.pcapng import write_merged
+from sniffsync.sync.readahead import NEEDED_COLUMNS, read_columns_of
 from sniffsync.sync.perinput import content_part, input_part, join_key, join_parts
 from sniffsync.sync.report import merge_report
 from sniffsync.sync.tables import concat_columns, str_categories
@@ -37,12 +37,6 @@ from sniffsync.sync.windows import match_windowed, output_rank
 # write_merged is named beside merge() by the package's API (merge(), then write_merged())
 __all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
 
-# what read -> align -> sync -> match -> merged table -> pcapng need (merge(columns=...))
-NEEDED_COLUMNS = tuple(dict.fromkeys((
-    "sniffer", "frame", "ts_ns", "caplen", "wirelen", "linktype", "bad",          # record, write
-    "bssid", "beacon_tsf_us", "ba_ssn", "ba_bitmap_lo", "seq", "frag", "duration_us",  # keys
-    "fcs", "signal_dbm",
-    *GROUPING_COLUMNS)))          # PPDU grouping and airtime (airtime.ppdu.group_ppdus)
 # the columns the clock fit and the copies' key read: with the anchor candidates known,
 # only these are concatenated before the fit, the rest on a thread beside it
 FIT_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "signal_dbm", *MERGE_KEY)
@@ -103,19 +97,17 @@ def _check_table(name, t) -> None:
                            " merge needs 802.11 (+radiotap) captures")
 
 
-def _read_all(paths, columns, prep=None):
+def _read_all(paths, columns, prep=None, first=None):
     """Records, frame tables and whether each is a merged file (stamps at PPDU ends, one
     clock) of every input (``columns``: see :func:`merge`). With ``prep``, each table
     goes to ``prep(s, table, ends)`` on a thread while the next input is read
     (:func:`_prepare`) and comes as a future of its result: an error is raised by its
-    ``result()``, in input order."""
+    ``result()``, in input order. ``first``: the first input's read, a future
+    (:func:`sniffsync.sync.readahead.read_ahead`)."""
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
-    # "bad" alone would make the reader decode LLC/IP/TCP for their marks (~40 % of the
-    # read); without it, "bad" is still built from the record, radiotap and 802.11 marks,
-    # all the anchors look at (anchors.PAYLOAD_MARKS)
-    read = None if want is None else [c for c in want if c != "bad"]
+    read = read_columns_of(columns)
 
     from sniffsync.sync.mergedfile import file_meta, read_as_input
     from sniffsync.sync.snaplen import drop_cut_fcs, min_snaplen
@@ -124,7 +116,8 @@ def _read_all(paths, columns, prep=None):
     def one(s):
         if file_meta(paths[s]) is not None:     # an earlier merge's output: one input, one clock
             return (*read_as_input(paths[s], s, want), True)
-        rec, n, cols, marks = read_columns(paths[s], s, read)     # walk and decode overlap
+        rec, n, cols, marks = first.result() if s == 0 and first is not None else \
+            read_columns(paths[s], s, read)     # walk and decode overlap
         return rec, drop_cut_fcs(frame_table(n, cols, marks, want), snaplen), False
     out = []
     with runtime.pool(limit=1) as ex:
@@ -153,7 +146,7 @@ def _prepare(paths, tsft_at, anchors, sort_key, s, t, ends):
         return t, conv, input_part(t, anchors, sort_key, content.result())
 
 
-def _load(items, names, columns, say, prep=None):
+def _load(items, names, columns, say, prep=None, first=None):
     """``(paths, records, tables, names, ends)`` of the inputs: files read, or the caller's
     tables copied with their ``sniffer`` column set to their index; ``ends``: per input,
     whether its stamps already mark PPDU ends (a merged file). Files with ``prep``:
@@ -165,7 +158,7 @@ def _load(items, names, columns, say, prep=None):
         return None, None, tables, names or [f"s{s}" for s in range(len(items))], [False] * len(items)
     names = names or [os.path.splitext(os.path.basename(p))[0] for p in paths]
     say(f"read {', '.join(map(os.path.basename, paths))}")
-    recs, tables, ends = _read_all(paths, columns, prep)
+    recs, tables, ends = _read_all(paths, columns, prep, first)
     return paths, recs, tables, names, ends
 
 
@@ -290,7 +283,8 @@ def merged_ids(group: np.ndarray, rank=None) -> np.ndarray:
 def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
           anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
           knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
-          tsft_at="auto", columns=None, window_s: float | None = None, anchor_sample="auto") -> Merged:
+          tsft_at="auto", columns=None, window_s: float | None = None, anchor_sample="auto",
+          read_ahead=None) -> Merged:
     """Synchronise and merge several sniffers' captures.
 
     Parameters
@@ -331,6 +325,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     anchor_sample : "auto" or int
         Fit one "unique" anchor in this many (a power of two; :mod:`sniffsync.sync.anchorsample`):
         ``"auto"`` samples only large captures, 1 fits every anchor.
+    read_ahead : Future, optional
+        The first input's read when the caller started it
+        (:func:`sniffsync.sync.readahead.read_ahead` with these ``columns``).
 
     Returns
     -------
@@ -349,7 +346,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
             return again
     prep = None if isinstance(items[0], pd.DataFrame) else \
         partial(_prepare, [os.fspath(p) for p in items], tsft_at, anchors, window_s is None)
-    paths, recs, tables, names, ends = _load(items, names, columns, say, prep)
+    paths, recs, tables, names, ends = _load(items, names, columns, say, prep, read_ahead)
     if not 0 <= reference < len(tables):
         raise UsageError(f"reference {reference} is not an input index (0..{len(tables) - 1})")
     tsft_conv, found = None, []          # found: join_parts of the inputs (a future), when known
