@@ -6,7 +6,7 @@ for the group ids and ``np.add.reduceat`` for the per-PPDU sums.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from sniffsync.errors import UsageError
 if TYPE_CHECKING:                # pandas is imported where a table is read or built
     import pandas as pd
 
-__all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
+__all__ = ["group_ppdus", "PpduGrouping", "Pending", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
            "detect_tsft_at"]
 
 TSFT_UNSET = -1                                  # QCA: TSFT all-ones until the last subframe
@@ -112,7 +112,7 @@ def _tsft_offset(frames, sniffer, tsft):
 
 
 def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture",
-                keep_bad_fcs: bool = False, release: bool = False) -> PpduGrouping:
+                keep_bad_fcs: bool = False, release: bool = False, defer: bool = False) -> PpduGrouping | Pending:
     """Group MPDUs into PPDUs and give each its start, end and exact airtime.
 
     Parameters
@@ -134,6 +134,10 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
         The caller gives ``frames`` up: the columns only the first steps read are deleted
         from it before the extent estimate, the grouping's peak (a lower memory peak; the
         result is the same).
+    defer : bool
+        Return a :class:`Pending` once the stamps are decided (``tsft_at`` and
+        ``frame_ppdu`` known); its ``finish()`` gives the grouping (the extent estimate,
+        ~60 % of the work, may then run beside work that needs only the decision).
 
     Returns
     -------
@@ -143,12 +147,23 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     """
     if isinstance(frames, dict):
         frames = Columns.of(frames)
-    return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, release=release)
+    return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, release=release, defer=defer)
 
 
-def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, release=False) -> PpduGrouping:
+class Pending(NamedTuple):
+    """A grouping up to the stamps' decision (``group_ppdus(defer=True)``): what each sniffer's
+    stamps mark and the frame -> PPDU map are known; ``finish()`` estimates the extents and
+    builds the table (the costlier half), e.g. on another thread while the stamps are used."""
+    tsft_at: dict
+    frame_ppdu: np.ndarray
+    finish: Callable[[], PpduGrouping]
+
+
+def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, release=False,
+                 defer=False) -> PpduGrouping | Pending:
     """:func:`group_ppdus`; ``only_if_start``: stop once the stamps are decided when no
-    sniffer stamps PPDU starts (``ppdus`` None: aligning them moves nothing)."""
+    sniffer stamps PPDU starts (``ppdus`` None: aligning them moves nothing); ``defer``:
+    a :class:`Pending` once they are decided."""
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
     if stamps not in ("capture", "end"):
@@ -159,13 +174,18 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     good = np.ones(len(frames), bool) if keep_bad_fcs else ~_np(frames, "fcs_bad", False, bool)
     if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
         part = frames.take(good) if isinstance(frames, Columns) else frames[good]
-        sub = _group_ppdus(part, tsft_at, stamps, False, only_if_start, release)
+        sub = _group_ppdus(part, tsft_at, stamps, False, only_if_start, release, defer)
         rows = np.flatnonzero(good)
         frame_ppdu = np.full(len(frames), -1, np.int64)
         frame_ppdu[rows] = sub.frame_ppdu
-        return PpduGrouping(None if sub.table is None else
-                            sub.table.with_column("first_frame", rows[sub.column("first_frame")]),
-                            frame_ppdu, sub.tsft_at)
+
+        def of_all(sub) -> PpduGrouping:     # (the rows of the good frames' grouping: all frames')
+            return PpduGrouping(None if sub.table is None else
+                                sub.table.with_column("first_frame", rows[sub.column("first_frame")]),
+                                frame_ppdu, sub.tsft_at)
+        if isinstance(sub, Pending):
+            return Pending(sub.tsft_at, frame_ppdu, lambda: of_all(sub.finish()))
+        return of_all(sub)
     sniffer = _np(frames, "sniffer", 0, np.int32)        # (held through the grouping: 4 bytes a frame)
     g = _groups(frames, sniffer)
     phy = _cat(frames, "phy", "unknown")
@@ -222,11 +242,15 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     clock = np.zeros_like(snf) if stamps == "end" else snf        # a merged table: one clock
     cols = PpduCols(t_ns, ends_here, airtime, kind, ta, ra, clock, freq, phy_first,
                     phy_args["mcs"], phy_args["rate_kbps"], g.first)
-    ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, mpdu)
+    held = [mpdu]                # (freed once the extent is estimated, as before the table)
     del mpdu
-    ppdus = ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
-    ppdus.cols.update(captured_airtime_ns=airtime, complete=ext.complete, extent_src=ext.source)
-    return PpduGrouping(ppdus, g.frame_ppdu, decided)
+
+    def finish() -> PpduGrouping:
+        ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, held.pop())
+        ppdus = ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
+        ppdus.cols.update(captured_airtime_ns=airtime, complete=ext.complete, extent_src=ext.source)
+        return PpduGrouping(ppdus, g.frame_ppdu, decided)
+    return Pending(decided, g.frame_ppdu, finish) if defer else finish()
 
 
 def _narrow(v: np.ndarray) -> np.ndarray:
