@@ -17,6 +17,7 @@ from airtime.framecols import _median_by  # noqa: F401  (the tests read it here)
 from airtime.phy import ppdu_duration_ns
 from airtime.ppdutable import PpduGrouping, _group_sum, first_columns, ppdu_table
 from sniffsync.errors import UsageError
+from sniffsync.runtime import Inline, pool
 
 if TYPE_CHECKING:                # pandas is imported where a table is read or built
     import pandas as pd
@@ -85,6 +86,19 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
         rows = g.first[none]
         best[none] = _np_rows(frames, "ts_ns", 0, rows) + _tsft_offset(frames, sniffer, tsft)(sniffer[rows])
     return best
+
+
+def _reference_of(frames, sniffer, g) -> np.ndarray:
+    """:func:`_reference_ns` with the frames' ``tsft_us``."""
+    return _reference_ns(frames, sniffer, _np(frames, "tsft_us", -2), g)
+
+
+def _own(frames, names):
+    """A :class:`Columns` of ``frames``' columns ``names`` for another thread (the caller may
+    delete them from ``frames`` meanwhile); None for a DataFrame (read on the caller's thread)."""
+    if not isinstance(frames, Columns):
+        return None
+    return Columns(len(frames), {k: frames.cols[k] for k in names if k in frames.cols})
 
 
 def _tsft_offset(frames, sniffer, tsft):
@@ -188,48 +202,53 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
         return of_all(sub)
     sniffer = _np(frames, "sniffer", 0, np.int32)        # (held through the grouping: 4 bytes a frame)
     g = _groups(frames, sniffer)
-    phy = _cat(frames, "phy", "unknown")
+    # each PPDU's reference time on a thread of its own, beside the first MPDUs' columns, the
+    # lengths and TXTIMEs (it reads its own view of two columns: they may leave ``frames``)
+    own = _own(frames, ("ts_ns", "tsft_us"))
+    with pool(2, limit=1) if own is not None else Inline() as ex:
+        ref = ex.submit(_reference_of, frames if own is None else own, sniffer, g)
+        del own
+        phy = _cat(frames, "phy", "unknown")
 
-    def at(name, fill, dtype=np.int64):
-        return _np_rows(frames, name, fill, g.first, dtype)
+        def at(name, fill, dtype=np.int64):
+            return _np_rows(frames, name, fill, g.first, dtype)
 
-    freq = at("freq_mhz", 5180)
-    # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
-    # (those only TXTIME reads held narrow: it casts them to int64, the same values)
-    phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=_narrow(at("nss", 1)),
-                    bw_mhz=_narrow(at("bw_mhz", -1)), gi_ns=_narrow(at("gi_ns", 800)), ldpc=at("ldpc", 0, bool),
-                    stbc=_narrow(at("stbc", 0)), short_preamble=at("short_preamble", 0, bool),
-                    ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
-                    ness=_narrow(at("ness", 0)), freq_mhz=freq, he_format=_cat_rows(frames, "he_format", "su", g.first),
-                    he_ltf_size=_narrow(at("he_ltf_size", 2)), he_n_ltf=_narrow(at("he_n_ltf", 0)))
-    table = first_columns(frames, g)
-    kind = kind_codes(at("type_subtype", -1))
-    snf = sniffer[g.first].astype(np.int64)
-    ta, ra = at("ta", -1), at("ra", -1)
-    if release:                  # what only the boundaries and the first MPDUs were read for
-        _keep_only(frames, EXTENT_READS | MPDU_READS | {"tsft_us", "ts_ns"})
-    mpdu = mpdu_bytes(frames)
-    psdu = _psdu_bytes(mpdu, frames, g, phy)
-    if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
-        mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
-    if release:
-        _keep_only(frames, EXTENT_READS | {"tsft_us", "ts_ns"})
-    phy_first = phy[g.first]
-    del phy
+        freq = at("freq_mhz", 5180)
+        # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
+        # (those only TXTIME reads held narrow: it casts them to int64, the same values)
+        phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=_narrow(at("nss", 1)),
+                        bw_mhz=_narrow(at("bw_mhz", -1)), gi_ns=_narrow(at("gi_ns", 800)), ldpc=at("ldpc", 0, bool),
+                        stbc=_narrow(at("stbc", 0)), short_preamble=at("short_preamble", 0, bool),
+                        ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
+                        ness=_narrow(at("ness", 0)), freq_mhz=freq,
+                        he_format=_cat_rows(frames, "he_format", "su", g.first),
+                        he_ltf_size=_narrow(at("he_ltf_size", 2)), he_n_ltf=_narrow(at("he_n_ltf", 0)))
+        table = first_columns(frames, g)
+        kind = kind_codes(at("type_subtype", -1))
+        snf = sniffer[g.first].astype(np.int64)
+        ta, ra = at("ta", -1), at("ra", -1)
+        if release:                  # what only the boundaries and the first MPDUs were read for
+            _keep_only(frames, EXTENT_READS | MPDU_READS | {"tsft_us", "ts_ns"})
+        mpdu = mpdu_bytes(frames)
+        psdu = _psdu_bytes(mpdu, frames, g, phy)
+        if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
+            mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
+        if release:
+            _keep_only(frames, EXTENT_READS | {"tsft_us", "ts_ns"})
+        phy_first = phy[g.first]
+        del phy
 
-    def txtime(psdu_bytes, rows=None):
-        """TXTIME of each PPDU (or of PPDUs ``rows``) for a PSDU length, with its first MPDU's
-        PHY parameters."""
-        if rows is None:
-            return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
-        return ppdu_duration_ns(phy_first[rows], psdu_bytes, **{k: v[rows] for k, v in phy_args.items()})
+        def txtime(psdu_bytes, rows=None):
+            """TXTIME of each PPDU (or of PPDUs ``rows``) for a PSDU length, with its first MPDU's
+            PHY parameters."""
+            if rows is None:
+                return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
+            return ppdu_duration_ns(phy_first[rows], psdu_bytes, **{k: v[rows] for k, v in phy_args.items()})
 
-    airtime = txtime(psdu)
-    tsft = _np(frames, "tsft_us", -2)
-    if release:
-        _keep_only(frames, EXTENT_READS | {"ts_ns"})
-    t_ns = _reference_ns(frames, sniffer, tsft, g)
-    del tsft
+        airtime = txtime(psdu)
+        if release:
+            _keep_only(frames, EXTENT_READS | {"ts_ns"})
+        t_ns = ref.result()
     if release:                  # the rest is per PPDU, but for the extent's own columns
         _keep_only(frames, EXTENT_READS)
         del sniffer
