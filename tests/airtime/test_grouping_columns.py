@@ -131,3 +131,19 @@ def test_cat_in_is_isin_on_labels_and_categoricals():
     assert _cat_in(Labels(codes, cats), ("ht", "he", "vht")).tolist() == want
     assert _cat_in(pd.Categorical.from_codes(codes, cats), ("he", "ht")).tolist() == want
     assert not _cat_in(Labels(codes, cats), ()).any()
+
+
+@pytest.mark.parametrize("name", ["cut A", "cut C", "he80"])
+def test_timing_columns_place_the_ppdus_alike(tables, name):
+    """``airtime.columns.TIMING_COLUMNS`` (what the fairness command reads): the same PPDUs,
+    starts, ends, airtimes and extent sources as with every grouping column; only the table's
+    ``signal_dbm`` is then unknown (a column the grouping starts reading for its times would
+    have to be listed there, or this fails)."""
+    from airtime.columns import TIMING_COLUMNS
+    frames = tables[name]
+    want = P.group_ppdus(_mapping(frames))
+    got = P.group_ppdus(Columns.of(_mapping(frames[list(TIMING_COLUMNS)])), release=True)
+    np.testing.assert_array_equal(got.frame_ppdu, want.frame_ppdu)
+    assert got.tsft_at == want.tsft_at
+    pd.testing.assert_frame_equal(got.ppdus.drop(columns="signal_dbm"), want.ppdus.drop(columns="signal_dbm"))
+    assert got.ppdus["signal_dbm"].isna().all() and want.ppdus["signal_dbm"].notna().any()
