@@ -49,23 +49,26 @@ def _starts_after(frames, rows, s, phy_modern):
     """:func:`_group_starts` of frame ``rows`` (in sorted order; the first is only read)."""
     def col(name, fill, dtype=np.int64):
         return _np_rows(frames, name, fill, rows, dtype)
-    ref, tsft, last = col("ampdu_ref", -1), col("tsft_us", -2), col("ampdu_last", 0, bool)
-    ts, ta, ra = col("type_subtype", -1), col("ta", -1), col("ra", -1)
+    ref, last, ts = col("ampdu_ref", -1), col("ampdu_last", 0, bool), col("type_subtype", -1)
     start = np.ones(len(ref), bool)
     if len(ref) < 2:
         return start
     same_snf = s[1:] == s[:-1]
-    by_ref = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
+    joined = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
     # Fallback for HT/VHT/HE data frames without a reference (Wireshark's patterns):
     # all share TSFT (Broadcom), first has TSFT and the rest 0 (Intel), or TSFT -1
     # until the last (QCA).
     modern = phy_modern & ((ts >> 4) == 2) & (ref < 0)
-    pair = modern[1:] & modern[:-1] & (ta[1:] == ta[:-1]) & (ra[1:] == ra[:-1])
-    pattern = (((tsft[1:] == tsft[:-1]) & (tsft[1:] > 0))
-               | ((tsft[1:] == 0) & (tsft[:-1] > 0))
-               | ((tsft[1:] == 0) & (tsft[:-1] == 0))
-               | (tsft[:-1] == TSFT_UNSET))
-    start[1:] = ~(same_snf & ~last[:-1] & (by_ref | (pair & pattern)))
+    both = modern[1:] & modern[:-1]
+    if both.any():               # (else no pattern joins two frames: ta, ra, tsft unread)
+        tsft, ta, ra = col("tsft_us", -2), col("ta", -1), col("ra", -1)
+        pair = both & (ta[1:] == ta[:-1]) & (ra[1:] == ra[:-1])
+        pattern = (((tsft[1:] == tsft[:-1]) & (tsft[1:] > 0))
+                   | ((tsft[1:] == 0) & (tsft[:-1] > 0))
+                   | ((tsft[1:] == 0) & (tsft[:-1] == 0))
+                   | (tsft[:-1] == TSFT_UNSET))
+        joined |= pair & pattern
+    start[1:] = ~(same_snf & ~last[:-1] & joined)
     return start
 
 
