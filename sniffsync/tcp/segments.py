@@ -372,17 +372,14 @@ def dedup_mac(seg) -> np.ndarray:
 
 
 def _retried_identities(seg, wifi: np.ndarray) -> np.ndarray:
-    """``wifi`` without the rows no duplicate can involve, when every row is of one sniffer:
-    a duplicate is then a MAC retry, so only rows sharing (fd, 802.11 seq) with a row of
-    the retry bit can be one or precede one (an identity lies within one such pair). ~10 %
-    of the rows retried on a busy capture: the hash and sort below run on ~20 % of them."""
+    """``wifi`` without the rows no duplicate can involve when all are of one sniffer (a
+    duplicate is then a retry): only rows sharing (fd, 802.11 seq), which holds an identity,
+    with a retried row (~20 % of the rows on a busy capture: less to hash and sort)."""
     sn = seg["sniffer"]
-    if len(sn) and sn.min() != sn.max():
-        return wifi
     fd, ws = seg["fd"][wifi], seg["wlan_seq"][wifi]
     lo, span = int(fd.min()), int(fd.max()) - int(fd.min()) + 1
-    if span > 1 << 12 or int(ws.min()) < -1 or int(ws.max()) > 4095:
-        return wifi                       # (a table of (fd, seq) pairs too large, or odd seqs)
+    if sn.min() != sn.max() or span > 1 << 12 or int(ws.min()) < -1 or int(ws.max()) > 4095:
+        return wifi                       # (several sniffers, too many (fd, seq) pairs, odd seqs)
     pair = (fd - lo) * 4097 + ws + 1
     retried = np.zeros(span * 4097, bool)
     retried[pair[seg["retry"][wifi]]] = True
