@@ -227,8 +227,9 @@ def label_codes(frames, name: str):
 
 def _cat_in(cat: pd.Categorical, labels) -> np.ndarray:
     """``np.isin(cat, labels)`` on the integer codes."""
-    hit = np.flatnonzero(np.isin(np.asarray(cat.categories, object), list(labels)))
-    return np.isin(cat.codes, hit)
+    lut = np.zeros(len(cat.categories) + 1, bool)      # (last: null, code -1)
+    lut[:-1] = np.isin(np.asarray(cat.categories, object), list(labels))
+    return lut[np.asarray(cat.codes)]             # (one gather: np.isin on 1M codes took ~10 ms)
 
 
 def mpdu_bytes(frames: pd.DataFrame) -> np.ndarray:

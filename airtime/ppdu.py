@@ -6,7 +6,7 @@ for the group ids and ``np.add.reduceat`` for the per-PPDU sums.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
 
@@ -17,11 +17,12 @@ from airtime.framecols import _median_by  # noqa: F401  (the tests read it here)
 from airtime.phy import ppdu_duration_ns
 from airtime.ppdutable import PpduGrouping, _group_sum, first_columns, ppdu_table
 from sniffsync.errors import UsageError
+from sniffsync.runtime import Inline, pool
 
 if TYPE_CHECKING:                # pandas is imported where a table is read or built
     import pandas as pd
 
-__all__ = ["group_ppdus", "PpduGrouping", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
+__all__ = ["group_ppdus", "PpduGrouping", "Pending", "align_to_ppdu_end", "ppdu_end_shift_ns", "KIND_NAMES", "kind_codes", "mpdu_bytes",
            "detect_tsft_at"]
 
 TSFT_UNSET = -1                                  # QCA: TSFT all-ones until the last subframe
@@ -48,23 +49,26 @@ def _starts_after(frames, rows, s, phy_modern):
     """:func:`_group_starts` of frame ``rows`` (in sorted order; the first is only read)."""
     def col(name, fill, dtype=np.int64):
         return _np_rows(frames, name, fill, rows, dtype)
-    ref, tsft, last = col("ampdu_ref", -1), col("tsft_us", -2), col("ampdu_last", 0, bool)
-    ts, ta, ra = col("type_subtype", -1), col("ta", -1), col("ra", -1)
+    ref, last, ts = col("ampdu_ref", -1), col("ampdu_last", 0, bool), col("type_subtype", -1)
     start = np.ones(len(ref), bool)
     if len(ref) < 2:
         return start
     same_snf = s[1:] == s[:-1]
-    by_ref = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
+    joined = (ref[1:] >= 0) & (ref[1:] == ref[:-1])
     # Fallback for HT/VHT/HE data frames without a reference (Wireshark's patterns):
     # all share TSFT (Broadcom), first has TSFT and the rest 0 (Intel), or TSFT -1
     # until the last (QCA).
     modern = phy_modern & ((ts >> 4) == 2) & (ref < 0)
-    pair = modern[1:] & modern[:-1] & (ta[1:] == ta[:-1]) & (ra[1:] == ra[:-1])
-    pattern = (((tsft[1:] == tsft[:-1]) & (tsft[1:] > 0))
-               | ((tsft[1:] == 0) & (tsft[:-1] > 0))
-               | ((tsft[1:] == 0) & (tsft[:-1] == 0))
-               | (tsft[:-1] == TSFT_UNSET))
-    start[1:] = ~(same_snf & ~last[:-1] & (by_ref | (pair & pattern)))
+    both = modern[1:] & modern[:-1]
+    if both.any():               # (else no pattern joins two frames: ta, ra, tsft unread)
+        tsft, ta, ra = col("tsft_us", -2), col("ta", -1), col("ra", -1)
+        pair = both & (ta[1:] == ta[:-1]) & (ra[1:] == ra[:-1])
+        pattern = (((tsft[1:] == tsft[:-1]) & (tsft[1:] > 0))
+                   | ((tsft[1:] == 0) & (tsft[:-1] > 0))
+                   | ((tsft[1:] == 0) & (tsft[:-1] == 0))
+                   | (tsft[:-1] == TSFT_UNSET))
+        joined |= pair & pattern
+    start[1:] = ~(same_snf & ~last[:-1] & joined)
     return start
 
 
@@ -85,6 +89,19 @@ def _reference_ns(frames, sniffer, tsft, g) -> np.ndarray:
         rows = g.first[none]
         best[none] = _np_rows(frames, "ts_ns", 0, rows) + _tsft_offset(frames, sniffer, tsft)(sniffer[rows])
     return best
+
+
+def _reference_of(frames, sniffer, g) -> np.ndarray:
+    """:func:`_reference_ns` with the frames' ``tsft_us``."""
+    return _reference_ns(frames, sniffer, _np(frames, "tsft_us", -2), g)
+
+
+def _own(frames, names):
+    """A :class:`Columns` of ``frames``' columns ``names`` for another thread (the caller may
+    delete them from ``frames`` meanwhile); None for a DataFrame (read on the caller's thread)."""
+    if not isinstance(frames, Columns):
+        return None
+    return Columns(len(frames), {k: frames.cols[k] for k in names if k in frames.cols})
 
 
 def _tsft_offset(frames, sniffer, tsft):
@@ -112,7 +129,7 @@ def _tsft_offset(frames, sniffer, tsft):
 
 
 def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture",
-                keep_bad_fcs: bool = False, release: bool = False) -> PpduGrouping:
+                keep_bad_fcs: bool = False, release: bool = False, defer: bool = False) -> PpduGrouping | Pending:
     """Group MPDUs into PPDUs and give each its start, end and exact airtime.
 
     Parameters
@@ -134,6 +151,10 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
         The caller gives ``frames`` up: the columns only the first steps read are deleted
         from it before the extent estimate, the grouping's peak (a lower memory peak; the
         result is the same).
+    defer : bool
+        Return a :class:`Pending` once the stamps are decided (``tsft_at`` and
+        ``frame_ppdu`` known); its ``finish()`` gives the grouping (the extent estimate,
+        ~60 % of the work, may then run beside work that needs only the decision).
 
     Returns
     -------
@@ -143,12 +164,23 @@ def group_ppdus(frames: pd.DataFrame, tsft_at="auto", *, stamps: str = "capture"
     """
     if isinstance(frames, dict):
         frames = Columns.of(frames)
-    return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, release=release)
+    return _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, release=release, defer=defer)
 
 
-def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, release=False) -> PpduGrouping:
+class Pending(NamedTuple):
+    """A grouping up to the stamps' decision (``group_ppdus(defer=True)``): what each sniffer's
+    stamps mark and the frame -> PPDU map are known; ``finish()`` estimates the extents and
+    builds the table (the costlier half), e.g. on another thread while the stamps are used."""
+    tsft_at: dict
+    frame_ppdu: np.ndarray
+    finish: Callable[[], PpduGrouping]
+
+
+def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, release=False,
+                 defer=False) -> PpduGrouping | Pending:
     """:func:`group_ppdus`; ``only_if_start``: stop once the stamps are decided when no
-    sniffer stamps PPDU starts (``ppdus`` None: aligning them moves nothing)."""
+    sniffer stamps PPDU starts (``ppdus`` None: aligning them moves nothing); ``defer``:
+    a :class:`Pending` once they are decided."""
     if not (tsft_at in ("auto", "start", "end") or isinstance(tsft_at, dict)):
         raise UsageError(f"tsft_at must be auto, start or end, not {tsft_at!r}")
     if stamps not in ("capture", "end"):
@@ -159,57 +191,67 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     good = np.ones(len(frames), bool) if keep_bad_fcs else ~_np(frames, "fcs_bad", False, bool)
     if not good.all():           # corrupt frames make no PPDU (sniffsync.decode.quality)
         part = frames.take(good) if isinstance(frames, Columns) else frames[good]
-        sub = _group_ppdus(part, tsft_at, stamps, False, only_if_start, release)
+        sub = _group_ppdus(part, tsft_at, stamps, False, only_if_start, release, defer)
         rows = np.flatnonzero(good)
         frame_ppdu = np.full(len(frames), -1, np.int64)
         frame_ppdu[rows] = sub.frame_ppdu
-        return PpduGrouping(None if sub.table is None else
-                            sub.table.with_column("first_frame", rows[sub.column("first_frame")]),
-                            frame_ppdu, sub.tsft_at)
+
+        def of_all(sub) -> PpduGrouping:     # (the rows of the good frames' grouping: all frames')
+            return PpduGrouping(None if sub.table is None else
+                                sub.table.with_column("first_frame", rows[sub.column("first_frame")]),
+                                frame_ppdu, sub.tsft_at)
+        if isinstance(sub, Pending):
+            return Pending(sub.tsft_at, frame_ppdu, lambda: of_all(sub.finish()))
+        return of_all(sub)
     sniffer = _np(frames, "sniffer", 0, np.int32)        # (held through the grouping: 4 bytes a frame)
     g = _groups(frames, sniffer)
-    phy = _cat(frames, "phy", "unknown")
+    # each PPDU's reference time on a thread of its own, beside the first MPDUs' columns, the
+    # lengths and TXTIMEs (it reads its own view of two columns: they may leave ``frames``)
+    own = _own(frames, ("ts_ns", "tsft_us"))
+    with pool(2, limit=1) if own is not None else Inline() as ex:
+        ref = ex.submit(_reference_of, frames if own is None else own, sniffer, g)
+        del own
+        phy = _cat(frames, "phy", "unknown")
 
-    def at(name, fill, dtype=np.int64):
-        return _np_rows(frames, name, fill, g.first, dtype)
+        def at(name, fill, dtype=np.int64):
+            return _np_rows(frames, name, fill, g.first, dtype)
 
-    freq = at("freq_mhz", 5180)
-    # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
-    # (those only TXTIME reads held narrow: it casts them to int64, the same values)
-    phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=_narrow(at("nss", 1)),
-                    bw_mhz=_narrow(at("bw_mhz", -1)), gi_ns=_narrow(at("gi_ns", 800)), ldpc=at("ldpc", 0, bool),
-                    stbc=_narrow(at("stbc", 0)), short_preamble=at("short_preamble", 0, bool),
-                    ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
-                    ness=_narrow(at("ness", 0)), freq_mhz=freq, he_format=_cat_rows(frames, "he_format", "su", g.first),
-                    he_ltf_size=_narrow(at("he_ltf_size", 2)), he_n_ltf=_narrow(at("he_n_ltf", 0)))
-    table = first_columns(frames, g)
-    kind = kind_codes(at("type_subtype", -1))
-    snf = sniffer[g.first].astype(np.int64)
-    ta, ra = at("ta", -1), at("ra", -1)
-    if release:                  # what only the boundaries and the first MPDUs were read for
-        _keep_only(frames, EXTENT_READS | MPDU_READS | {"tsft_us", "ts_ns"})
-    mpdu = mpdu_bytes(frames)
-    psdu = _psdu_bytes(mpdu, frames, g, phy)
-    if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
-        mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
-    if release:
-        _keep_only(frames, EXTENT_READS | {"tsft_us", "ts_ns"})
-    phy_first = phy[g.first]
-    del phy
+        freq = at("freq_mhz", 5180)
+        # the first MPDU's PHY parameters, gathered once (the extent asks for more TXTIMEs)
+        # (those only TXTIME reads held narrow: it casts them to int64, the same values)
+        phy_args = dict(rate_kbps=at("rate_kbps", -1), mcs=at("mcs", -1), nss=_narrow(at("nss", 1)),
+                        bw_mhz=_narrow(at("bw_mhz", -1)), gi_ns=_narrow(at("gi_ns", 800)), ldpc=at("ldpc", 0, bool),
+                        stbc=_narrow(at("stbc", 0)), short_preamble=at("short_preamble", 0, bool),
+                        ht_format=_cat_rows(frames, "ht_format", "mf", g.first),
+                        ness=_narrow(at("ness", 0)), freq_mhz=freq,
+                        he_format=_cat_rows(frames, "he_format", "su", g.first),
+                        he_ltf_size=_narrow(at("he_ltf_size", 2)), he_n_ltf=_narrow(at("he_n_ltf", 0)))
+        table = first_columns(frames, g)
+        kind = kind_codes(at("type_subtype", -1))
+        snf = sniffer[g.first].astype(np.int64)
+        ta, ra = at("ta", -1), at("ra", -1)
+        if release:                  # what only the boundaries and the first MPDUs were read for
+            _keep_only(frames, EXTENT_READS | MPDU_READS | {"tsft_us", "ts_ns"})
+        mpdu = mpdu_bytes(frames)
+        psdu = _psdu_bytes(mpdu, frames, g, phy)
+        if len(mpdu) and -np.iinfo(np.int32).max <= mpdu.min() and mpdu.max() <= np.iinfo(np.int32).max:
+            mpdu = mpdu.astype(np.int32)              # held through the extent: 4 bytes a frame
+        if release:
+            _keep_only(frames, EXTENT_READS | {"tsft_us", "ts_ns"})
+        phy_first = phy[g.first]
+        del phy
 
-    def txtime(psdu_bytes, rows=None):
-        """TXTIME of each PPDU (or of PPDUs ``rows``) for a PSDU length, with its first MPDU's
-        PHY parameters."""
-        if rows is None:
-            return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
-        return ppdu_duration_ns(phy_first[rows], psdu_bytes, **{k: v[rows] for k, v in phy_args.items()})
+        def txtime(psdu_bytes, rows=None):
+            """TXTIME of each PPDU (or of PPDUs ``rows``) for a PSDU length, with its first MPDU's
+            PHY parameters."""
+            if rows is None:
+                return ppdu_duration_ns(phy_first, psdu_bytes, **phy_args)
+            return ppdu_duration_ns(phy_first[rows], psdu_bytes, **{k: v[rows] for k, v in phy_args.items()})
 
-    airtime = txtime(psdu)
-    tsft = _np(frames, "tsft_us", -2)
-    if release:
-        _keep_only(frames, EXTENT_READS | {"ts_ns"})
-    t_ns = _reference_ns(frames, sniffer, tsft, g)
-    del tsft
+        airtime = txtime(psdu)
+        if release:
+            _keep_only(frames, EXTENT_READS | {"ts_ns"})
+        t_ns = ref.result()
     if release:                  # the rest is per PPDU, but for the extent's own columns
         _keep_only(frames, EXTENT_READS)
         del sniffer
@@ -222,11 +264,15 @@ def _group_ppdus(frames, tsft_at, stamps, keep_bad_fcs, only_if_start=False, rel
     clock = np.zeros_like(snf) if stamps == "end" else snf        # a merged table: one clock
     cols = PpduCols(t_ns, ends_here, airtime, kind, ta, ra, clock, freq, phy_first,
                     phy_args["mcs"], phy_args["rate_kbps"], g.first)
-    ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, mpdu)
+    held = [mpdu]                # (freed once the extent is estimated, as before the table)
     del mpdu
-    ppdus = ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
-    ppdus.cols.update(captured_airtime_ns=airtime, complete=ext.complete, extent_src=ext.source)
-    return PpduGrouping(ppdus, g.frame_ppdu, decided)
+
+    def finish() -> PpduGrouping:
+        ext = estimate_extent(frames, g.frame_ppdu, cols, psdu, txtime, _K, held.pop())
+        ppdus = ppdu_table(table, g, snf, ext.start_ns, ext.end_ns, ext.airtime_ns, kind, psdu)
+        ppdus.cols.update(captured_airtime_ns=airtime, complete=ext.complete, extent_src=ext.source)
+        return PpduGrouping(ppdus, g.frame_ppdu, decided)
+    return Pending(decided, g.frame_ppdu, finish) if defer else finish()
 
 
 def _narrow(v: np.ndarray) -> np.ndarray:

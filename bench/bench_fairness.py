@@ -126,6 +126,12 @@ def compile_package() -> None:
     print("bytecode: compiled first (PYTHONDONTWRITEBYTECODE=%s)" % os.environ.get("PYTHONDONTWRITEBYTECODE", ""))
 
 
+def _count_records(path: str) -> int:
+    """Records of an existing capture (the reader's walk: no decoding)."""
+    from sniffsync.io.capture import read_records
+    return len(read_records(path).caplen)
+
+
 def build_wifi_capture(path: str, frames: int) -> int:
     """The 802.11 capture of ``bench/make_capture.py``; returns the number of frames."""
     subprocess.run([sys.executable, os.path.join(HERE, "make_capture.py"), path, "--frames", str(frames)],
@@ -202,7 +208,7 @@ def main(argv=None) -> int:
     ap.add_argument("--peer", metavar="TREE", help="also time the sniffsync of this checkout")
     ap.add_argument("--repeat", type=int, default=3, help="runs of sniffsync (median reported)")
     ap.add_argument("--tshark-repeat", type=int, default=1, help="runs of tshark (median reported)")
-    ap.add_argument("--keep", help="write the capture here and keep it")
+    ap.add_argument("--keep", help="write the capture here and keep it (an existing file is reused, not rewritten)")
     ap.add_argument("--phases", action="store_true", help="also time the stages in this process")
     ap.add_argument("--no-compile", action="store_true",
                     help="do not byte-compile sniffsync first (each run then compiles its modules "
@@ -217,7 +223,10 @@ def main(argv=None) -> int:
     tshark = shutil.which("tshark")
     tmp = tempfile.mkdtemp()
     path = args.keep or os.path.join(tmp, "busy.pcap" if args.wifi else "tiled_tcp.pcap")
-    n = (build_wifi_capture if args.wifi else build_capture)(path, args.packets)
+    if args.keep and os.path.exists(path):       # reused as it is (it may be read-only)
+        n = _count_records(path)
+    else:
+        n = (build_wifi_capture if args.wifi else build_capture)(path, args.packets)
     print(f"capture: {n} {'802.11 frames' if args.wifi else 'packets'}, {os.path.getsize(path) / 1e6:.0f} MB "
           f"({path}); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     ours_cmd = [sys.executable, "-m", "sniffsync", "fairness", path, "-o", os.path.join(tmp, "r.json")]

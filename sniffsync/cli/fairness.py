@@ -16,9 +16,10 @@ WIRED_COLUMNS = ["ts_ns", "linktype", "ip_src", "ip_dst", "ip_proto", "sport", "
 
 WIRED_BATCH_ROWS = 1 << 16     # frames per decoded batch of a wired read (~3 MB of those columns)
 
-# what flows, RTT and PPDU grouping read (airtime.columns: no pandas imported)
-from airtime.columns import GROUPING_COLUMNS  # noqa: E402
-COLUMNS = list(dict.fromkeys(["linktype", "bad", *GROUPING_COLUMNS, *WIRED_COLUMNS]))
+# what flows, RTT and the PPDUs' times read (airtime.columns: no pandas imported); the
+# cross-layer view reads no PPDU column the other grouping columns give: ~5 % less to read
+from airtime.columns import TIMING_COLUMNS  # noqa: E402
+COLUMNS = list(dict.fromkeys(["linktype", "bad", *TIMING_COLUMNS, *WIRED_COLUMNS]))
 
 
 # what --csv DIR writes (sniffsync.fairness.report.write_csv)

@@ -4,11 +4,14 @@ their PPDU, the PPDU table of the cross-layer view.
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
+
 import numpy as np
 
 from airtime.columns import GROUPING_COLUMNS
 from sniffsync.errors import UsageError
-from sniffsync.runtime import release_free_heap
+from sniffsync.runtime import release_free_heap, workers
 from sniffsync.tcp.columns import cat_codes, frame_getter
 
 __all__ = ["STAMPS", "OUTLIER", "TCP_COLUMNS", "TCP_ONLY", "PPDU_AND_TCP", "Capture", "skipping", "airtime_frames"]
@@ -24,6 +27,9 @@ _PPDU_READS = TCP_COLUMNS & set(GROUPING_COLUMNS)      # the grouping reads thes
 # 802.11 capture's reader parks them while the PPDUs are grouped (sniffsync.fairness.spill)
 TCP_ONLY = frozenset(TCP_COLUMNS - set(GROUPING_COLUMNS) - {"linktype"})
 PPDU_AND_TCP = frozenset(_PPDU_READS)     # read by both: a copy parked, the grouping frees its own
+# frames up to which the PPDU extents are estimated beside the TCP analysis (both peaks at
+# once: ~+100 MB per 1M frames); above, one after the other (issue 16's 0.5x on 5M frames)
+OVERLAP_MAX_ROWS = 1 << 21
 
 
 class Capture:
@@ -113,7 +119,8 @@ def skipping(get, skip):
 
 def airtime_frames(cap: Capture, ppdus):
     """802.11 captures: ``(cap, ppdus)`` with segments dated at their PPDU's end and the
-    PPDU table of the cross-layer view (``ppdus`` when given, else grouped here)."""
+    PPDU table of the cross-layer view (``ppdus`` when given, else grouped here; a
+    ``Future`` of it while it is computed beside the caller's work: :func:`resolved`)."""
     from airtime.ppdu import align_to_ppdu_end, group_ppdus    # (imports pandas: 802.11 only)
     if cap.columns is not None and cap.stamps == "capture":
         return _airtime_columns(cap, ppdus)
@@ -135,7 +142,12 @@ def _airtime_columns(cap: Capture, ppdus):
     then the columns only the grouping read are freed and the TCP analysis consumes the rest
     as it reads them. Columns the reader parked on disk (:mod:`sniffsync.fairness.spill`: the
     TCP-only ones, and copies of those both stages read, which the grouping then frees) come
-    back after it."""
+    back after it.
+
+    When no sniffer stamps PPDU starts (nothing moves) and the capture has at most
+    :data:`OVERLAP_MAX_ROWS` frames, the extent estimate (the grouping's larger half) runs on
+    a thread of its own beside the TCP analysis: ``ppdus`` is then a ``Future``
+    (:func:`resolved`)."""
     from airtime.framecols import Columns
     from airtime.ppdu import group_ppdus, ppdu_end_shift_ns
     n, cols, marks = cap.columns
@@ -148,23 +160,54 @@ def _airtime_columns(cap: Capture, ppdus):
     if cap.skip is not None:
         frames = frames.take(keep)
     release_free_heap()                # the reader's freed batches
-    grouped = group_ppdus(frames, release=True)     # (frees the columns as its steps are done)
+    pending = group_ppdus(frames, release=True, defer=True)   # (frees the columns as its steps are done)
     del frames
-    # the cross-layer view reads three PPDU columns (sniffsync.fairness.crosslayer)
-    ppdus = _lite(grouped) if ppdus is None else ppdus
+    moves = "start" in pending.tsft_at.values()
+    # beside the TCP analysis only when it reads no column the grouping holds (else both
+    # would read one array: fine, but not tested) and the two peaks may add up
+    beside = not moves and n <= OVERLAP_MAX_ROWS and not (set(radio) - moved) and workers() > 1
+    if beside:
+        grouped = None
+        if ppdus is None:              # (given PPDUs and no stamp to move: no extent needed)
+            ppdus = _background(lambda: _lite(pending.finish()))
+    else:
+        grouped = pending.finish()
+        # the cross-layer view reads three PPDU columns (sniffsync.fairness.crosslayer)
+        ppdus = _lite(grouped) if ppdus is None else ppdus
+    del pending
     release_free_heap()                # the grouping's freed temporaries, before the TCP analysis
     # (parked columns come back from disk as they are read: fairness.spill)
     for c in [c for c in cols if c not in TCP_COLUMNS]:
         del cols[c]
     end_ns = np.array(cols["ts_ns"][0], np.int64)
-    sniffer = frame_getter(n, cols)("sniffer", 0, np.int64)
-    end_ns[keep] += ppdu_end_shift_ns(sniffer[keep], grouped)
-    del grouped, sniffer
+    if moves:
+        sniffer = frame_getter(n, cols)("sniffer", 0, np.int64)
+        end_ns[keep] += ppdu_end_shift_ns(sniffer[keep], grouped)
+        del sniffer
+    del grouped
     cols["ts_ns"] = (end_ns, None)
     release_free_heap()                # (the frame -> PPDU map)
     out = Capture.from_columns(n, cols, marks, consume=True, stamps="end")
     out.skip = cap.skip
     return out, ppdus
+
+
+def _background(fn) -> Future:
+    """``fn()`` on a thread of its own (it ends with it); its result or error in the Future."""
+    done = Future()
+
+    def run():
+        try:
+            done.set_result(fn())
+        except BaseException as exc:              # raised where the result is read
+            done.set_exception(exc)
+    threading.Thread(target=run, name="ppdu-extent", daemon=True).start()
+    return done
+
+
+def resolved(ppdus):
+    """``ppdus`` of :func:`airtime_frames`, waited for when it is a ``Future``."""
+    return ppdus.result() if isinstance(ppdus, Future) else ppdus
 
 
 def _lite(grouped) -> dict:

@@ -89,6 +89,7 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
     from sniffsync.decode.frames import iter_columns
     from sniffsync.fairness.spill import Spill, SpilledCols
     parked, codes = Spill(spill, spill_copy), _Codes()
+    widths = {}               # name -> the batches' dtypes (one: the column is as narrow as it gets)
 
     def post(rec, n, cols, marks):                # on the decoding worker; drops ``rec``
         end = int(rec.data_off[-1]) + int(rec.caplen[-1]) if n else 1
@@ -96,6 +97,8 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
         for name, (v, ok) in cols.items():        # categories: codes into one numbering per column
             if isinstance(v, Cat):
                 cols[name] = (codes.remap(name, v, rec.row0), ok)
+            else:
+                widths.setdefault(name, set()).add(v.dtype)
         parked.add(cols, n, rec.row0)             # (here, not on the main thread: it walks)
         return rec.row0, n, cols, marks, int(n * rec.buf.size / max(end, 1) * 1.25) + 1024
 
@@ -127,7 +130,9 @@ def read_lean(path, columns, sniffer: int = 0, spill=(), spill_copy=()):
         if name in cats:                          # (nulls of batches that lacked it: code -1)
             categories, order = cats[name]
             return as_cat(Cat(v if order is None else order[v], categories), ok), None
-        if v.dtype.kind in "iu":                  # batches of different widths met at the widest
+        # batches of different widths met at the widest (one width: the narrowest of each
+        # batch, so of the column: no scan of its values)
+        if v.dtype.kind in "iu" and len(widths.get(name, ())) > 1:
             return v.astype(_smallest(v), copy=False), ok
         return v, ok
     cols = sink.result()

@@ -327,6 +327,9 @@ def dedup_mac(seg) -> np.ndarray:
     dup = np.zeros(len(seg["ta"]), bool)
     if not len(wifi):
         return dup
+    wifi = _retried_identities(seg, wifi)
+    if not len(wifi):
+        return dup
     every = len(wifi) == len(dup)
 
     def col(c):
@@ -366,6 +369,21 @@ def dedup_mac(seg) -> np.ndarray:
             dup[b[seg["retry"][b] | (sn[b] != sn[a])]] = True
             return dup
     return _dedup_sorted(seg, wifi, dup)
+
+
+def _retried_identities(seg, wifi: np.ndarray) -> np.ndarray:
+    """``wifi`` without the rows no duplicate can involve when all are of one sniffer (a
+    duplicate is then a retry): only rows sharing (fd, 802.11 seq), which holds an identity,
+    with a retried row (~20 % of the rows on a busy capture: less to hash and sort)."""
+    sn = seg["sniffer"]
+    fd, ws = seg["fd"][wifi], seg["wlan_seq"][wifi]
+    lo, span = int(fd.min()), int(fd.max()) - int(fd.min()) + 1
+    if sn.min() != sn.max() or span > 1 << 12 or int(ws.min()) < -1 or int(ws.max()) > 4095:
+        return wifi                       # (several sniffers, too many (fd, seq) pairs, odd seqs)
+    pair = (fd - lo) * 4097 + ws + 1
+    retried = np.zeros(span * 4097, bool)
+    retried[pair[seg["retry"][wifi]]] = True
+    return wifi[retried[pair]]
 
 
 def _dedup_sorted(seg, wifi, dup) -> np.ndarray:

@@ -120,3 +120,30 @@ def test_previous_ba_is_merge_asof():
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
         assert n < 2000 or (got[0] >= 0).sum() > 100          # (matches found)
+
+
+def test_cat_in_is_isin_on_labels_and_categoricals():
+    """``framecols._cat_in`` (a lookup table over the codes): the rows whose label is one
+    of those asked for; nulls (code -1) and labels asked for but absent match nothing."""
+    from airtime.framecols import Labels, _cat_in
+    codes, cats = np.array([0, 1, 2, -1, 1, 2], np.int8), ["ht", "legacy", "he"]
+    want = [True, False, True, False, False, True]
+    assert _cat_in(Labels(codes, cats), ("ht", "he", "vht")).tolist() == want
+    assert _cat_in(pd.Categorical.from_codes(codes, cats), ("he", "ht")).tolist() == want
+    assert not _cat_in(Labels(codes, cats), ()).any()
+
+
+@pytest.mark.parametrize("name", ["cut A", "cut C", "he80"])
+def test_timing_columns_place_the_ppdus_alike(tables, name):
+    """``airtime.columns.TIMING_COLUMNS`` (what the fairness command reads): the same PPDUs,
+    starts, ends, airtimes and extent sources as with every grouping column; only the table's
+    ``signal_dbm`` is then unknown (a column the grouping starts reading for its times would
+    have to be listed there, or this fails)."""
+    from airtime.columns import TIMING_COLUMNS
+    frames = tables[name]
+    want = P.group_ppdus(_mapping(frames))
+    got = P.group_ppdus(Columns.of(_mapping(frames[list(TIMING_COLUMNS)])), release=True)
+    np.testing.assert_array_equal(got.frame_ppdu, want.frame_ppdu)
+    assert got.tsft_at == want.tsft_at
+    pd.testing.assert_frame_equal(got.ppdus.drop(columns="signal_dbm"), want.ppdus.drop(columns="signal_dbm"))
+    assert got.ppdus["signal_dbm"].isna().all() and want.ppdus["signal_dbm"].notna().any()

@@ -50,3 +50,21 @@ def test_mpdu_bytes_in_chunks(tables, monkeypatch):
     monkeypatch.setattr(F, "MPDU_CHUNK", 97)
     np.testing.assert_array_equal(F.mpdu_bytes(frames), want)
     assert len(frames) > 97 * 3 and (want > 0).all()
+
+
+@pytest.mark.parametrize("name, tsft_at, bad", [("cut A", "auto", False), ("cut B", "start", True)])
+def test_deferred_grouping_is_the_grouping(tables, name, tsft_at, bad):
+    """``group_ppdus(defer=True)``: the stamp decision and frame -> PPDU map at once, the
+    same grouping from ``finish()`` (frames of bad FCS: the grouping of the others, mapped)."""
+    frames = tables[name]
+    if bad:
+        frames = frames.copy()
+        frames["fcs_bad"] = pd.array(np.arange(len(frames)) % 7 == 3, "boolean")
+    want = P.group_ppdus(frames, tsft_at)
+    pending = P.group_ppdus(frames.copy(), tsft_at, release=True, defer=True)
+    assert isinstance(pending, P.Pending) and pending.tsft_at == want.tsft_at
+    np.testing.assert_array_equal(pending.frame_ppdu, want.frame_ppdu)
+    got = pending.finish()
+    pd.testing.assert_frame_equal(got.ppdus, want.ppdus)
+    np.testing.assert_array_equal(got.frame_ppdu, want.frame_ppdu)
+    assert got.tsft_at == want.tsft_at and (want.frame_ppdu == -1).any() == bad

@@ -73,3 +73,20 @@ def test_consumed_columns_move_into_the_table(both):
     assert ref["seq"].isna().any()
     for c in names:
         assert ref[c].equals(got[c]), c
+
+
+def test_batches_of_any_width_give_the_narrowest_column(both, monkeypatch):
+    """Read in batches of 256 frames (their widths differ: e.g. ``frame``): every integer
+    column is as narrow as its values allow, whether its batches had one width (no scan)
+    or several (narrowed at the end), and holds the values of the one-batch read."""
+    import sniffsync.fairness.lean as L
+    _, (n, one, marks) = both
+    monkeypatch.setattr(L, "LEAN_ROWS", 256)
+    n2, cols, _ = read_lean(CAP.format("A-nearAP"), COLUMNS)
+    assert n2 == n > 4 * 256
+    ints = [c for c, (v, _) in cols.items() if not isinstance(v, Cat) and np.asarray(v).dtype.kind in "iu"]
+    assert "frame" in ints and len(ints) > 20
+    for c in ints:
+        v = np.asarray(cols[c][0])
+        assert v.dtype == L._smallest(v) or v.dtype.itemsize == 1, c
+        np.testing.assert_array_equal(v, np.asarray(one[c][0]), c)

@@ -158,6 +158,30 @@ def test_mac_duplicates_interleaved_identities(monkeypatch, collide):
     assert by_frame(seg, "mac_dup") == {1: False, 2: False, 3: True, 4: True}
 
 
+@pytest.mark.parametrize("full", [False, True])
+def test_mac_duplicates_of_one_sniffer_only_among_retried_identities(monkeypatch, full):
+    # one sniffer: X (802.11 seq 7) sent twice without the retry bit (not a duplicate: no
+    # MAC retry says so), Y (seq 8) and its retry (a duplicate), Z (seq 7 again, retried,
+    # another TCP seq: no copy before it). Only the rows of (fd, seq) pairs holding a retry
+    # are sorted (seq 7 and 8 here; not seq 9); ``full``: every row, the same answer
+    from sniffsync.tcp import segments as S
+    seen = []
+    keep = S._retried_identities
+
+    def spy(seg, wifi):
+        out = wifi if full else keep(seg, wifi)
+        seen.append((len(wifi), len(out)))
+        return out
+    monkeypatch.setattr(S, "_retried_identities", spy)
+    base = {"ta": 1, "len": 100}
+    rows = [dict(base, t_ms=0, seq=1, wseq=7), dict(base, t_ms=1, seq=1, wseq=7),
+            dict(base, t_ms=2, seq=101, wseq=8), dict(base, t_ms=3, seq=101, wseq=8, retry=True),
+            dict(base, t_ms=4, seq=201, wseq=7, retry=True), dict(base, t_ms=5, seq=301, wseq=9)]
+    seg = analyze(make_frames(rows, linktype=127))
+    assert by_frame(seg, "mac_dup") == {1: False, 2: False, 3: False, 4: True, 5: False, 6: False}
+    assert seen == [(6, 6 if full else 5)]
+
+
 def test_merged_sniffers_count_one_transmission():
     rows = [{"t_ms": 0, "ta": 1, "wseq": 7, "len": 100, "seq": 1, "sniffer": 0},
             {"t_ms": 0, "ta": 1, "wseq": 7, "len": 100, "seq": 1, "sniffer": 1}]

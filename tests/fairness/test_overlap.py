@@ -1,0 +1,54 @@
+"""The fairness command on 802.11 estimates the PPDU extents beside the TCP analysis when no
+sniffer stamps PPDU starts (sniffsync.fairness.capture.OVERLAP_MAX_ROWS): the report bytes
+are those written before (one after the other), the overlap is taken, an error of the
+extent thread reaches the caller."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import sniffsync.fairness.capture as C
+from sniffsync.cli.main import main
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+NAME = "ns3-11n-ht20-hidden-snifferA-nearAP"
+
+
+def _want() -> bytes:
+    with open(os.path.join(DATA, "fairness_reports", NAME + ".json"), "rb") as fh:
+        return fh.read()
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    seen = []
+
+    def counted(fn):
+        seen.append(fn)
+        return background(fn)
+    background = C._background
+    monkeypatch.setattr(C, "_background", counted)
+    monkeypatch.setenv("SNIFFSYNC_THREADS", "2")
+    return seen
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_same_report_with_and_without_overlap(calls, monkeypatch, tmp_path, overlap):
+    if not overlap:
+        monkeypatch.setattr(C, "OVERLAP_MAX_ROWS", 0)
+    out = tmp_path / "r.json"
+    assert main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(out)]) == 0
+    assert len(calls) == overlap
+    assert out.read_bytes() == _want()
+
+
+def test_extent_error_reaches_the_caller(calls, monkeypatch, tmp_path):
+    import airtime.ppdu as P
+
+    def broken(*a, **k):
+        raise RuntimeError("extent failed")
+    monkeypatch.setattr(P, "estimate_extent", broken)
+    with pytest.raises(RuntimeError, match="extent failed"):
+        main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(tmp_path / "r.json")])
+    assert len(calls) == 1 and not (tmp_path / "r.json").exists()
