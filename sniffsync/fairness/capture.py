@@ -169,7 +169,8 @@ def _airtime_columns(cap: Capture, ppdus):
     if beside:
         grouped = None
         if ppdus is None:              # (given PPDUs and no stamp to move: no extent needed)
-            ppdus = _background(lambda: _lite(pending.finish()))
+            # (bound now: `del pending` below would otherwise race the thread for the name)
+            ppdus = _background(lambda p=pending: _lite(p.finish()))
     else:
         grouped = pending.finish()
         # the cross-layer view reads three PPDU columns (sniffsync.fairness.crosslayer)
@@ -208,6 +209,13 @@ def _background(fn) -> Future:
 def resolved(ppdus):
     """``ppdus`` of :func:`airtime_frames`, waited for when it is a ``Future``."""
     return ppdus.result() if isinstance(ppdus, Future) else ppdus
+
+
+def wait_quietly(ppdus) -> None:
+    """Wait for a ``Future`` of :func:`airtime_frames` while another error propagates (its
+    own error, if any, is the lesser one: dropped)."""
+    if isinstance(ppdus, Future):
+        ppdus.exception()
 
 
 def _lite(grouped) -> dict:

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from sniffsync.errors import NoDataError, UsageError
-from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, resolved, skipping
+from sniffsync.fairness.capture import STAMPS, Capture, airtime_frames, resolved, skipping, wait_quietly
 from sniffsync.fairness.crosslayer import cross_layer_arrays, station_windows, why_texts
 from sniffsync.runtime import pool, release_free_heap, workers
 from sniffsync.fairness.windows import (cdf_arrays, data_windows, jain, last_window, median, summarize,
@@ -283,7 +283,11 @@ def run_tables(cap: Capture, window_ns: int, step_ns: int, ppdus=None,
     """
     if (cap.get("linktype", 0, np.int64) == 127).any():
         cap, ppdus = airtime_frames(cap, ppdus)
-    seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns, lean=True, horizon_ns=horizon_ns)
+    try:
+        seg, names, ft, rtt = analyze_arrays(cap, dedup, min_rto_ns, lean=True, horizon_ns=horizon_ns)
+    except BaseException:                # the extents' thread ends before the error goes on
+        wait_quietly(ppdus)
+        raise
     ppdus = resolved(ppdus)              # (its extents may have been estimated beside the analysis)
     # the windows and the cross-layer view read only these: free the rest (a lower peak)
     for name in [c for c in seg if c not in _WINDOW_COLUMNS]:

@@ -44,9 +44,9 @@ import numpy as np
 import pandas as pd
 
 from sniffsync import runtime
-from sniffsync.errors import SyncError
+from sniffsync.errors import SyncError, UsageError
 from sniffsync.sync.anchors import _cluster, _key_only_clusters, anchor_candidates, anchor_pairs, key_order
-from sniffsync.sync.anchorsample import sample_anchors
+from sniffsync.sync.anchorsample import check_sample, sample_anchors
 from sniffsync.sync.coarse import coarse_offsets
 from sniffsync.sync.fit import ClockModel, _Pairs, _robust_fit, clock_sigma
 from sniffsync.sync.viahost import place_by_host
@@ -363,10 +363,14 @@ def sync(df: pd.DataFrame, reference: int = 0, anchors=("beacon", "ba", "unique"
     local, clock, clocks = local_clocks(df) if clocks is None else clocks
     ref = reference_clock(clocks, reference)
     cand = sync_candidates(df, anchors) if candidates is None else candidates
+    check_sample(sample)
     if weight is None and sample != 1:
         if key_cid is not None:
-            raise ValueError("key_cid is of the candidates before sampling: sample them first")
-        cand, weight, sample = sample_anchors(cand, clock[cand[0]], clocks, anchors, knot_s * 1e9, sample)
+            raise UsageError("key_cid is of the candidates before sampling: sample them first")
+        cand, weight, sample = sample_anchors(cand, clock[cand[0]], clocks, anchors, knot_s * 1e9, sample,
+                                              local[cand[0]])
+    elif weight is not None and sample == "auto":
+        raise UsageError("sampled candidates (weight) need their sample k, not \"auto\"")
     rows, kind, key, by_key = cand
     del cand
     prior = np.where(clocks.tsft.to_numpy(), TSFT_SIGMA_NS, HOST_SIGMA_NS)

@@ -22,7 +22,7 @@ from sniffsync.decode.linklayer import WLAN_LINKTYPES
 from sniffsync.errors import CaptureError, UsageError
 from sniffsync.sync.ampdu import ppdu_clusters
 from sniffsync.sync.anchors import _key_only_clusters, hash_key, key_order
-from sniffsync.sync.anchorsample import sample_anchors
+from sniffsync.sync.anchorsample import check_sample, sample_anchors
 from sniffsync.sync.clock import local_clocks, reference_clock, sync, sync_candidates
 from sniffsync.sync.fit import epoch_map
 from sniffsync.sync.copies import MERGE_KEY, best_copy, copy_gates, default_gate, match_copies, merged_table
@@ -102,8 +102,8 @@ def _read_all(paths, columns, prep=None, first=None):
     clock) of every input (``columns``: see :func:`merge`). With ``prep``, each table
     goes to ``prep(s, table, ends)`` on a thread while the next input is read
     (:func:`_prepare`) and comes as a future of its result: an error is raised by its
-    ``result()``, in input order. ``first``: the first input's read, a future
-    (:func:`sniffsync.sync.readahead.read_ahead`)."""
+    ``result()``, in input order. ``first``: the first input's read
+    (:class:`sniffsync.sync.readahead.ReadAhead`)."""
     from sniffsync.decode.frames import read_columns
     from sniffsync.decode.table import frame_table
     want = None if columns is None else list(dict.fromkeys([*NEEDED_COLUMNS, *columns]))
@@ -116,7 +116,7 @@ def _read_all(paths, columns, prep=None, first=None):
     def one(s):
         if file_meta(paths[s]) is not None:     # an earlier merge's output: one input, one clock
             return (*read_as_input(paths[s], s, want), True)
-        rec, n, cols, marks = first.result() if s == 0 and first is not None else \
+        rec, n, cols, marks = first.take() if s == 0 and first is not None else \
             read_columns(paths[s], s, read)     # walk and decode overlap
         return rec, drop_cut_fcs(frame_table(n, cols, marks, want), snaplen), False
     out = []
@@ -203,7 +203,7 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
         if found:                        # found per input while the next was read
             clocks, cand, key = found.pop()
             cand, weight, sample = sample_anchors(cand, clocks[1][cand[0]], clocks[2], anchors,
-                                                  knot_s * 1e9, sample)
+                                                  knot_s * 1e9, sample, clocks[0][cand[0]])
             # the fit's first step (clusters by key alone) there, the epoch line here
             key_cid = ex.submit(_key_only_clusters, cand[2], clocks[1][cand[0]], cand[3])
             cand, key = here.submit(tuple, cand), ex.submit(join_key, *key)
@@ -325,9 +325,9 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     anchor_sample : "auto" or int
         Fit one "unique" anchor in this many (a power of two; :mod:`sniffsync.sync.anchorsample`):
         ``"auto"`` samples only large captures, 1 fits every anchor.
-    read_ahead : Future, optional
+    read_ahead : ReadAhead, optional
         The first input's read when the caller started it
-        (:func:`sniffsync.sync.readahead.read_ahead` with these ``columns``).
+        (:func:`sniffsync.sync.readahead.read_ahead` with these ``columns``; taken once).
 
     Returns
     -------
@@ -336,6 +336,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         sniffer names and the stamps convention.
     """
     say = progress or (lambda stage: None)
+    check_sample(anchor_sample)          # before any input is read
     items = list(paths_or_tables)
     if not items:
         raise UsageError("merge needs at least one input")

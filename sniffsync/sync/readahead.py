@@ -8,11 +8,10 @@ it to :func:`sniffsync.sync.merge.merge`, which takes it as that input's read.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
 
 from airtime.columns import GROUPING_COLUMNS
 
-__all__ = ["NEEDED_COLUMNS", "read_columns_of", "read_ahead"]
+__all__ = ["NEEDED_COLUMNS", "ReadAhead", "read_columns_of", "read_ahead"]
 
 # what read -> align -> sync -> match -> merged table -> pcapng need (merge(columns=...))
 NEEDED_COLUMNS = tuple(dict.fromkeys((
@@ -33,20 +32,40 @@ def read_columns_of(columns) -> list | None:
     return [c for c in dict.fromkeys([*NEEDED_COLUMNS, *columns]) if c != "bad"]
 
 
-def read_ahead(path, columns) -> Future | None:
-    """A future of ``read_columns(path, 0, read_columns_of(columns))``, read on a daemon
-    thread (an error is raised by ``result()``); None for an earlier merge's output,
-    which is read another way."""
+class ReadAhead:
+    """One capture's ``read_columns`` on a daemon thread, handed over once: :meth:`take`
+    returns it (or raises its error) and forgets it, so whoever still holds this object
+    (the command, ``merge()``'s argument) does not keep the decoded columns alive."""
+
+    def __init__(self, path, read):
+        self._done, self._out, self._err = threading.Event(), None, None
+        threading.Thread(target=self._work, args=(path, read), name="sniffsync-read-ahead",
+                         daemon=True).start()
+
+    def _work(self, path, read) -> None:
+        from sniffsync.decode.frames import read_columns
+        try:
+            self._out = read_columns(path, 0, read)
+        except BaseException as exc:     # noqa: BLE001 (raised where the merge takes it)
+            self._err = exc
+        finally:
+            self._done.set()
+
+    def take(self):
+        """``(rec, n, cols, marks)`` of the read (waited for), once."""
+        self._done.wait()
+        out, err, self._out, self._err = self._out, self._err, None, None
+        if err is not None:
+            raise err
+        if out is None:
+            raise RuntimeError("the read-ahead was taken already")
+        return out
+
+
+def read_ahead(path, columns) -> ReadAhead | None:
+    """:class:`ReadAhead` of ``read_columns(path, 0, read_columns_of(columns))``; None for an
+    earlier merge's output, which is read another way."""
     from sniffsync.sync.mergedfile import file_meta
     if file_meta(path) is not None:
         return None
-    done: Future = Future()
-
-    def work():
-        from sniffsync.decode.frames import read_columns
-        try:
-            done.set_result(read_columns(path, 0, read_columns_of(columns)))
-        except BaseException as exc:     # noqa: BLE001 (raised where the merge takes it)
-            done.set_exception(exc)
-    threading.Thread(target=work, name="sniffsync-read-ahead", daemon=True).start()
-    return done
+    return ReadAhead(path, read_columns_of(columns))

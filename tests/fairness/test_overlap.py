@@ -52,3 +52,32 @@ def test_extent_error_reaches_the_caller(calls, monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="extent failed"):
         main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(tmp_path / "r.json")])
     assert len(calls) == 1 and not (tmp_path / "r.json").exists()
+
+
+def test_extent_thread_started_late_still_finds_its_grouping(monkeypatch, tmp_path):
+    """The thread may first run after the caller has moved on (and dropped its names)."""
+    import time
+    background = C._background
+
+    def late(fn):
+        def slow():
+            time.sleep(0.05)
+            return fn()
+        return background(slow)
+    monkeypatch.setattr(C, "_background", late)
+    monkeypatch.setenv("SNIFFSYNC_THREADS", "2")
+    out = tmp_path / "r.json"
+    assert main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(out)]) == 0
+    assert out.read_bytes() == _want()
+
+
+def test_an_analysis_error_waits_for_the_extent_thread(calls, monkeypatch, tmp_path):
+    import threading
+    import sniffsync.fairness.core as core
+
+    def broken(*a, **k):
+        raise RuntimeError("analysis failed")
+    monkeypatch.setattr(core, "analyze_arrays", broken)
+    with pytest.raises(RuntimeError, match="analysis failed"):
+        main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(tmp_path / "r.json")])
+    assert len(calls) == 1 and not [t for t in threading.enumerate() if t.name == "ppdu-extent"]

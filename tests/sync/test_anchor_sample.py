@@ -19,9 +19,10 @@ ANCHORS = ("beacon", "ba", "unique")
 KNOT_NS = 1e9
 
 
-def _clocks(spans_s):
+def _clocks(spans_s, tsft=None):
     return pd.DataFrame({"t0_ns": np.zeros(len(spans_s), np.int64),
-                         "t1_ns": (np.asarray(spans_s) * 1e9).astype(np.int64)})
+                         "t1_ns": (np.asarray(spans_s) * 1e9).astype(np.int64),
+                         "tsft": np.ones(len(spans_s), bool) if tsft is None else np.asarray(tsft)})
 
 
 def _candidates(rng, n_keys, clocks_of_copy, kinds=(2,)):
@@ -67,16 +68,62 @@ def test_sparse_clock_keeps_every_key_at_weight_one():
     assert 0.2 < (~on2).sum() / (2 * 30_000) < 0.3
 
 
-@pytest.mark.parametrize("per_clock, spans, want", [
-    ([100_000, 100_000], [100, 100], 1),                  # below MIN_ROWS candidates: all
-    ([2_000_000, 1_000_000], [1000, 1000], 4),            # sparsest dense clock 1000/knot: 1000/128 -> 4
-    ([3_000_000, 200_000, 100], [1000, 1000, 1000], 16),  # 200/knot is sparse; 3000/128 -> 16
-    ([10_000_000, 10_000_000], [10, 10], 64),             # capped
+def _shared_keys(sizes, spans, tsft=None, seed=5):
+    """Candidates: clock c holds the first ``sizes[c]`` keys of one pool (so clocks share
+    the keys both hold)."""
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, 2**63, max(sizes), dtype=np.int64).astype(np.uint64)
+    key = np.concatenate([pool[:n] for n in sizes])
+    clock = np.repeat(np.arange(len(sizes)), sizes)
+    kind = np.full(len(key), 2, np.int8)
+    return kind, clock, _clocks(spans, tsft), key_order(key)
+
+
+@pytest.mark.parametrize("sizes, spans, tsft, want", [
+    ([100_000, 100_000], [100, 100], None, 1),                 # below MIN_ROWS candidates: all
+    ([1_000_000, 1_000_000], [1000, 1000], None, 4),           # 1000 shared per knot: 1000/128 -> 4
+    ([1_000_000, 1_000_000, 1_000_000], [1000] * 3, [True, True, False], 4),   # a host clock: not dense
+    ([300_000, 300_000], [1, 1], None, 64),                    # capped
 ])
-def test_factor_follows_the_density_of_the_sparsest_dense_clock(per_clock, spans, want):
-    clock = np.repeat(np.arange(len(per_clock)), per_clock)
-    kind = np.full(len(clock), 2, np.int8)
-    assert A.sample_factor(kind, clock, _clocks(spans), 2, KNOT_NS) == want
+def test_factor_follows_the_shared_density_of_the_sparsest_dense_clock(sizes, spans, tsft, want):
+    kind, clock, clocks, by_key = _shared_keys(sizes, spans, tsft)
+    assert A.sample_factor(kind, clock, clocks, 2, KNOT_NS, by_key) == want
+
+
+def test_a_busy_clock_sharing_few_keys_keeps_them_all():
+    """C holds 300k keys of its own and 200 of A's and B's: it is sparse by what it shares."""
+    rng = np.random.default_rng(6)
+    ab = rng.integers(0, 2**63, 300_000, dtype=np.int64).astype(np.uint64)
+    own = rng.integers(0, 2**63, 300_000, dtype=np.int64).astype(np.uint64)
+    key = np.concatenate([ab, ab, ab[:200], own])
+    clock = np.repeat([0, 1, 2, 2], [300_000, 300_000, 200, 300_000])
+    cand = (np.arange(len(key)), np.full(len(key), 2, np.int8), key, key_order(key))
+    (_, _, kept, _), w, k = A.sample_anchors(cand, clock, _clocks([100] * 3), ANCHORS, KNOT_NS, "auto")
+    assert k == 16                                        # A and B: 3000 shared per knot
+    assert np.isin(ab[:200], kept).all() and (w[np.isin(kept, ab[:200])] == 1).all()
+
+
+@pytest.mark.parametrize("n_sub", [1, 4, 32])
+def test_weights_keep_an_ampdu_one_measurement_in_expectation(n_sub):
+    """Subframes of one A-MPDU share a stamp: the fit counts them as one measurement
+    (fit._share); after sampling, a stamp group's pairs still weigh 1 on average."""
+    from sniffsync.sync.fit import _share
+    rng = np.random.default_rng(n_sub)
+    groups, k = 40_000 // n_sub + 2000, 8
+    keys = rng.integers(0, 2**63, groups * n_sub, dtype=np.int64).astype(np.uint64)
+    stamp = np.repeat(np.arange(groups, dtype=np.int64) * 1000, n_sub)
+    key = np.concatenate([keys, keys])
+    clock = np.repeat([0, 1], len(keys))
+    local = np.concatenate([stamp, stamp + 7])
+    cand = (np.arange(len(key)), np.full(len(key), 2, np.int8), key, key_order(key))
+    (rows, _, kept, _), w, _ = A.sample_anchors(cand, clock, _clocks([1, 1], [True, True]), ANCHORS,
+                                                KNOT_NS, k, local)
+    a, b = rows[rows < len(keys)], rows[rows >= len(keys)]
+    assert np.array_equal(key[a], key[b])                 # both copies of a kept key
+    wa = w[rows < len(keys)]
+    pair_w = _share(clock[a], local[a], clock[b], local[b]) * wa
+    per_group = np.bincount(stamp[a] // 1000, weights=pair_w, minlength=groups)
+    assert abs(per_group.mean() - 1) < 0.06, per_group.mean()        # (k / n alone gave ~k for 32)
 
 
 def test_not_a_power_of_two_is_refused():
@@ -88,6 +135,15 @@ def test_not_a_power_of_two_is_refused():
             A.sample_anchors(cand, clock, _clocks([1, 1]), ANCHORS, KNOT_NS, bad)
     assert A.sample_anchors(cand, clock, _clocks([1, 1]), ("beacon", "ba"), KNOT_NS, 4)[1:] == (None, 1)
     assert A.sample_anchors(cand, clock, _clocks([1, 1]), ANCHORS, KNOT_NS, 1)[1:] == (None, 1)
+    for bad in (3, 0, True):
+        with pytest.raises(UsageError):
+            merge_with_sample(bad)
+
+
+def merge_with_sample(bad):
+    """merge() refuses a bad sample before reading anything (the path does not exist)."""
+    from sniffsync.sync.merge import merge
+    merge(["/nonexistent/a.pcap", "/nonexistent/b.pcap"], anchor_sample=bad)
 
 
 def test_cli_reports_the_sample_and_all_anchors_fits_every_one(tmp_path, monkeypatch, capsys):

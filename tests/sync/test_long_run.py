@@ -150,5 +150,5 @@ def test_sampled_anchors_against_the_applied_clocks(run, tmp_path):
         got[k] = m.frames["ts_ns"].to_numpy(np.int64)
         s = score(tmp_path / f"k{k}.pcapng", truth)
         for name in truth["names"][1:]:
-            assert s[f"model_err_us_p50_p99_{name}"][1] < 0.2, (k, name, s)    # 0.05 / 0.09 µs here
+            assert s[f"model_err_us_p50_p99_{name}"][1] < 0.2, (k, name, s)    # 0.05-0.06 / 0.11 µs here
     assert np.percentile(np.abs(got[4] - got[1]), 99) < 200

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from sniffsync.sync.merge import merge, write_merged
 from sniffsync.sync.readahead import read_ahead
@@ -18,16 +19,21 @@ CAPS = [os.path.join(DATA, f"ns3-11n-ht20-hidden-sniffer{x}.pcap") for x in ("A-
 
 def test_merge_with_the_first_input_read_ahead_is_the_same(tmp_path):
     plain = merge(CAPS, columns=[])
-    ahead = merge(CAPS, columns=[], read_ahead=read_ahead(CAPS[0], []))
+    ra = read_ahead(CAPS[0], [])
+    ahead = merge(CAPS, columns=[], read_ahead=ra)
     pd.testing.assert_frame_equal(plain.frames, ahead.frames)
     assert plain.report == ahead.report
+    # handed over once: the holder keeps no decoded column alive through the merge
+    assert ra._out is None
+    with pytest.raises(RuntimeError, match="taken already"):
+        ra.take()
     write_merged(tmp_path / "m.pcapng", ahead)
     assert read_ahead(tmp_path / "m.pcapng", []) is None        # a merged file is read another way
 
 
 def test_the_read_ahead_needs_no_pandas():
     code = ("import sys; from sniffsync.sync.readahead import read_ahead; "
-            "rec, n, cols, marks = read_ahead(sys.argv[1], []).result(); "
+            "rec, n, cols, marks = read_ahead(sys.argv[1], []).take(); "
             "print(n, 'pandas' in sys.modules, sorted(cols)[:3])")
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code, CAPS[0]], capture_output=True, text=True, env=env,
