@@ -162,6 +162,9 @@ def _rts_collisions(air: _Air, unanswered: np.ndarray, tol: int) -> tuple[np.nda
     from/to its receiver; overlaps shorter than the timeline's resolution (µs TSFT, sync
     error, ``tol``) still count. One pair per RTS: its first partner."""
     tx, ta, ra = air.tx, air.ta, air.ra
+    if not len(unanswered):              # (the pairs of all PPDUs can be ~n^2: none are needed)
+        none = np.zeros(0, np.int64)
+        return none, none
     ci, cj = overlapping_pairs(air.start - tol, air.end + tol)
     keep = (tx[ci] != tx[cj]) | (tx[ci] == 0)
     ci, cj = ci[keep], cj[keep]

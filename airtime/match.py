@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["match_in_window", "overlapping_pairs"]
+__all__ = ["match_in_window", "overlapping_pairs", "MAX_PAIRS_PER_INTERVAL"]
+
+# real air time overlaps are rare (collisions, a hidden station): far below this many per PPDU
+MAX_PAIRS_PER_INTERVAL = 8
 
 
 def match_in_window(key_a, t_a, key_b, t_b, lo, hi) -> np.ndarray:
@@ -72,6 +75,11 @@ def overlapping_pairs(start, end) -> tuple[np.ndarray, np.ndarray]:
     first = np.arange(len(s)) + 1
     last = np.searchsorted(s, e, "left")
     cnt = np.maximum(last - first, 0)
+    total = int(cnt.sum())
+    if total > MAX_PAIRS_PER_INTERVAL * len(s) + (1 << 20):   # (pairs cost ~50 B each, next)
+        from sniffsync.errors import CaptureError
+        raise CaptureError(f"{total:,} pairs of overlapping PPDUs among {len(s):,}: their stamps put "
+                           "many on top of each other (a broken capture clock?)")
     i = np.repeat(np.arange(len(s)), cnt)
     # j runs first[i] .. last[i]-1 for each i
     offs = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)

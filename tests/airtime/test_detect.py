@@ -37,6 +37,18 @@ def test_overlapping_pairs_vs_bruteforce():
     assert got == want
 
 
+def test_overlapping_pairs_refuse_a_pile_of_ppdus(monkeypatch):
+    """Every PPDU stamped at one instant (a broken clock) would make ~n^2 / 2 pairs: a clear
+    CaptureError instead of GBs (the crash corpus' all-corrupt capture took 35 s and 11 GB)."""
+    import airtime.match as M
+    from sniffsync.errors import CaptureError
+    monkeypatch.setattr(M, "MAX_PAIRS_PER_INTERVAL", 0)         # (so a small pile is enough)
+    s = np.zeros(2000, np.int64)
+    with pytest.raises(CaptureError, match="overlapping PPDUs"):
+        overlapping_pairs(s, s + 10)
+    assert len(overlapping_pairs(s, s)[0]) == 0                   # zero-length: no pairs at all
+
+
 def _tables(rows):
     """Frame table + PPDU table from (ppdu, kind, start_us, end_us, ta, ra, extra) rows, one frame per MPDU."""
     frames, ppdus = [], []
@@ -112,3 +124,18 @@ def test_ssn_wraps_modulo_4096():
     ft, p, fp = _tables(rows)
     ev = detect(ft, p, fp).events
     assert ev[ev["kind"] == "mpdu_failed"]["seq"].tolist() == [1]
+
+
+def test_rts_collisions_list_no_pairs_without_an_unanswered_rts(monkeypatch):
+    """The all-PPDU overlap pairs are only for unanswered RTS: none, none computed."""
+    import types
+    import airtime.detect as D
+
+    def boom(*a):
+        raise AssertionError("overlap pairs computed")
+    monkeypatch.setattr(D, "overlapping_pairs", boom)
+    n = 5
+    air = types.SimpleNamespace(tx=np.zeros(n, np.int64), ta=np.zeros(n, np.int64), ra=np.zeros(n, np.int64),
+                                start=np.zeros(n, np.int64), end=np.zeros(n, np.int64), p=np.arange(n))
+    rts, partner = D._rts_collisions(air, np.zeros(0, np.int64), 1000)
+    assert len(rts) == len(partner) == 0
