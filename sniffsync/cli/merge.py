@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
@@ -40,23 +39,17 @@ def _progress(quiet: bool):
     return say
 
 
-def _quiet_read(say):
-    """``say`` without the merge's own "read" line (the command said it before the read-ahead)."""
-    return lambda stage: None if stage.startswith("read ") else say(stage)
-
-
 def run(args) -> int:
     anchors = tuple(a.strip() for a in args.anchors.split(",") if a.strip())
     say = _progress(args.quiet)
     if args.window_s is not None:
         return _run_windowed(args, anchors, say)
     from sniffsync.sync.readahead import read_ahead
-    say(f"read {', '.join(os.path.basename(p) for p in args.captures)}")
     first = read_ahead(args.captures[0], []) if len(args.captures) > 1 else None
     from sniffsync.sync.merge import merge, write_merged    # (pandas: imported while that reads)
     merged = merge(args.captures, reference=args.reference, columns=[], tsft_at=args.tsft_at,
                    allow_unsynced=args.allow_unsynced, anchors=anchors,
-                   keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=_quiet_read(say),
+                   keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say,
                    anchor_sample=1 if args.all_anchors else "auto", read_ahead=first)
     report = merged.report
     if args.output:

@@ -72,7 +72,11 @@ def sample_factor(kind, clock, clocks, unique: int, knot_ns: float, by_key) -> i
     per knot."""
     if unique < 0 or int(np.count_nonzero(kind == unique)) < MIN_ROWS:
         return 1
-    dens, dense = _dense(kind, clock, clocks, unique, knot_ns, by_key)
+    return _factor(*_dense(kind, clock, clocks, unique, knot_ns, by_key))
+
+
+def _factor(dens, dense) -> int:
+    """:func:`sample_factor` from :func:`_dense`."""
     if not dense.any():
         return 1
     return int(min(MAX_SAMPLE, 1 << int(np.log2(dens[dense].min() / PER_KNOT))))
@@ -98,12 +102,14 @@ def sample_anchors(cand, clock, clocks, anchors, knot_ns: float, sample="auto", 
     check_sample(sample)
     rows, kind, key, (order, run) = cand
     unique = list(anchors).index("unique") if "unique" in anchors else -1
-    k = sample_factor(kind, clock, clocks, unique, knot_ns, (order, run)) if sample == "auto" else int(sample)
-    if k == 1 or unique < 0:             # (no "unique" anchors asked for: nothing to sample)
-        return cand, None, 1
     u = kind == unique
+    if unique < 0 or sample == 1 or sample == "auto" and int(np.count_nonzero(u)) < MIN_ROWS:
+        return cand, None, 1             # (no "unique" anchors asked for: nothing to sample)
+    dens, dense = _dense(kind, clock, clocks, unique, knot_ns, (order, run))
+    k = _factor(dens, dense) if sample == "auto" else int(sample)
+    if k == 1:
+        return cand, None, 1
     drop = u & ((key >> _SHIFT) & np.uint64(k - 1) != 0)
-    _, dense = _dense(kind, clock, clocks, unique, knot_ns, (order, run))
     sparse = np.flatnonzero(~dense)
     forced = np.zeros(len(key), bool)
     if len(sparse):                      # the keys of sparse clocks: kept for sure

@@ -38,13 +38,13 @@ class InputPart:
         self.key, self.key_order = key, key_order
 
 
-def input_part(t: pd.DataFrame, anchors, sort_key: bool = True, times=None) -> InputPart:
+def input_part(t: pd.DataFrame, anchors, sort_key: bool = True, content=None) -> InputPart:
     """:class:`InputPart` of one input's (aligned) table ``t``: the candidates here, the
     clocks and the copies' key on a second thread (the last input's part is waited for).
-    ``times``: :func:`content_part` of ``t`` when known (then only the clocks are computed)."""
+    ``content``: :func:`content_part` of ``t`` when known (then only the clocks are computed)."""
     with runtime.pool(limit=1) as ex:
         clocks = ex.submit(local_clocks, t)
-        content = content_part(t, anchors, sort_key) if times is None else times
+        content = content_part(t, anchors, sort_key) if content is None else content
         return InputPart(len(t), clocks.result(), *content)
 
 

@@ -15,6 +15,10 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 NAME = "ns3-11n-ht20-hidden-snifferA-nearAP"
 
 
+def _fairness(out) -> int:
+    return main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(out)])
+
+
 def _want() -> bytes:
     with open(os.path.join(DATA, "fairness_reports", NAME + ".json"), "rb") as fh:
         return fh.read()
@@ -38,7 +42,7 @@ def test_same_report_with_and_without_overlap(calls, monkeypatch, tmp_path, over
     if not overlap:
         monkeypatch.setattr(C, "OVERLAP_MAX_ROWS", 0)
     out = tmp_path / "r.json"
-    assert main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(out)]) == 0
+    assert _fairness(out) == 0
     assert len(calls) == overlap
     assert out.read_bytes() == _want()
 
@@ -50,7 +54,7 @@ def test_extent_error_reaches_the_caller(calls, monkeypatch, tmp_path):
         raise RuntimeError("extent failed")
     monkeypatch.setattr(P, "estimate_extent", broken)
     with pytest.raises(RuntimeError, match="extent failed"):
-        main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(tmp_path / "r.json")])
+        _fairness(tmp_path / "r.json")
     assert len(calls) == 1 and not (tmp_path / "r.json").exists()
 
 
@@ -67,7 +71,7 @@ def test_extent_thread_started_late_still_finds_its_grouping(monkeypatch, tmp_pa
     monkeypatch.setattr(C, "_background", late)
     monkeypatch.setenv("SNIFFSYNC_THREADS", "2")
     out = tmp_path / "r.json"
-    assert main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(out)]) == 0
+    assert _fairness(out) == 0
     assert out.read_bytes() == _want()
 
 
@@ -79,5 +83,5 @@ def test_an_analysis_error_waits_for_the_extent_thread(calls, monkeypatch, tmp_p
         raise RuntimeError("analysis failed")
     monkeypatch.setattr(core, "analyze_arrays", broken)
     with pytest.raises(RuntimeError, match="analysis failed"):
-        main(["fairness", os.path.join(DATA, "captures", NAME + ".pcap"), "-o", str(tmp_path / "r.json")])
+        _fairness(tmp_path / "r.json")
     assert len(calls) == 1 and not [t for t in threading.enumerate() if t.name == "ppdu-extent"]
