@@ -1,6 +1,6 @@
 """Only what setup.cfg cannot say: the top-level ``samples/`` folder installed as
 ``sniffsync/samples`` (package data of a package that lives outside the tree ``find:`` walks),
-and the optional C record walk and header passes (``sniffsync.io._walk``, four sources: when
+and the optional C record walk and header passes (``sniffsync.io._walk``, five sources: when
 it cannot be compiled, the install goes on and the reader uses its Python walk and
 decoders, see ``sniffsync/io/walk.py``).
 Everything else is in setup.cfg."""
@@ -9,5 +9,5 @@ from setuptools import Extension, find_packages, setup
 setup(packages=find_packages(include=["sniffsync*", "airtime*", "viz*", "web*"]) + ["sniffsync.samples"],
       package_dir={"sniffsync.samples": "samples"},
       ext_modules=[Extension("sniffsync.io._walk",
-                             [f"sniffsync/io/{name}.c" for name in ("_walk", "_l3", "_dot11", "_rtphy")],
+                             [f"sniffsync/io/{name}.c" for name in ("_walk", "_l3", "_dot11", "_rtphy", "_pieces")],
                              depends=["sniffsync/io/_passes.h"], optional=True, extra_compile_args=["-O2"])])

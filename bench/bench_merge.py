@@ -10,7 +10,8 @@ file. Each tile's beacons get their true Timestamp field (shifted like the tile)
 beacon keys stay unique as in a real capture. Then it runs, each in its own process and
 alternately, ``mergecap -w`` (time-order merge, no sync, no de-duplication) and
 ``sniffsync merge -o ... --report ...`` (sync + match + pcapng), timed by wall clock
-with peak RSS from ``wait4``, and reports medians, then the md5 of the merged file
+with peak RSS from ``wait4``, each run after an untimed ``sync`` (no write-back of the
+run before shares its cores), and reports medians, then the md5 of the merged file
 (``--expect-md5``: fail when the bytes differ from a golden run's).
 """
 from __future__ import annotations
@@ -107,8 +108,15 @@ def build_inputs(out_dir: Path, frames: int) -> list[str]:
 CPU_S: dict = {}            # per command (tuple): CPU seconds (user + system) of its runs
 
 
+FLUSH = {"on": True}         # --no-flush turns it off
+
+
 def timed(cmd, env=None, name=None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one child process (its CPU seconds: CPU_S[name])."""
+    """Wall seconds and peak RSS (MiB) of one child process (its CPU seconds: CPU_S[name]).
+    Every run starts with no dirty pages (``os.sync()``, not timed): else the kernel's
+    write-back of the run before (mergecap's 2.8 GB) shares the cores with this one."""
+    if FLUSH["on"]:
+        os.sync()
     t = time.perf_counter()
     # from a neutral directory with this tree first (`python -m` puts the working directory
     # first on sys.path: run from a checkout it would time that checkout, not --before's)
@@ -132,6 +140,9 @@ def main(argv=None) -> int:
     p.add_argument("--overwrite", action="store_true",
                    help="write over the previous run's outputs (the old method; truncating a "
                         "2.8 GB file is then part of mergecap's time)")
+    p.add_argument("--no-flush", action="store_true",
+                   help="do not flush dirty pages before each run (the old method: a run then "
+                        "shares the cores with the write-back of the run before it)")
     p.add_argument("--window-s", type=float, default=None,
                    help="also time `sniffsync merge --window-s S` (streamed, bounded memory)")
     p.add_argument("--scale", type=int, nargs="+", metavar="FRAMES",
@@ -143,6 +154,7 @@ def main(argv=None) -> int:
                    help="also time the one-pass merge of another source tree (PYTHONPATH=TREE, e.g. "
                         "`git worktree add` of the commit before a change) in the same loop")
     a = p.parse_args(argv)
+    FLUSH["on"] = not a.no_flush
     if a.scale:
         return scale(a)
     inputs = build_inputs(a.out, a.frames)

@@ -313,6 +313,7 @@ out:
 PyObject *walk_l3(PyObject *self, PyObject *args);
 PyObject *walk_dot11(PyObject *self, PyObject *args);
 PyObject *walk_rt_phy(PyObject *self, PyObject *args);    /* sniffsync/io/_rtphy.c */
+PyObject *copy_pieces(PyObject *self, PyObject *args);    /* sniffsync/io/_pieces.c */
 
 PyDoc_STRVAR(l3_doc,
 "l3(buf, off, end, ethertype, outs) -> None\n\n"
@@ -333,6 +334,12 @@ PyDoc_STRVAR(rt_phy_doc,
 "per row; a field not read: b\"\") written into the list of writable buffers outs (in the order\n"
 "of sniffsync.decode.radiotap_values.PHY_OUTPUTS, zeroed by the caller).");
 
+PyDoc_STRVAR(pieces_doc,
+"pieces(out, dst, src, src_off, len) -> None\n\n"
+"out[dst[i]:dst[i] + len[i]] = src[src_off[i]:src_off[i] + len[i]] for every i (dst, src_off,\n"
+"len: native int64 buffers of one size; out writable). Every range is checked first: one\n"
+"outside a buffer raises ValueError and nothing is copied.");
+
 static PyMethodDef methods[] = {
     {"pcap", walk_pcap, METH_VARARGS, pcap_doc},
     {"pcap_heads", walk_pcap_heads, METH_VARARGS, pcap_heads_doc},
@@ -341,6 +348,7 @@ static PyMethodDef methods[] = {
     {"l3", walk_l3, METH_VARARGS, l3_doc},
     {"dot11", walk_dot11, METH_VARARGS, dot11_doc},
     {"rt_phy", walk_rt_phy, METH_VARARGS, rt_phy_doc},
+    {"pieces", copy_pieces, METH_VARARGS, pieces_doc},
     {NULL, NULL, 0, NULL},
 };
 

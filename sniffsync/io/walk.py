@@ -10,7 +10,8 @@ capture); the loop is about 7x faster (docs/benchmarks.md, issue 17).
 The extension also reads the radiotap headers of clean chunks
 (:func:`sniffsync.decode.radiotap.decode_radiotap`; their PHY columns: source ``_rtphy.c``), the
 802.11 MAC and LLC/SNAP headers (:mod:`sniffsync.decode.dot11c`, source ``_dot11.c``) and the
-IP / TCP / UDP / ICMP headers (:mod:`sniffsync.decode.l3c`, source ``_l3.c``). ``SNIFFSYNC_WALK=python`` in the
+IP / TCP / UDP / ICMP headers (:mod:`sniffsync.decode.l3c`, source ``_l3.c``), and copies the
+merged pcapng's packet bytes (:func:`copy_pieces`, source ``_pieces.c``). ``SNIFFSYNC_WALK=python`` in the
 environment, or :func:`use_backend`, selects the Python walk and decoders.
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ from contextlib import contextmanager
 # that fails to load is a broken install and raises
 _c = importlib.import_module("sniffsync.io._walk") if importlib.util.find_spec("sniffsync.io._walk") else None
 
-__all__ = ["pcap_window", "pcap_window_heads", "pcapng_window", "backend", "use_backend", "ENV_WALK"]
+__all__ = ["pcap_window", "pcap_window_heads", "pcapng_window", "copy_pieces", "backend", "use_backend",
+           "ENV_WALK"]
 
 ENV_WALK = "SNIFFSYNC_WALK"
 _state = {"c": _c is not None and os.environ.get(ENV_WALK, "").strip().lower() != "python"}
@@ -86,6 +88,16 @@ def pcapng_window(mv, pos: int, stop: int, order: str):
     if _state["c"]:
         return _from_c(_c.pcapng(mv, pos, stop, order == ">"))
     return _pcapng_py(mv, pos, stop, _PCAPNG[order])
+
+
+def copy_pieces(out, dst, src, src_off, ln) -> bool:
+    """``out[dst[i]:dst[i] + ln[i]] = src[src_off[i]:src_off[i] + ln[i]]`` for every ``i``
+    by the C extension (one ``memcpy`` each; int64 arrays; every range checked first):
+    True, or False when the Python backend is in use (the caller copies)."""
+    if not (_state["c"] and hasattr(_c, "pieces")):
+        return False
+    _c.pieces(out, dst, src, src_off, ln)
+    return True
 
 
 def _pcap_py(mv, pos: int, stop: int, step):

@@ -62,36 +62,43 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     after = p_end[ppdu] - 1 - np.arange(n)        # later subframes in this sniffer's PPDU
     np.maximum.at(rank, group, after)
     src, dst = group[:-1][link], group[1:][link]
-    _longest_paths(rank, src, dst)
+    _longest_paths(rank, src, dst, cluster)
     return cluster, rank, _cluster_time(cluster, group, ppdu, p_start, common_ns, alone)
 
 
-def _longest_paths(rank, src, dst) -> None:
+def _longest_paths(rank, src, dst, cluster) -> None:
     """Bellman-Ford passes, in place: ``rank[s] >= rank[d] + 1`` for every edge ``s -> d``.
 
-    Only edges into a rank that just grew can grow more: each pass takes those edges from
-    a table of the edges by ``dst`` (CSR: the edges of a grown group are one slice), so a
-    pass costs its grown groups, not all edges. Ranks only grow, by the maximum of what
-    the pass's edges offer: the edge set of each pass, not its order, sets the result.
+    Only edges into a rank that just grew can grow more: the first pass takes every edge,
+    each later one those into the groups the last grew (the edges sorted by ``dst``, so a
+    grown group's are one slice), so a pass costs its grown groups, not all edges; and
+    only the ``cluster``s where the first pass grew a rank are sorted (an edge never leaves
+    its cluster). Ranks only grow, by the maximum of what the pass's edges offer: the edge
+    set of each pass, not its order, sets the result.
     """
-    if not len(src):
-        return
-    by_dst = order_by(dst)
-    src_d = src[by_dst]
-    first = np.searchsorted(dst[by_dst], np.arange(len(rank) + 1))    # CSR row starts
-    s = src                               # first pass: every edge, in edge order
     cand = rank[dst] + 1
+    grow = cand > rank[src]
+    if not grow.any():
+        return
+    s, cand = src[grow], cand[grow]
+    hot = np.zeros(len(rank), bool)
+    hot[cluster[s]] = True
+    keep = hot[cluster[dst]]
+    src, dst = src[keep], dst[keep]
+    by_dst = order_by(dst)
+    src_d, dst_d = src[by_dst], dst[by_dst]
     for _ in range(MAX_PASSES):
-        grow = cand > rank[s]
-        if not grow.any():
-            break
-        np.maximum.at(rank, s[grow], cand[grow])
-        grown = np.unique(s[grow])        # groups whose rank grew: their in-edges next
-        lo, hi = first[grown], first[grown + 1]
+        np.maximum.at(rank, s, cand)
+        grown = np.unique(s)              # groups whose rank grew: their in-edges next
+        lo, hi = np.searchsorted(dst_d, grown), np.searchsorted(dst_d, grown, "right")
         cnt = hi - lo
         edges = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()))
         s = src_d[edges]
         cand = np.repeat(rank[grown], cnt) + 1
+        grow = cand > rank[s]
+        if not grow.any():
+            break
+        s, cand = s[grow], cand[grow]
 
 
 def _cluster_time(cluster, group, ppdu, p_start, common_ns, alone) -> np.ndarray:

@@ -253,7 +253,7 @@ def best_copy(group, sniffer, sig) -> np.ndarray:
 def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarray | None,
                  group: np.ndarray, synced: np.ndarray, n_sniffers: int,
                  keep_duplicates: bool = False, best=None, consume: bool = False,
-                 retimed=None, clusters=None) -> pd.DataFrame:
+                 retimed=None, clusters=None, columns=None) -> pd.DataFrame:
     """One row per group (the strongest copy), or every copy with ``keep_duplicates``.
 
     Adds ``sniffers_heard`` (bitmask), ``n_heard``, ``best_sniffer``, ``merged_id``,
@@ -266,6 +266,7 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     copies, and ``ts_err_ns``/``ts_src`` are added (:func:`_provenance`).
     ``clusters``: :func:`sniffsync.sync.ampdu.ppdu_clusters` of these rows when already
     computed, or a future of it (a thread works on it while this starts).
+    ``columns``: of ``df``'s columns, only these are taken (None: all).
     """
     n = len(df)
     sniffer = df["sniffer"].to_numpy(np.int64)
@@ -293,7 +294,7 @@ def merged_table(df: pd.DataFrame, common_ns: np.ndarray, tsft_common: np.ndarra
     rows, ts = rows[order], ts[order]
     tc = None if tsft_common is None else \
         np.where(synced, tsft_common, df["tsft_us"].to_numpy(np.int64, na_value=0))[rows]
-    out = _take(df, rows, consume)
+    out = _take(df, rows, consume, columns)
     g = group[rows]
     out["ts_ns"] = ts
     if tc is not None:
@@ -343,11 +344,15 @@ def _provenance(retimed, group, rows, top, g_src, keep_duplicates):
     return g_err[group[rows]], np.where(src[rows] == 0, 0, np.where(gs == 0, 1, gs))
 
 
-def _take(df: pd.DataFrame, rows: np.ndarray, consume: bool = False) -> pd.DataFrame:
-    """``df.iloc[rows].reset_index(drop=True)`` for valid ``rows``: one numpy take per
-    column (values and masks, category codes), without pandas' per-column checks;
-    ``consume`` pops every column from ``df`` once taken."""
-    cols, names = {}, df.columns
+def _take(df: pd.DataFrame, rows: np.ndarray, consume: bool = False, columns=None) -> pd.DataFrame:
+    """``df.iloc[rows, columns].reset_index(drop=True)`` for valid ``rows``: one numpy
+    take per column (values and masks, category codes), without pandas' per-column
+    checks; ``consume`` pops every column from ``df`` (taken or not)."""
+    names = df.columns if columns is None else df.columns[df.columns.isin(list(columns))]
+    if consume:                          # what is not taken goes first: a lower peak
+        for c in df.columns.difference(names, sort=False):
+            del df[c]
+    cols = {}
     for c in list(names):                # per column
         a = (df.pop(c) if consume else df[c]).array
         if isinstance(a, pd.Categorical):

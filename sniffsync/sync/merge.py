@@ -40,6 +40,9 @@ __all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
 # the columns the clock fit and the copies' key read: with the anchor candidates known,
 # only these are concatenated before the fit, the rest on a thread beside it
 FIT_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "signal_dbm", *MERGE_KEY)
+# the input columns a merged table always holds (write_merged reads these and the
+# merge's own); merge(columns=[...]) adds only those asked for
+TABLE_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "caplen", "wirelen", "signal_dbm")
 MIN_GATE_NS = 3_000          # TSFT copies differ by quantisation + jitter, ~1 µs
 RADIO_LINKTYPES = WLAN_LINKTYPES     # radiotap, PPI, Prism, AVS or bare 802.11
 
@@ -188,13 +191,14 @@ def _join_rest(df: pd.DataFrame, rest, order) -> None:
 
 
 def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns, keep_duplicates,
-                    names, say, window_ns=None, found=None, rest=None, sample="auto"):
+                    names, say, window_ns=None, found=None, rest=None, sample="auto", keep=None):
     """The merged table and report of the concatenated table ``df`` (emptied on the way;
     ``found``: a list holding :func:`sniffsync.sync.perinput.join_parts` of the inputs
     when known (the clocks, anchor candidates and copies' key), emptied; ``rest``:
     ``(tables, order)``, the per-input tables of the columns ``df`` lacks, concatenated
     beside the fit and joined after it in the column ``order``, then emptied; ``sample``:
-    of the "unique" anchors, :func:`sniffsync.sync.clock.sync`'s)."""
+    of the "unique" anchors, :func:`sniffsync.sync.clock.sync`'s; ``keep``: the input
+    columns the merged table holds, None: all)."""
     say("sync clocks")
     rest, order = rest or (None, None)
     ts_ns = df["ts_ns"].to_numpy(np.int64)
@@ -248,28 +252,38 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
     del ts_ns
     say("build merged table")
     sniffer = df["sniffer"].to_numpy(np.int64)
-    # the A-MPDU clusters on a thread while this one makes the report (reads only) and
-    # the merged table up to where it needs them
+    # the A-MPDU clusters, then the report (reads only), on a thread while this one
+    # makes the merged table
     with runtime.pool(limit=1) as ex:
         ng = int(group.max()) + 1 if len(group) else 0
         clusters = ex.submit(ppdu_clusters, sniffer, common_epoch, group, ng)
-        best = best_copy(group, sniffer, df["signal_dbm"].to_numpy(np.float64, na_value=-1e9))
+        sig = df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)
+        best = best_copy(group, sniffer, sig)
         n_out = len(df) if keep_duplicates else len(best)
-        # plain arrays, not df[[...]]: a frame sharing df's blocks would make every pop of
-        # merged_table (consume) copy what is left of them
-        few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64),
-                            "signal_dbm": df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)})
-        report = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
-        add_provenance(report, rt, sniffer, res)
-        del few, res                     # the fit's arrays
+        # plain arrays, not df[[...]] (a frame sharing df's blocks would make every pop of
+        # merged_table (consume) copy what is left of them), and not copied
+        few = pd.DataFrame({"sniffer": sniffer, "ts_ns": df["ts_ns"].to_numpy(np.int64), "signal_dbm": sig},
+                           copy=False)
+        del sig
+        report = ex.submit(_report, res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best,
+                           rt, sniffer)
+        del few, res                     # the fit's arrays: the report's until it is done
         # df is merge()'s own (concatenated, or copies of the caller's tables): emptied
         rank = output_rank(sniffer, common_epoch, group) if keep_duplicates else None
         out = merged_table(df, common_epoch, tsft_common, group, synced, n_in, keep_duplicates, best,
-                           consume=True, retimed=rt, clusters=clusters)
+                           consume=True, retimed=rt, clusters=clusters, columns=keep)
         del clusters
+        report = report.result()
     out["merged_id"] = merged_ids(out["merged_id"].to_numpy(np.int64), rank)
     report["totals"]["ts_src"] = provenance_totals(out)
     return out, report
+
+
+def _report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best, rt, sniffer) -> dict:
+    """The merge report with the times' provenance (:func:`merge_report`, :func:`add_provenance`)."""
+    report = merge_report(res, few, group, names, anchors, gate_ns, n_out, keep_duplicates, best)
+    add_provenance(report, rt, sniffer, res)
+    return report
 
 
 def merged_ids(group: np.ndarray, rank=None) -> np.ndarray:
@@ -315,10 +329,11 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     progress : callable, optional
         ``progress(stage: str)`` called as stages start.
     columns : list of str, optional
-        When reading files: columns wanted in the merged table besides
-        :data:`NEEDED_COLUMNS` (always decoded); ``None`` decodes every column. ``[]``
-        decodes only what the merge and :func:`write_merged` need (the CLI's choice:
-        about half the decoding time and memory).
+        Input columns wanted in the merged table besides :data:`TABLE_COLUMNS` and the
+        merge's own; ``None``: every column. Files are decoded for
+        :data:`NEEDED_COLUMNS` and these only: ``[]`` (the CLI's choice) decodes what the
+        merge needs and keeps what :func:`write_merged` writes (about half the decoding
+        time and memory).
     window_s : float, optional
         Match copies one window of this many seconds at a time
         (:mod:`sniffsync.sync.windows`); the result is the same as without.
@@ -384,7 +399,8 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
                                   None if window_s is None else _window_ns(window_s), found, rest,
-                                  anchor_sample)
+                                  anchor_sample,
+                                  None if columns is None else [*TABLE_COLUMNS, *columns])
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv

@@ -30,6 +30,7 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from sniffsync.errors import UsageError
+from sniffsync.io.walk import copy_pieces
 
 if TYPE_CHECKING:
     from sniffsync.sync.merge import Merged
@@ -105,10 +106,16 @@ def _gather(src, w: int, at: np.ndarray) -> np.ndarray:
 
 def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
     """``out[dst[i]:dst[i] + ln[i]] = src[src_off[i]:src_off[i] + ln[i]]`` for every ``i``:
+    one ``memcpy`` each in C (:func:`sniffsync.io.walk.copy_pieces`); on the Python backend
     one copy of equal-length rows per distinct length (:func:`_items` views of both
     arrays), not a per-byte index."""
     if len(ln) == 0:
         return
+    src = np.asarray(src)
+    if src.flags.c_contiguous and out.flags.c_contiguous:     # (records' and blobs' bytes are)
+        i64 = [np.ascontiguousarray(a, np.int64) for a in (dst, src_off, ln)]
+        if copy_pieces(out, i64[0], src, i64[1], i64[2]):     # the C pass: no temporaries
+            return
     order = np.argsort(ln, kind="stable")
     ln_o = ln[order]
     cut = np.flatnonzero(np.r_[True, ln_o[1:] != ln_o[:-1], True])

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import sniffsync.sync.pcapng as W
+from sniffsync.io import walk
 from sniffsync.io.capture import Records
 from sniffsync.sync.copies import best_copy
 from sniffsync.sync.tables import concat_columns, str_categories
@@ -44,11 +45,16 @@ def test_gather_equals_slices_of_any_buffer(kind):
         assert got.tobytes() == b"".join(flat[a:a + w].tobytes() for a in at)
 
 
+@pytest.mark.parametrize("backend", ["c", "python"])
 @pytest.mark.parametrize("chunk", [1, 700, 1 << 20])
 @pytest.mark.parametrize("mapped", [False, True])
-def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chunk, mapped):
+def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chunk, mapped, backend):
     """Written (``write``) and built in a map of the file (``_reserve``: an O_RDWR regular
-    file, as atomic_output's), every chunk size: the generic writer's bytes."""
+    file, as atomic_output's), every chunk size, the packet bytes copied by the C pass or
+    by numpy: the generic writer's bytes."""
+    if backend == "c" and walk.backend() != "c":
+        pytest.skip("the C extension is not built")
+    monkeypatch.setitem(walk._state, "c", backend == "c")
     monkeypatch.setattr(W, "MAP_MIN_BYTES", 0 if mapped else 1 << 62)
     taken = []
     monkeypatch.setattr(W, "_build_mapped", lambda *a, f=W._build_mapped: taken.append(f(*a)))
@@ -75,6 +81,24 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     write_pcapng(want, [{"name": "a", "linktype": 127}, {"name": "b", "linktype": 127}], sn, ts, data,
                  np.r_[0, np.cumsum(caplen)], wirelen=wirelen, comments=[texts[i] for i in inv])
     assert got.read_bytes() == want.read_bytes() + b"tail"
+
+
+def test_the_c_copy_checks_every_piece_before_copying():
+    """A piece outside either buffer (or a negative length) raises, and nothing is copied."""
+    if walk.backend() != "c":
+        pytest.skip("the C extension is not built")
+    src, i64 = np.arange(20, dtype=np.uint8), (lambda *v: np.array(v, np.int64))
+    out = np.zeros(10, np.uint8)
+    assert walk.copy_pieces(out, i64(0, 5, 9), src, i64(3, 10, 19), i64(2, 3, 1))
+    assert out.tolist() == [3, 4, 0, 0, 0, 10, 11, 12, 0, 19]
+    for dst, off, ln in [((0, 9), (0, 0), (1, 2)), ((0, 0), (0, 19), (1, 2)), ((0, -1), (0, 0), (1, 1)),
+                         ((0, 0), (0, 0), (1, -1))]:
+        out[:] = 0
+        with pytest.raises(ValueError, match="piece 1 is outside"):
+            walk.copy_pieces(out, i64(*dst), src, i64(*off), i64(*ln))
+        assert not out.any()
+    with pytest.raises(ValueError, match="int64"):
+        walk.copy_pieces(out, np.zeros(1, np.int32), src, i64(0), i64(1))
 
 
 def test_a_failed_mapped_build_raises_its_own_error(tmp_path, monkeypatch):
