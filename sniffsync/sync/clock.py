@@ -74,13 +74,13 @@ def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
     ts = df["ts_ns"].to_numpy(np.int64)
     tsft = df["tsft_us"].array
     has = ~np.asarray(tsft.isna())
-    tsft_ns = np.where(has, np.asarray(tsft.fillna(0).to_numpy(np.int64)) * 1000, 0)
+    tsft_ns = tsft.to_numpy(np.int64, na_value=0) * 1000
     local = np.where(has, tsft_ns, ts)
     k = sn * 2 + ~has                    # rows usually come sorted: skip the sort then
     done = n < 2 or ((np.diff(k) >= 0).all() and ((np.diff(ts) >= 0) | (np.diff(k) > 0)).all())
-    order = np.arange(n) if done else np.lexsort((ts, ~has, sn))
-    d = (tsft_ns - ts)[order]
-    s_o, h_o = sn[order], has[order]
+    order = None if done else np.lexsort((ts, ~has, sn))
+    d = tsft_ns - ts
+    d, s_o, h_o, local_o = (d, sn, has, local) if done else (d[order], sn[order], has[order], local[order])
     boundary = np.r_[True, (s_o[1:] != s_o[:-1]) | (h_o[1:] != h_o[:-1])]
     step = np.r_[0, np.abs(np.diff(d))]
     inner = h_o & ~boundary
@@ -92,19 +92,20 @@ def local_clocks(df: pd.DataFrame, jump_ns: int = JUMP_NS):
         gate[mine] = max(float(jump_ns), NOISE_JUMPS * float(np.median(step[mine])))
     jump = (step > gate) & inner
     seg_o = np.cumsum(boundary | jump) - 1
-    clock = np.empty(n, np.int64)
-    clock[order] = seg_o
+    if done:
+        clock = seg_o
+    else:
+        clock = np.empty(n, np.int64)
+        clock[order] = seg_o
     first = np.flatnonzero(boundary | jump)
     run = np.r_[True, s_o[first][1:] != s_o[first][:-1]]
     segment = np.arange(len(first)) - np.maximum.accumulate(np.where(run, np.arange(len(first)), 0))
     clocks = pd.DataFrame({"sniffer": s_o[first], "segment": segment,
                            "tsft": h_o[first],
-                           "frames": np.bincount(seg_o, minlength=len(first))})
-    lo = np.full(len(first), np.iinfo(np.int64).max)
-    hi = np.full(len(first), np.iinfo(np.int64).min)
-    np.minimum.at(lo, clock, local)
-    np.maximum.at(hi, clock, local)
-    clocks["t0_ns"], clocks["t1_ns"] = lo, hi
+                           "frames": np.diff(np.r_[first, n])})
+    # a clock's rows are one run in capture order: its first and last local times
+    clocks["t0_ns"] = np.minimum.reduceat(local_o, first) if n else np.zeros(0, np.int64)
+    clocks["t1_ns"] = np.maximum.reduceat(local_o, first) if n else np.zeros(0, np.int64)
     return local, clock, clocks
 
 
