@@ -108,14 +108,11 @@ def build_inputs(out_dir: Path, frames: int) -> list[str]:
 CPU_S: dict = {}            # per command (tuple): CPU seconds (user + system) of its runs
 
 
-FLUSH = {"on": True}         # --no-flush turns it off
-
-
-def timed(cmd, env=None, name=None) -> tuple[float, float]:
+def timed(cmd, env=None, name=None, flush: bool = True) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process (its CPU seconds: CPU_S[name]).
     Every run starts with no dirty pages (``os.sync()``, not timed): else the kernel's
-    write-back of the run before (mergecap's 2.8 GB) shares the cores with this one."""
-    if FLUSH["on"]:
+    write-back of the run before (mergecap's 2.8 GB output) shares the cores with this one."""
+    if flush:
         os.sync()
     t = time.perf_counter()
     # from a neutral directory with this tree first (`python -m` puts the working directory
@@ -154,7 +151,6 @@ def main(argv=None) -> int:
                    help="also time the one-pass merge of another source tree (PYTHONPATH=TREE, e.g. "
                         "`git worktree add` of the commit before a change) in the same loop")
     a = p.parse_args(argv)
-    FLUSH["on"] = not a.no_flush
     if a.scale:
         return scale(a)
     inputs = build_inputs(a.out, a.frames)
@@ -165,16 +161,17 @@ def main(argv=None) -> int:
         for old in ("mergecap.pcapng", "merged.pcapng", "windowed.pcapng", "before.pcapng"):   # new files
             if not a.overwrite:
                 (a.out / old).unlink(missing_ok=True)
-        runs["mergecap"].append(timed(["mergecap", "-w", str(a.out / "mergecap.pcapng"), *inputs], name="mergecap"))
+        runs["mergecap"].append(timed(["mergecap", "-w", str(a.out / "mergecap.pcapng"), *inputs], name="mergecap",
+                                      flush=not a.no_flush))
         runs["sniffsync"].append(timed(_merge_cmd(inputs, a.out / "merged.pcapng", a.out / "merge-report.json"),
-                                       name="sniffsync"))
+                                       name="sniffsync", flush=not a.no_flush))
         if a.window_s:
             runs["windowed"].append(timed(_merge_cmd(inputs, a.out / "windowed.pcapng", None, a.window_s),
-                                          name="windowed"))
+                                          name="windowed", flush=not a.no_flush))
         if a.before:
             env = dict(os.environ, PYTHONPATH=str(a.before.resolve()))
             runs["before"].append(timed(_merge_cmd(inputs, a.out / "before.pcapng", a.out / "before.json"), env,
-                                        name="before"))
+                                        name="before", flush=not a.no_flush))
     med = {k: (sorted(w for w, _ in v)[len(v) // 2], max(r for _, r in v)) for k, v in runs.items()}
     rep = json.loads((a.out / "merge-report.json").read_text())
     tot = rep["totals"]

@@ -46,9 +46,9 @@ def run(args) -> int:
         return _run_windowed(args, anchors, say)
     from sniffsync.sync.readahead import read_ahead
     first = read_ahead(args.captures[0], []) if len(args.captures) > 1 else None
-    from sniffsync.sync.merge import merge, write_merged    # (pandas: imported while that reads)
-    merged = merge(args.captures, reference=args.reference, columns=[], tsft_at=args.tsft_at,
-                   allow_unsynced=args.allow_unsynced, anchors=anchors,
+    from sniffsync.sync.merge import WRITTEN_COLUMNS, merge, write_merged   # (pandas: while that reads)
+    merged = merge(args.captures, reference=args.reference, columns=[], keep=WRITTEN_COLUMNS,
+                   tsft_at=args.tsft_at, allow_unsynced=args.allow_unsynced, anchors=anchors,
                    keep_duplicates=args.keep_duplicates, knot_s=args.knot_s, progress=say,
                    anchor_sample=1 if args.all_anchors else "auto", read_ahead=first)
     report = merged.report

@@ -1,27 +1,40 @@
-/* sniffsync.io._walk.pieces: byte ranges copied from one buffer into another, one memcpy each.
+/* sniffsync.io._walk.pieces: byte ranges copied from one buffer into another, one memmove each.
  *
  * The pcapng writer (sniffsync.sync.pcapng) copies every packet's bytes from its input's map
  * into the output. numpy does that as a gather into a temporary and a scatter out of it, one
  * run of equal lengths at a time: twice the memory traffic and a fresh temporary per run. Here
  * each piece goes straight from source to destination. Every range is checked against both
  * buffers before anything is copied (a bad one raises ValueError, nothing written); the GIL
- * is released while copying. Only the CPython C API and the buffer protocol.
+ * is released while copying (the caller does not change the offsets meanwhile). Only the
+ * CPython C API and the buffer protocol.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-/* an int64 buffer of exactly n items (n < 0: any), or -1 with the error set */
+/* the buffer format of a native int64 ("q" or "l" of 8 bytes, native byte order) */
+static int native_int64(const Py_buffer *v)
+{
+    const char *f = v->format ? v->format : "B";
+    const uint16_t one = 1;
+    int little = *(const unsigned char *)&one;
+    if (*f == '@' || *f == '=' || (*f == '<' && little) || (*f == '>' && !little))
+        f++;
+    return v->itemsize == 8 && (!strcmp(f, "q") || !strcmp(f, "l"));
+}
+
+/* an int64 buffer (of exactly n items when n >= 0), or -1 with the error set */
 static int int64s(PyObject *obj, Py_buffer *v, Py_ssize_t n, const char *what)
 {
     if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
-    if (v->itemsize != 8 || !v->format || (strcmp(v->format, "q") && strcmp(v->format, "l")
-                                           && strcmp(v->format, "<q") && strcmp(v->format, "=q"))
-        || (n >= 0 && v->len != n * 8)) {
+    if (!native_int64(v) || (n >= 0 && v->len != n * 8)) {
         PyBuffer_Release(v);
-        PyErr_Format(PyExc_ValueError, "pieces: %s is not %zd native int64 items", what, n);
+        if (n >= 0)
+            PyErr_Format(PyExc_ValueError, "pieces: %s is not %zd native int64 items", what, n);
+        else
+            PyErr_Format(PyExc_ValueError, "pieces: %s is not native int64 items", what);
         return -1;
     }
     return 0;
@@ -63,8 +76,8 @@ PyObject *copy_pieces(PyObject *self, PyObject *args)
             unsigned char *ob = out.buf;
             const unsigned char *sb = src.buf;
             Py_BEGIN_ALLOW_THREADS
-            for (i = 0; i < n; i++)
-                memcpy(ob + d[i], sb + o[i], (size_t)l[i]);
+            for (i = 0; i < n; i++)      /* (memmove: out and src may be one buffer) */
+                memmove(ob + d[i], sb + o[i], (size_t)l[i]);
             Py_END_ALLOW_THREADS
             result = Py_NewRef(Py_None);
         }

@@ -337,8 +337,8 @@ PyDoc_STRVAR(rt_phy_doc,
 PyDoc_STRVAR(pieces_doc,
 "pieces(out, dst, src, src_off, len) -> None\n\n"
 "out[dst[i]:dst[i] + len[i]] = src[src_off[i]:src_off[i] + len[i]] for every i (dst, src_off,\n"
-"len: native int64 buffers of one size; out writable). Every range is checked first: one\n"
-"outside a buffer raises ValueError and nothing is copied.");
+"len: native int64 buffers of one size; out writable; one memmove each). Every range is\n"
+"checked first: one outside a buffer raises ValueError and nothing is copied.");
 
 static PyMethodDef methods[] = {
     {"pcap", walk_pcap, METH_VARARGS, pcap_doc},

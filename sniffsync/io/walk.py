@@ -92,8 +92,9 @@ def pcapng_window(mv, pos: int, stop: int, order: str):
 
 def copy_pieces(out, dst, src, src_off, ln) -> bool:
     """``out[dst[i]:dst[i] + ln[i]] = src[src_off[i]:src_off[i] + ln[i]]`` for every ``i``
-    by the C extension (one ``memcpy`` each; int64 arrays; every range checked first):
-    True, or False when the Python backend is in use (the caller copies)."""
+    by the C extension (bytes; one ``memmove`` each; native int64 offsets the caller leaves
+    alone meanwhile; every range checked first, ValueError): True, or False when the Python
+    backend is in use (the caller copies)."""
     if not (_state["c"] and hasattr(_c, "pieces")):
         return False
     _c.pieces(out, dst, src, src_off, ln)

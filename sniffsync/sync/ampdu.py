@@ -50,11 +50,13 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     new = np.r_[True, ~link]
     ppdu = np.cumsum(new) - 1                     # per row; ascends along the rows
     p_start = np.flatnonzero(new)
+    whole = False                                 # the components converged
     for _ in range(MAX_PASSES):                   # components: a few passes
         lab_p = np.minimum.reduceat(cluster[group], p_start)
         nxt = cluster.copy()             # a group's own label is among its PPDUs' (<= it)
         np.minimum.at(nxt, group, lab_p[ppdu])    # (no sort of the rows by group)
         if (nxt == cluster).all():
+            whole = True
             break
         cluster = nxt
     # longest path to the cluster's end along every sniffer's record order
@@ -62,29 +64,30 @@ def ppdu_clusters(sniffer, common_ns, group, n_groups: int):
     after = p_end[ppdu] - 1 - np.arange(n)        # later subframes in this sniffer's PPDU
     np.maximum.at(rank, group, after)
     src, dst = group[:-1][link], group[1:][link]
-    _longest_paths(rank, src, dst, cluster)
+    _longest_paths(rank, src, dst, cluster if whole else None)
     return cluster, rank, _cluster_time(cluster, group, ppdu, p_start, common_ns, alone)
 
 
-def _longest_paths(rank, src, dst, cluster) -> None:
+def _longest_paths(rank, src, dst, cluster=None) -> None:
     """Bellman-Ford passes, in place: ``rank[s] >= rank[d] + 1`` for every edge ``s -> d``.
 
     Only edges into a rank that just grew can grow more: the first pass takes every edge,
     each later one those into the groups the last grew (the edges sorted by ``dst``, so a
     grown group's are one slice), so a pass costs its grown groups, not all edges; and
-    only the ``cluster``s where the first pass grew a rank are sorted (an edge never leaves
-    its cluster). Ranks only grow, by the maximum of what the pass's edges offer: the edge
-    set of each pass, not its order, sets the result.
+    with ``cluster`` (labels no edge crosses: converged components) only the edges of the
+    clusters where the first pass grew a rank are sorted. Ranks only grow, by the maximum
+    of what the pass's edges offer: the edge set of each pass, not its order, sets the result.
     """
     cand = rank[dst] + 1
     grow = cand > rank[src]
     if not grow.any():
         return
     s, cand = src[grow], cand[grow]
-    hot = np.zeros(len(rank), bool)
-    hot[cluster[s]] = True
-    keep = hot[cluster[dst]]
-    src, dst = src[keep], dst[keep]
+    if cluster is not None:              # the other clusters' ranks hold already
+        hot = np.zeros(len(rank), bool)
+        hot[cluster[s]] = True
+        keep = hot[cluster[dst]]
+        src, dst = src[keep], dst[keep]
     by_dst = order_by(dst)
     src_d, dst_d = src[by_dst], dst[by_dst]
     for _ in range(MAX_PASSES):

@@ -35,14 +35,14 @@ from sniffsync.sync.retime import add_provenance, provenance_totals, retime
 from sniffsync.sync.windows import match_windowed, output_rank
 
 # write_merged is named beside merge() by the package's API (merge(), then write_merged())
-__all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS"]
+__all__ = ["Merged", "merge", "write_merged", "NEEDED_COLUMNS", "WRITTEN_COLUMNS"]
 
 # the columns the clock fit and the copies' key read: with the anchor candidates known,
 # only these are concatenated before the fit, the rest on a thread beside it
 FIT_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "signal_dbm", *MERGE_KEY)
-# the input columns a merged table always holds (write_merged reads these and the
-# merge's own); merge(columns=[...]) adds only those asked for
-TABLE_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "caplen", "wirelen", "signal_dbm")
+# the input columns write_merged reads (with the merge's own): merge(keep=WRITTEN_COLUMNS)
+# when the table is only written (the CLI)
+WRITTEN_COLUMNS = ("sniffer", "frame", "ts_ns", "tsft_us", "caplen", "wirelen", "signal_dbm")
 MIN_GATE_NS = 3_000          # TSFT copies differ by quantisation + jitter, ~1 µs
 RADIO_LINKTYPES = WLAN_LINKTYPES     # radiotap, PPI, Prism, AVS or bare 802.11
 
@@ -298,7 +298,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
           anchors=("beacon", "ba", "unique"), keep_duplicates: bool = False,
           knot_s: float = 1.0, gate_ns: float | None = None, names=None, progress=None,
           tsft_at="auto", columns=None, window_s: float | None = None, anchor_sample="auto",
-          read_ahead=None) -> Merged:
+          read_ahead=None, keep=None) -> Merged:
     """Synchronise and merge several sniffers' captures.
 
     Parameters
@@ -329,11 +329,14 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     progress : callable, optional
         ``progress(stage: str)`` called as stages start.
     columns : list of str, optional
-        Input columns wanted in the merged table besides :data:`TABLE_COLUMNS` and the
-        merge's own; ``None``: every column. Files are decoded for
-        :data:`NEEDED_COLUMNS` and these only: ``[]`` (the CLI's choice) decodes what the
-        merge needs and keeps what :func:`write_merged` writes (about half the decoding
-        time and memory).
+        When reading files: columns wanted in the merged table besides
+        :data:`NEEDED_COLUMNS` (always decoded); ``None`` decodes every column. ``[]``
+        decodes only what the merge and :func:`write_merged` need (the CLI's choice:
+        about half the decoding time and memory).
+    keep : list of str, optional
+        Of the inputs' columns, only these go into the merged table (besides the merge's
+        own); ``None``: all. :data:`WRITTEN_COLUMNS` is what :func:`write_merged` needs (the
+        CLI's choice: the table is only written). Not for one merged file (returned as read).
     window_s : float, optional
         Match copies one window of this many seconds at a time
         (:mod:`sniffsync.sync.windows`); the result is the same as without.
@@ -399,8 +402,7 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     out, report = _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_ns,
                                   keep_duplicates, names, say,
                                   None if window_s is None else _window_ns(window_s), found, rest,
-                                  anchor_sample,
-                                  None if columns is None else [*TABLE_COLUMNS, *columns])
+                                  anchor_sample, keep)
     del df
     if tsft_conv is not None:
         report["tsft_at"] = tsft_conv

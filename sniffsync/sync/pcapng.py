@@ -112,7 +112,7 @@ def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
     if len(ln) == 0:
         return
     src = np.asarray(src)
-    if src.flags.c_contiguous and out.flags.c_contiguous:     # (records' and blobs' bytes are)
+    if src.dtype == out.dtype == np.uint8 and src.flags.c_contiguous and out.flags.c_contiguous:
         i64 = [np.ascontiguousarray(a, np.int64) for a in (dst, src_off, ln)]
         if copy_pieces(out, i64[0], src, i64[1], i64[2]):     # the C pass: no temporaries
             return

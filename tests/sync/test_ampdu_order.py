@@ -91,22 +91,57 @@ def _passes_over_all_edges(rank, src, dst, max_passes):
         edges = np.flatnonzero(changed[dst])
 
 
+@pytest.mark.parametrize("clustered", [True, False])
 @pytest.mark.parametrize("seed", range(6))
-def test_longest_paths_equal_the_all_edge_passes(seed, monkeypatch):
-    """Chains, shared nodes and cycles (stopped by MAX_PASSES, lowered here), in clusters of
-    which some never grow (their edges are left out after the first pass): same ranks."""
+def test_longest_paths_equal_the_all_edge_passes(seed, clustered, monkeypatch):
+    """Chains, shared nodes and cycles (stopped by MAX_PASSES, lowered here): same ranks,
+    in clusters of which some never grow (their edges are left out after the first pass)
+    or, without labels (components that did not converge), edges anywhere."""
     from sniffsync.sync import ampdu
     monkeypatch.setattr(ampdu, "MAX_PASSES", 7)
     rng = np.random.default_rng(seed)
-    n, size = 60, 15                     # four clusters of 15 groups; edges stay inside
+    n, size = 60, 15 if clustered else 60     # four clusters of 15 groups; edges stay inside
     src = rng.integers(0, n, 150)
     base = src - src % size
     dst = np.where(rng.random(150) < 0.8, np.minimum(src + rng.integers(1, 4, 150), base + size - 1),
                    base + rng.integers(0, size, 150))
     start = rng.integers(0, 3, n)
-    start[:size] = 100 - np.arange(size)     # the first cluster's ranks already hold
+    if clustered:
+        start[:size] = 100 - np.arange(size)     # the first cluster's ranks already hold
     want, got = start.copy(), start.copy()
     _passes_over_all_edges(want, src, dst, 7)
-    ampdu._longest_paths(got, src, dst, np.arange(n) - np.arange(n) % size)
+    ampdu._longest_paths(got, src, dst, np.arange(n) - np.arange(n) % size if clustered else None)
     assert got.tolist() == want.tolist()
     assert (want != start).any()
+
+
+def test_ranks_when_the_components_do_not_converge(monkeypatch):
+    """With too few passes for the components (MAX_PASSES lowered), labels can cut one
+    PPDU's subframes apart: the longest paths then take every edge, as the all-edge passes
+    (the oracle) over each sniffer's PPDUs give them."""
+    from sniffsync.sync import ampdu
+    monkeypatch.setattr(ampdu, "MAX_PASSES", 3)
+    cut_apart = 0
+    for seed in range(80, 120):          # two sniffers hear every transmission, PPDUs cut anywhere
+        rng = np.random.default_rng(seed)
+        ng = int(rng.integers(6, 30))
+        sn, t, g = [], [], []
+        for s in range(2):
+            cuts = np.sort(rng.choice(np.arange(1, ng), size=rng.integers(1, ng // 2), replace=False))
+            step = np.zeros(ng, np.int64)
+            step[cuts] = 1
+            sn.append(np.full(ng, s))
+            t.append(np.cumsum(step) * 1000 + s)
+            g.append(np.arange(ng))
+        sn, t, g = np.concatenate(sn), np.concatenate(t), np.concatenate(g)
+        cluster, got, _ = ampdu.ppdu_clusters(sn, t, g, ng)
+        link = (sn[1:] == sn[:-1]) & (t[1:] == t[:-1])
+        src, dst = g[:-1][link], g[1:][link]
+        cut_apart += (cluster[src] != cluster[dst]).any()
+        ppdu = np.cumsum(np.r_[True, ~link]) - 1
+        want = np.zeros(ng, np.int64)
+        first = np.flatnonzero(np.r_[True, ~link])
+        np.maximum.at(want, g, np.bincount(ppdu)[ppdu] - 1 - (np.arange(len(g)) - first[ppdu]))   # later in it
+        _passes_over_all_edges(want, src, dst, 3)
+        assert got.tolist() == want.tolist(), seed
+    assert cut_apart

@@ -236,20 +236,24 @@ def test_streamed_pcapng_is_byte_identical_to_the_generic_writer(tmp_path):
 
 
 def test_narrow_decode_merges_exactly_like_the_full_table(tmp_path):
-    """merge(columns=[...]): the table holds the record basics, the merge's own columns
-    and those asked for; the same report, rows and written file as the full table."""
-    from sniffsync.sync.merge import TABLE_COLUMNS
+    """merge(columns=[...]) decodes less, merge(keep=WRITTEN_COLUMNS) keeps only what the
+    file needs (the CLI's table): the same report, rows and written file as the full table."""
+    from sniffsync.sync.merge import WRITTEN_COLUMNS
     full_m = merge([str(p) for p in HIDDEN])
     narrow_m = merge([str(p) for p in HIDDEN], columns=["ssid"])
-    assert narrow_m.report == full_m.report
-    full, narrow = full_m.frames, narrow_m.frames
+    written_m = merge([str(p) for p in HIDDEN], columns=[], keep=WRITTEN_COLUMNS)
+    assert narrow_m.report == full_m.report == written_m.report
+    full, narrow, written = full_m.frames, narrow_m.frames, written_m.frames
+    assert len(narrow.columns) < len(full.columns) - 20 and "ssid" in narrow and "tcp_seq" not in narrow
+    assert "ampdu_ref" in narrow                         # what group_ppdus reads stays
     own = ["merged_id", "sniffers_heard", "n_heard", "best_sniffer", "unsynced", "signal_dbm_s0",
            "signal_dbm_s1", "signal_dbm_s2", "ts_err_ns", "ts_src"]
-    assert sorted(narrow.columns) == sorted([*TABLE_COLUMNS, "ssid", *own])
-    assert "tcp_seq" in full and "ampdu_ref" in full
+    assert sorted(written.columns) == sorted([*WRITTEN_COLUMNS, *own])
     for c in narrow.columns:
         assert narrow[c].equals(full[c]), c
-    write_merged(tmp_path / "narrow.pcapng", narrow_m)
+    for c in written.columns:
+        assert written[c].equals(full[c]), c
+    write_merged(tmp_path / "narrow.pcapng", written_m)
     write_merged(tmp_path / "full.pcapng", full_m)
     assert (tmp_path / "narrow.pcapng").read_bytes() == (tmp_path / "full.pcapng").read_bytes()
 

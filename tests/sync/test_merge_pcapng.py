@@ -55,6 +55,16 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     if backend == "c" and walk.backend() != "c":
         pytest.skip("the C extension is not built")
     monkeypatch.setitem(walk._state, "c", backend == "c")
+    copied = []                          # the C pass's calls: it ran, not the fallback
+
+    class Spy:
+        def __getattr__(self, name, real=walk._c):
+            return getattr(real, name)
+
+        def pieces(self, *a, real=walk._c):
+            copied.append(len(a[1]))
+            return real.pieces(*a)
+    monkeypatch.setattr(walk, "_c", Spy())
     monkeypatch.setattr(W, "MAP_MIN_BYTES", 0 if mapped else 1 << 62)
     taken = []
     monkeypatch.setattr(W, "_build_mapped", lambda *a, f=W._build_mapped: taken.append(f(*a)))
@@ -81,6 +91,7 @@ def test_write_epbs_is_byte_identical_to_write_pcapng(tmp_path, monkeypatch, chu
     write_pcapng(want, [{"name": "a", "linktype": 127}, {"name": "b", "linktype": 127}], sn, ts, data,
                  np.r_[0, np.cumsum(caplen)], wirelen=wirelen, comments=[texts[i] for i in inv])
     assert got.read_bytes() == want.read_bytes() + b"tail"
+    assert (sum(copied) >= n) == (backend == "c")           # every packet's bytes by the C pass
 
 
 def test_the_c_copy_checks_every_piece_before_copying():

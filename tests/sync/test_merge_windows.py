@@ -59,7 +59,7 @@ def case(tmp_path_factory):
         paths.append(str(dst))
     whole = merge(paths, columns=[])
     write_merged(d / "whole.pcapng", whole)
-    every = merge(paths, columns=["ampdu_ref"], keep_duplicates=True)
+    every = merge(paths, columns=[], keep_duplicates=True)
     copies = every.frames                                                 # every copy's time
     t = copies["ts_ns"].to_numpy(np.int64)
     t_lo = int(t.min())
