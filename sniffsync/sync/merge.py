@@ -208,7 +208,8 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
             clocks, cand, key = found.pop()
             cand, weight, sample = sample_anchors(cand, clocks[1][cand[0]], clocks[2], anchors,
                                                   knot_s * 1e9, sample, clocks[0][cand[0]])
-            # the fit's first step (clusters by key alone) there, the epoch line here
+            # the fit's first step (clusters by key alone), the copies' key and the epoch
+            # line there; the columns the fit does not read here
             key_cid = ex.submit(_key_only_clusters, cand[2], clocks[1][cand[0]], cand[3])
             cand, key = here.submit(tuple, cand), ex.submit(join_key, *key)
         else:
@@ -216,7 +217,7 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
             clocks = local_clocks(df)
             key = ex.submit(_merge_key, df[list(MERGE_KEY)], window_ns is None)
         on_ref = clocks[1] == reference_clock(clocks[2], reference)
-        to_epoch = here.submit(epoch_map, ts_ns, clocks[0], on_ref)
+        to_epoch = ex.submit(epoch_map, ts_ns, clocks[0], on_ref)
         if rest is not None:             # what only the matching and the merged table read
             rest = here.submit(concat_columns, rest)
         res = sync(df, reference=reference, anchors=anchors, knot_s=knot_s, allow_unsynced=allow_unsynced,
@@ -244,21 +245,22 @@ def _sync_and_match(df, n_in, reference, anchors, knot_s, allow_unsynced, gate_n
         del first_epoch
     del key, by_key
     ref_tsft = bool(model.clocks.tsft[model.reference])
-    rt = retime(df, res, group, synced)   # best time per copy: TSFT, other sniffer, protocol, host
-    best_ns = res.common_ns + rt.shift_ns
-    common_epoch = np.where(synced, to_epoch(best_ns), ts_ns)
-    tsft_common = np.rint(best_ns / 1000).astype(np.int64) if ref_tsft else None
-    del best_ns
-    del ts_ns
-    say("build merged table")
     sniffer = df["sniffer"].to_numpy(np.int64)
-    # the A-MPDU clusters, then the report (reads only), on a thread while this one
-    # makes the merged table
+    sig = df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)
+    # the strongest copies beside the re-timing; then the A-MPDU clusters and the report
+    # (reads only) there while this thread makes the merged table
     with runtime.pool(limit=1) as ex:
+        best = ex.submit(best_copy, group, sniffer, sig)
+        rt = retime(df, res, group, synced)   # best time per copy: TSFT, other sniffer, protocol, host
+        best_ns = res.common_ns + rt.shift_ns
+        common_epoch = np.where(synced, to_epoch(best_ns), ts_ns)
+        tsft_common = np.rint(best_ns / 1000).astype(np.int64) if ref_tsft else None
+        del best_ns
+        del ts_ns
+        say("build merged table")
         ng = int(group.max()) + 1 if len(group) else 0
         clusters = ex.submit(ppdu_clusters, sniffer, common_epoch, group, ng)
-        sig = df["signal_dbm"].to_numpy(np.float64, na_value=-1e9)
-        best = best_copy(group, sniffer, sig)
+        best = best.result()
         n_out = len(df) if keep_duplicates else len(best)
         # plain arrays, not df[[...]] (a frame sharing df's blocks would make every pop of
         # merged_table (consume) copy what is left of them), and not copied
