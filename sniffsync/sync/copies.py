@@ -178,6 +178,8 @@ class _Reps:
         per row a group to take first when it is within the gate and free (-1: none)."""
         ng, n = len(self.key), len(key)
         sig = gate / GATE_SIGMAS
+        if n == 0:                       # (a clock without frames of this kind)
+            return np.zeros(0, np.int64)
         if ng == 0:                      # nothing to join yet (every clock is wide)
             return self._add(np.full(n, -1, np.int64), key, t, sniffer, sig)
         both_k, both_t = np.r_[self.key, key], np.r_[self.t, t]

@@ -306,3 +306,19 @@ def test_fit_inputs_found_per_input_equal_those_of_the_joined_table(skewed):
         if sort:
             assert all(np.array_equal(g, w) for g, w in zip(by_key, key_order(want_key)))
             assert (np.diff(by_key[1]) == 0).sum() > 1000          # keys shared across inputs: ties
+
+
+def test_a_host_clock_without_response_frames(tmp_path):
+    """A sniffer without TSFT (a host clock: a wide copy gate) whose frames hold no ACK/CTS,
+    here the reference (one RTS), beside one it cannot sync: the host clock's frames are
+    attached with no response rows to place (the empty part raised IndexError). Every frame
+    stays its own transmission, the other sniffer's flagged unsynced, and all are written."""
+    from sniffsync.io.capture import read_records
+    crash = Path(__file__).parents[1] / "data" / "crashes" / "detect-IndexError-only-rts.pcap"
+    m = merge([str(crash), str(HIDDEN[1])], allow_unsynced=True)
+    f = m.frames
+    assert (f["sniffer"] == 0).sum() == len(read_records(crash).data_off) > 0
+    assert (f["sniffer"] == 1).sum() == len(read_records(HIDDEN[1]).data_off)
+    assert f.loc[f["sniffer"] == 1, "unsynced"].all() and (f["n_heard"] == 1).all()
+    assert m.report["sniffers"][0]["model"][0]["clock"] == "capture"
+    assert write_merged(tmp_path / "m.pcapng", m) == len(f)
