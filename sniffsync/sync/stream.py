@@ -81,7 +81,7 @@ class _Input:
 def _check_linktype(path, t, linktype):
     """The input's link type, each batch checked as the one-pass merge checks a table (an
     empty batch has none: a file without frames is said after pass 1)."""
-    from sniffsync.sync.merge import _check_table
+    from sniffsync.sync.inputs import _check_table
     if not len(t):
         return linktype
     _check_table(path, t)
@@ -257,7 +257,8 @@ def merge_to_file(paths, output, *, window_s: float = 10.0, reference: int = 0,
     (:mod:`sniffsync.sync.streamfit`). Returns the
     report (also in the file's section header).
     """
-    from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _validate, _window_ns
+    from sniffsync.sync.inputs import _validate
+    from sniffsync.sync.merge import MIN_GATE_NS, NEEDED_COLUMNS, _window_ns
     from sniffsync.sync.report import merge_report
     say = progress or (lambda stage: None)
     paths = [os.fspath(p) for p in paths]
