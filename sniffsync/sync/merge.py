@@ -236,7 +236,8 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
     keep : list of str, optional
         Of the inputs' columns, only these go into the merged table (besides the merge's
         own); ``None``: all. :data:`WRITTEN_COLUMNS` is what :func:`write_merged` needs (the
-        CLI's choice: the table is only written). Not for one merged file (returned as read).
+        CLI's choice: the table is only written); a name the inputs lack raises
+        :class:`UsageError`. Not for one merged file (returned as read).
     window_s : float, optional
         Match copies one window of this many seconds at a time
         (:mod:`sniffsync.sync.windows`); the result is the same as without.
@@ -284,6 +285,10 @@ def merge(paths_or_tables, reference: int = 0, allow_unsynced: bool = False,
         _validate(paths, tables)         # before the alignment reads them
         if tsft_at is not None:
             tables, tsft_conv = _align(tables, tsft_at, names, ends)
+    missing = [c for c in keep or () if c not in tables[0].columns]
+    if missing:                          # a typo would drop a column without a word
+        raise UsageError(f"keep: no column {', '.join(map(str, missing))} in the inputs"
+                         + ("" if columns is None else " (decode it too: columns=[...])"))
     n_in, rest = len(tables), None
     with runtime.pool(limit=1) as ex:    # the parts joined while the fit's columns are
         if paths is not None:

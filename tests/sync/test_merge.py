@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from sniffsync.cli.main import main
+from sniffsync.errors import UsageError
 from sniffsync.sync.copies import MERGE_KEY
 from sniffsync.sync.merge import merge, write_merged
 from pcapng_walk import slow_epbs
@@ -253,6 +254,8 @@ def test_narrow_decode_merges_exactly_like_the_full_table(tmp_path):
         assert narrow[c].equals(full[c]), c
     for c in written.columns:
         assert written[c].equals(full[c]), c
+    with pytest.raises(UsageError, match="keep: no column ssid in the inputs"):
+        merge([str(p) for p in HIDDEN], columns=[], keep=[*WRITTEN_COLUMNS, "ssid"])
     write_merged(tmp_path / "narrow.pcapng", written_m)
     write_merged(tmp_path / "full.pcapng", full_m)
     assert (tmp_path / "narrow.pcapng").read_bytes() == (tmp_path / "full.pcapng").read_bytes()
