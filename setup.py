@@ -1,8 +1,8 @@
 """Only what setup.cfg cannot say: the top-level ``samples/`` folder installed as
 ``sniffsync/samples`` (package data of a package that lives outside the tree ``find:`` walks),
-and the optional C record walk and header passes (``sniffsync.io._walk``, five sources: when
-it cannot be compiled, the install goes on and the reader uses its Python walk and
-decoders, see ``sniffsync/io/walk.py``).
+and the optional C record walk, header passes and the merge's packet copy (``sniffsync.io._walk``,
+five sources: when it cannot be compiled, the install goes on and uses its Python walk,
+decoders and copy, see ``sniffsync/io/walk.py``).
 Everything else is in setup.cfg."""
 from setuptools import Extension, find_packages, setup
 

@@ -157,21 +157,22 @@ def main(argv=None) -> int:
     size_mib = sum(os.path.getsize(f) for f in inputs) / 2**20
     runs = ({"mergecap": [], "sniffsync": []} | ({"windowed": []} if a.window_s else {})
             | ({"before": []} if a.before else {}))
+    flush = not a.no_flush
     for _ in range(a.repeat):                # alternate, so load changes hit both alike
         for old in ("mergecap.pcapng", "merged.pcapng", "windowed.pcapng", "before.pcapng"):   # new files
             if not a.overwrite:
                 (a.out / old).unlink(missing_ok=True)
-        runs["mergecap"].append(timed(["mergecap", "-w", str(a.out / "mergecap.pcapng"), *inputs], name="mergecap",
-                                      flush=not a.no_flush))
+        runs["mergecap"].append(timed(["mergecap", "-w", str(a.out / "mergecap.pcapng"), *inputs],
+                                      name="mergecap", flush=flush))
         runs["sniffsync"].append(timed(_merge_cmd(inputs, a.out / "merged.pcapng", a.out / "merge-report.json"),
-                                       name="sniffsync", flush=not a.no_flush))
+                                       name="sniffsync", flush=flush))
         if a.window_s:
             runs["windowed"].append(timed(_merge_cmd(inputs, a.out / "windowed.pcapng", None, a.window_s),
-                                          name="windowed", flush=not a.no_flush))
+                                          name="windowed", flush=flush))
         if a.before:
             env = dict(os.environ, PYTHONPATH=str(a.before.resolve()))
             runs["before"].append(timed(_merge_cmd(inputs, a.out / "before.pcapng", a.out / "before.json"), env,
-                                        name="before", flush=not a.no_flush))
+                                        name="before", flush=flush))
     med = {k: (sorted(w for w, _ in v)[len(v) // 2], max(r for _, r in v)) for k, v in runs.items()}
     rep = json.loads((a.out / "merge-report.json").read_text())
     tot = rep["totals"]

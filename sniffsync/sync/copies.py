@@ -177,9 +177,9 @@ class _Reps:
         """Group of each row (new ids for rows left alone); updates the groups. ``pref``:
         per row a group to take first when it is within the gate and free (-1: none)."""
         ng, n = len(self.key), len(key)
-        sig = gate / GATE_SIGMAS
         if n == 0:                       # (a clock without frames of this kind)
             return np.zeros(0, np.int64)
+        sig = gate / GATE_SIGMAS
         if ng == 0:                      # nothing to join yet (every clock is wide)
             return self._add(np.full(n, -1, np.int64), key, t, sniffer, sig)
         both_k, both_t = np.r_[self.key, key], np.r_[self.t, t]

@@ -106,7 +106,7 @@ def _gather(src, w: int, at: np.ndarray) -> np.ndarray:
 
 def _copy_pieces(out: np.ndarray, dst, src: np.ndarray, src_off, ln) -> None:
     """``out[dst[i]:dst[i] + ln[i]] = src[src_off[i]:src_off[i] + ln[i]]`` for every ``i``:
-    one ``memcpy`` each in C (:func:`sniffsync.io.walk.copy_pieces`); on the Python backend
+    one ``memmove`` each in C (:func:`sniffsync.io.walk.copy_pieces`); on the Python backend
     one copy of equal-length rows per distinct length (:func:`_items` views of both
     arrays), not a per-byte index."""
     if len(ln) == 0:

@@ -47,14 +47,18 @@ def test_same_report_with_and_without_overlap(calls, monkeypatch, tmp_path, over
     assert out.read_bytes() == _want()
 
 
+def _fails(monkeypatch, tmp_path, module, name, message) -> None:
+    """fairness with ``module.name`` raising ``message``: the caller gets that error."""
+    def broken(*a, **k):
+        raise RuntimeError(message)
+    monkeypatch.setattr(module, name, broken)
+    with pytest.raises(RuntimeError, match=message):
+        _fairness(tmp_path / "r.json")
+
+
 def test_extent_error_reaches_the_caller(calls, monkeypatch, tmp_path):
     import airtime.ppdu as P
-
-    def broken(*a, **k):
-        raise RuntimeError("extent failed")
-    monkeypatch.setattr(P, "estimate_extent", broken)
-    with pytest.raises(RuntimeError, match="extent failed"):
-        _fairness(tmp_path / "r.json")
+    _fails(monkeypatch, tmp_path, P, "estimate_extent", "extent failed")
     assert len(calls) == 1 and not (tmp_path / "r.json").exists()
 
 
@@ -78,10 +82,5 @@ def test_extent_thread_started_late_still_finds_its_grouping(monkeypatch, tmp_pa
 def test_an_analysis_error_waits_for_the_extent_thread(calls, monkeypatch, tmp_path):
     import threading
     import sniffsync.fairness.core as core
-
-    def broken(*a, **k):
-        raise RuntimeError("analysis failed")
-    monkeypatch.setattr(core, "analyze_arrays", broken)
-    with pytest.raises(RuntimeError, match="analysis failed"):
-        _fairness(tmp_path / "r.json")
+    _fails(monkeypatch, tmp_path, core, "analyze_arrays", "analysis failed")
     assert len(calls) == 1 and not [t for t in threading.enumerate() if t.name == "ppdu-extent"]
